@@ -1,0 +1,324 @@
+"""Lark's parse errors → worded diagnostics, and the statement-level resynchronisation used to
+report several syntax errors per file.
+
+Users never see terminal names: every terminal has a description, expression starters are
+summarised as "an expression", and a missing ';' is reported right after the construct it
+should end, naming that construct from the enclosing block.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..diagnostics import Diagnostic
+from ..source import Span
+from .scan import mask
+
+BLOCK_NAMES = ("dtype", "attrib", "input", "using", "constant", "variable", "output", "assert", "lower",
+               "compose", "update", "quantize")
+
+_CONSTRUCT = {
+    "dtype": "generic type declaration",
+    "attrib": "attribute declaration",
+    "input": "input declaration",
+    "output": "output declaration",
+    "constant": "constant declaration",
+    "variable": "variable declaration",
+    "using": "@using definition",
+    "assert": "assertion",
+    "lower": "@lower formula",
+    "compose": "statement",
+    "update": "statement",
+    "quantize": "quantization entry",
+}
+
+_DESCRIPTIONS = {
+    "SEMI": "';'", "COMMA": "','", "COLON": "':'", "EQ": "'='", "DOT": "'.'",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "IDENT": "a name", "INT": "an integer", "REAL": "a real number", "STRING": "a string",
+    "DOT2": "'..'", "DOT3": "'...'", "TILDE": "'~'", "BAR": "'|'", "LT": "'<'", "GT": "'>'",
+    "QMARK": "'?'", "BANG": "'!'", "ARROW": "'->'", "TRAILING_COMMA": "','",
+    "PARAM_BLOCK": "a block such as '@input'", "COMPOSE_BLOCK": "'@compose' or '@update'",
+    "LOWER_OP": "an assignment such as '+='", "UNIFORM": "':='", "CMP_OP": "a comparison",
+    "ADD_OP": "'+' or '-'", "MUL_OP": "'/', '\\' or '%'", "STAR": "'*'", "POW": "'**'",
+    "MINMAX": "'<?' or '>?'", "COALESCE": "'??'", "IMPLIES": "'=>'", "OR": "'||'", "AND": "'&&'",
+    "XOR": "'^'", "LT_TARGS": "'<'", "$END": "end of file",
+}
+
+_EXPR_START = {"IDENT", "INT", "REAL", "STRING", "TRUE", "FALSE", "INF", "PI", "LPAR", "LSQB", "BANG",
+               "QMARK", "ADD_OP", "BAR", "KW_TYPE", "KW_ARITH", "KW_NUM", "KW_INT", "KW_REAL", "KW_BOOL",
+               "KW_STR"}
+_TYPE_START = {"KW_TYPE", "KW_ARITH", "KW_NUM", "KW_INT", "KW_REAL", "KW_BOOL", "KW_STR"}
+_BLOCK_START = {"PARAM_BLOCK", "COMPOSE_BLOCK", "AT_DTYPE", "AT_USING", "AT_ASSERT", "AT_LOWER", "AT_QUANTIZE"}
+
+_ORDER = ["SEMI", "COMMA", "RPAR", "RSQB", "RBRACE", "COLON", "EQ"]
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return len(text)
+        pos = nl + 1
+    return min(pos + col - 1, len(text))
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def enclosing_block(code: str, offset: int) -> str | None:
+    """Name of the innermost `@block { ... }` open at offset (code is the masked text)."""
+    stack: list[str | None] = []
+    pending: str | None = None
+    for m in re.finditer(r"@([A-Za-z_]\w*)|[{}]", code[:offset]):
+        tok = m.group(0)
+        if tok.startswith("@"):
+            pending = m.group(1)
+        elif tok == "{":
+            stack.append(pending)
+            pending = None
+        elif stack:
+            stack.pop()
+    for name in reversed(stack):
+        if name is not None:
+            return name
+    return None
+
+
+def _describe_expected(expected: set[str], parser: Lark) -> str:
+    names = set(expected)
+    words: list[str] = []
+    if {"IDENT", "INT"} <= names:
+        words.append("an expression")
+        names -= _EXPR_START
+    elif _TYPE_START <= names:
+        words.append("a type")
+        names -= _TYPE_START
+    if "PARAM_BLOCK" in names:
+        words.append("a block such as '@input'")
+        names -= _BLOCK_START
+    for name in sorted(names, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n)):
+        words.append(_describe_terminal(name, parser))
+    words = list(dict.fromkeys(words))
+    if len(words) > 6:
+        words = words[:6] + ["..."]
+    if len(words) <= 1:
+        return words[0] if words else "something else"
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _describe_terminal(name: str, parser: Lark) -> str:
+    if name in _DESCRIPTIONS:
+        return _DESCRIPTIONS[name]
+    try:
+        pattern = parser.get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _describe_found(token_type: str, value: str) -> str:
+    if token_type == "$END":
+        return "end of file"
+    if token_type == "STRING":
+        return "a string"
+    return f"'{value}'"
+
+
+def _end_of_previous(code: str, offset: int) -> int:
+    """Offset just after the last non-blank character before offset (code is masked text)."""
+    i = offset
+    while i > 0 and code[i - 1].isspace():
+        i -= 1
+    return i
+
+
+def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser: Lark) -> Diagnostic:
+    if isinstance(err, UnexpectedCharacters):
+        return _bad_character(err, text, path)
+    if isinstance(err, UnexpectedEOF):
+        line, col = _line_col(text, len(text))
+        return Diagnostic(code="E0103", message="unexpected end of file", span=Span(path, line, col, line, col + 1))
+    assert isinstance(err, UnexpectedToken)
+    tok = err.token
+    expected = set(err.expected) if err.expected else set()
+    if tok.type == "$END":
+        offset = len(text)
+    else:
+        offset = tok.start_pos if tok.start_pos is not None else _offset(text, tok.line, tok.column)
+    block = enclosing_block(code, offset)
+    if "SEMI" in expected and tok.type not in ("$END",):
+        construct = _CONSTRUCT.get(block or "", "declaration" if block is None else "statement")
+        if block is None:
+            construct = "import or version line"
+        prev = _end_of_previous(code, offset)
+        same_line = code.count("\n", prev, offset) == 0
+        others = expected - {"SEMI"}
+        if not same_line or not others:
+            line, col = _line_col(text, prev)
+            return Diagnostic(code="E0102", message=f"expected ';' after {construct}",
+                              span=Span(path, line, col, line, col + 1), hint="insert ';'")
+    if tok.type == "$END":
+        line, col = _line_col(text, len(text))
+        what = _describe_expected(expected, parser)
+        return Diagnostic(code="E0103", message=f"unexpected end of file; expected {what}",
+                          span=Span(path, line, col, line, col + 1),
+                          hint="a '{' may be missing its closing '}'" if "RBRACE" in expected else None)
+    end_line = tok.end_line or tok.line
+    end_col = tok.end_column or tok.column + 1
+    span = Span(path, tok.line, tok.column, end_line, end_col)
+    what = _describe_expected(expected, parser)
+    found = _describe_found(tok.type, str(tok))
+    where = f" in {_CONSTRUCT[block]}" if block in _CONSTRUCT else ""
+    hint = _hint_for(tok.type, str(tok), expected)
+    return Diagnostic(code="E0102", message=f"expected {what}{where}, found {found}", span=span, hint=hint)
+
+
+def _hint_for(token_type: str, value: str, expected: set[str]) -> str | None:
+    if token_type == "IDENT" and value in ("True", "False"):
+        return f"booleans are written '{value.lower()}'"
+    if token_type in ("COLON",) and "EQ" in expected:
+        return "attribute values in an invocation are assigned with '=', as in 'op{a=1}(x)'"
+    if value == "<<" or value == ">>":
+        return "'<<' and '>>' are not SkriptND operators; use '<?' (min) or '>?' (max)"
+    return None
+
+
+def _bad_character(err: UnexpectedCharacters, text: str, path: str) -> Diagnostic:
+    pos = err.pos_in_stream
+    ch = text[pos] if pos < len(text) else ""
+    line, col = err.line, err.column
+    if ch in "\"'":
+        return Diagnostic(code="E0104", message="unterminated string literal", span=Span(path, line, col, line, col + 1),
+                          hint=f"close the string with {ch}")
+    m = re.match(r"@([A-Za-z_]\w*)", text[pos:])
+    if m:
+        name = m.group(1)
+        close = difflib.get_close_matches(name, BLOCK_NAMES, n=1)
+        hint = f"did you mean '@{close[0]}'?" if close else None
+        return Diagnostic(code="E0101", message=f"unknown block '@{name}'; blocks are " +
+                          ", ".join("@" + b for b in BLOCK_NAMES),
+                          span=Span(path, line, col, line, col + len(m.group(0))), hint=hint)
+    if ch == "\ufffd":
+        desc = "an undecodable byte"
+    elif ch.isprintable() and not ch.isspace():
+        desc = f"'{ch}'"
+    else:
+        desc = f"character U+{ord(ch):04X}" if ch else "end of file"
+    return Diagnostic(code="E0101", message=f"unexpected {desc}", span=Span(path, line, col, line, col + 1))
+
+
+def resync_region(code: str, offset: int) -> tuple[int, int] | None:
+    """The statement around offset to blank out so parsing can go on, or None to give up.
+
+    code is the masked text. Backwards, the statement starts after the previous ';', or
+    after the '{' opening the enclosing block; balanced groups are skipped, and an
+    attribute block `op{...}` belongs to the statement. Forwards, it ends at the next
+    ';' outside brackets, or before the '}' closing the enclosing block.
+    """
+    n = len(code)
+    if offset >= n:
+        return None
+    if code[offset] == "@" and enclosing_block(code, offset) is None:
+        return _block_region(code, offset)
+    start = offset
+    depth = 0
+    while start > 0:
+        ch = code[start - 1]
+        if ch in ")]":
+            depth += 1
+        elif ch in "([":
+            depth -= 1
+        elif ch == "}":
+            if depth == 0 and not _attr_block_end(code, start - 1):
+                break
+            depth += 1
+        elif ch == "{":
+            if depth > 0:
+                depth -= 1
+            elif not _attr_block_start(code, start - 1):
+                break
+        elif ch == ";" and depth <= 0:
+            break
+        start -= 1
+    if code[offset] == "}":
+        return (start, offset) if start < offset else (offset, offset + 1)
+    end = offset
+    depth = 0
+    for ch in code[start:offset]:  # brackets opened inside the statement before the error
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    while end < n:
+        ch = code[end]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch == "}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            end += 1
+            break
+        end += 1
+    return (start, max(end, offset + 1))
+
+
+def _block_region(code: str, offset: int) -> tuple[int, int]:
+    """A bad `@name { ... }` block: from the '@' through its balanced braces."""
+    brace = code.find("{", offset)
+    if brace < 0:
+        return (offset, offset + 1)
+    depth = 0
+    for i in range(brace, len(code)):
+        if code[i] == "{":
+            depth += 1
+        elif code[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return (offset, i + 1)
+    return (offset, len(code))
+
+
+def _attr_block_end(code: str, index: int) -> bool:
+    """Is the '}' at index the end of an invocation's attribute block (followed by '(')?"""
+    rest = code[index + 1:].lstrip()
+    return rest.startswith("(")
+
+
+def _attr_block_start(code: str, index: int) -> bool:
+    """Is the '{' at index the start of an attribute block (right after a name or '>')?"""
+    before = code[:index].rstrip()
+    return bool(before) and (before[-1].isalnum() or before[-1] in "_>") and not re.search(
+        r"(\b(then|else|do|unroll)|@[A-Za-z_]\w*|\b(operator|graph)\s+\w+)$", before)
+
+
+def blank(text: str, region: tuple[int, int]) -> str:
+    a, b = region
+    return text[:a] + "".join("\n" if c == "\n" else " " for c in text[a:b]) + text[b:]
+
+
+def error_offset(err: UnexpectedInput, text: str) -> int:
+    if isinstance(err, UnexpectedCharacters):
+        return err.pos_in_stream
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            return len(text)
+        return tok.start_pos if tok.start_pos is not None else _offset(text, tok.line, tok.column)
+    return len(text)
+
+
+__all__ = ["BLOCK_NAMES", "blank", "enclosing_block", "error_offset", "mask", "resync_region", "to_diagnostic"]

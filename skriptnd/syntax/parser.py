@@ -1,0 +1,149 @@
+"""Parsing entry points: source text → AST plus diagnostics, never an exception.
+
+The Lark LALR parser is built once per process (and cached on disk by Lark, so a cold
+start does not rebuild the tables). Several syntax errors are reported per file by
+blanking the offending statement and parsing again (see errors.resync_region).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lark import Lark
+from lark.exceptions import UnexpectedInput, VisitError
+
+from .. import ast
+from ..diagnostics import Diagnostic
+from ..resources import grammar_path
+from ..source import Span
+from . import errors
+from .scan import comments, mask
+from .transform import ToAst
+
+START_RULES = ("module", "blocks", "compose_body", "block_stmt", "stmt", "expr")
+MAX_ERRORS = 20
+MAX_NESTING = 256
+
+
+@cache
+def lark_parser() -> Lark:
+    grammar = grammar_path().read_text(encoding="utf-8")
+    options: dict[str, Any] = dict(
+        parser="lalr",
+        lexer="contextual",
+        start=list(START_RULES),
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+    cache_file = Path(tempfile.gettempdir()) / f"skriptnd-lark-{_grammar_key(grammar)}.cache"
+    try:
+        return Lark(grammar, cache=str(cache_file), **options)
+    except OSError:  # unwritable temp dir: build without the cache
+        return Lark(grammar, **options)
+
+
+def _grammar_key(grammar: str) -> str:
+    import hashlib
+
+    import lark
+
+    return hashlib.sha256((lark.__version__ + grammar).encode()).hexdigest()[:16]
+
+
+def _nesting_error(code: str, path: str) -> Diagnostic | None:
+    depth = 0
+    line, col = 1, 0
+    for ch in code:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return Diagnostic(code="E0108", message=f"brackets nested more than {MAX_NESTING} deep",
+                                  span=Span(path, line, col, line, col + 1),
+                                  hint="split the expression using @using symbols or intermediate tensors")
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    return None
+
+
+def parse(text: str, path: str = "<string>", start: str = "module") -> tuple[Any, list[Diagnostic]]:
+    """Parse text with the given start rule; returns (AST or None, diagnostics).
+
+    With syntax errors, the AST (when not None) is that of the file with the offending
+    statements left out: good enough for an editor outline, not for checking.
+    """
+    parser = lark_parser()
+    code = mask(text)
+    nesting = _nesting_error(code, path)
+    if nesting is not None:
+        return None, [nesting]
+    diagnostics: list[Diagnostic] = []
+    current = text
+    last_offset = -1
+    for _ in range(MAX_ERRORS):
+        try:
+            tree = parser.parse(current, start=start)
+        except UnexpectedInput as err:
+            diagnostics.append(errors.to_diagnostic(err, text, mask(current), path, parser))
+            offset = errors.error_offset(err, current)
+            region = errors.resync_region(mask(current), offset)
+            if region is None or offset <= last_offset or diagnostics[-1].code == "E0104":
+                return None, list(dict.fromkeys(diagnostics))
+            last_offset = offset
+            current = errors.blank(current, region)
+            continue
+        node, more = _to_ast(tree, path, text)
+        return node, list(dict.fromkeys(diagnostics + more))
+    return None, list(dict.fromkeys(diagnostics))
+
+
+def _to_ast(tree: Any, path: str, text: str) -> tuple[Any, list[Diagnostic]]:
+    transformer = ToAst(path, text, lambda src, line, col: _parse_field(src, line, col, path, transformer))
+    try:
+        node = transformer.transform(tree)
+    except RecursionError:
+        return None, [Diagnostic(code="E0108", message="expression nested too deeply to process",
+                                 span=Span(path, 1, 1, 1, 2),
+                                 hint="split long expressions using @using symbols or intermediate tensors")]
+    except VisitError as err:
+        if isinstance(err.orig_exc, RecursionError):
+            return None, [Diagnostic(code="E0108", message="expression nested too deeply to process",
+                                     span=Span(path, 1, 1, 1, 2))]
+        raise
+    if isinstance(node, ast.Module):
+        node = _with_comments(node, text, path)
+    return node, transformer.diagnostics
+
+
+def _parse_field(src: str, line: int, col: int, path: str, owner: ToAst) -> ast.Expr | None:
+    """Parse a `{expr}` format field in place: padding keeps line/column numbers true."""
+    padded = "\n" * (line - 1) + " " * (col - 1) + src
+    node, diags = parse(padded, path, start="expr")
+    for d in diags:
+        owner.diagnostics.append(Diagnostic(code="E0105", message=f"in format field: {d.message}", span=d.span,
+                                            hint=d.hint))
+    return node
+
+
+def _with_comments(module: ast.Module, text: str, path: str) -> ast.Module:
+    found = []
+    for start, end in comments(text):
+        line = text.count("\n", 0, start) + 1
+        col = start - (text.rfind("\n", 0, start) + 1) + 1
+        body = text[start:end].rstrip()
+        found.append(ast.Comment(text=body, span=Span(path, line, col, line, col + len(body))))
+    return ast.Module(definitions=module.definitions, imports=module.imports, version=module.version,
+                      extensions=module.extensions, comments=tuple(found), path=module.path, span=module.span)
+
+
+def parse_module(text: str, path: str = "<string>") -> tuple[ast.Module | None, list[Diagnostic]]:
+    return parse(text, path, "module")
+
+
+def parse_expr(text: str, path: str = "<string>") -> tuple[ast.Expr | None, list[Diagnostic]]:
+    return parse(text, path, "expr")
