@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from .. import ast
 from ..diagnostics import Diagnostic
@@ -106,15 +106,10 @@ def _to_ast(tree: Any, path: str, text: str) -> tuple[Any, list[Diagnostic]]:
     transformer = ToAst(path, text, lambda src, line, col: _parse_field(src, line, col, path, transformer))
     try:
         node = transformer.transform(tree)
-    except RecursionError:
+    except RecursionError:  # spans and equality of very deep ASTs recurse
         return None, [Diagnostic(code="E0108", message="expression nested too deeply to process",
                                  span=Span(path, 1, 1, 1, 2),
                                  hint="split long expressions using @using symbols or intermediate tensors")]
-    except VisitError as err:
-        if isinstance(err.orig_exc, RecursionError):
-            return None, [Diagnostic(code="E0108", message="expression nested too deeply to process",
-                                     span=Span(path, 1, 1, 1, 2))]
-        raise
     if isinstance(node, ast.Module):
         node = _with_comments(node, text, path)
     return node, transformer.diagnostics

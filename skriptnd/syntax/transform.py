@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lark import Token, Transformer, Tree, v_args
+from lark import Token, Tree
 
 from .. import ast
 from ..diagnostics import Diagnostic
@@ -22,6 +22,14 @@ FOLDABLE = {"+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", "<?", ">?", 
 CUMULATIVE = {"+", "*", "&&", "||", "<?", ">?"}
 PROPERTIES = {"shape", "rank", "size"}
 ABSTRACT_TYPES = {"type", "arith", "num"}
+
+#: Binding strength of the binary operators of a chain (docs/grammar.md, levels 3 to 11).
+PRECEDENCE = {
+    "COALESCE": 3, "IMPLIES": 4, "OR": 5, "XOR": 6, "AND": 7,
+    "CMP_OP": 8, "LT": 8, "IS": 8, "IN": 8, "UNIFORM": 8,
+    "MINMAX": 9, "ADD_OP": 10, "STAR": 11, "MUL_OP": 11,
+}
+RIGHT_ASSOC = {"IMPLIES"}
 
 
 class _TypeArgs(tuple):
@@ -84,12 +92,14 @@ def _nodes(children: list[Any]) -> list[Any]:
     return [c for c in children if not isinstance(c, Token)]
 
 
-@v_args(meta=True)
-class ToAst(Transformer):
-    """One instance per parsed file; collects diagnostics in `self.diagnostics`."""
+class ToAst:
+    """One instance per parsed file; collects diagnostics in `self.diagnostics`.
+
+    Each grammar rule (or alias) has a method taking (meta, children) with the
+    children already transformed.
+    """
 
     def __init__(self, path: str, text: str, parse_field: Callable[[str, int, int], ast.Expr | None]) -> None:
-        super().__init__(visit_tokens=False)
         self.path = path
         self.text = text
         self.lines = text.split("\n")
@@ -531,10 +541,39 @@ class ToAst(Transformer):
         left, op, right = children
         return ast.Binary(op=str(op), left=left, right=right, span=self.span(meta))
 
-    def fold(self, meta: Any, children: list[Any]) -> ast.Fold:
-        operand, op, dots = children
+    def chain(self, meta: Any, children: list[Any]) -> ast.Expr:
+        """Group a flat `a op b op .. op c` chain by precedence (shunting-yard)."""
+        values: list[ast.Expr] = [children[0]]
+        ops: list[Token] = []
+
+        def reduce() -> None:
+            op = ops.pop()
+            right = values.pop()
+            left = values.pop()
+            values.append(ast.Binary(op=str(op), left=left, right=right, span=left.span.merge(right.span)))
+
+        for i in range(1, len(children), 2):
+            op, rhs = children[i], children[i + 1]
+            level = PRECEDENCE[op.type]
+            if isinstance(rhs, Token):  # a fold: a postfix operator at op's level
+                while ops and PRECEDENCE[ops[-1].type] >= level:
+                    reduce()
+                values.append(self._fold(values.pop(), op, rhs))
+                continue
+            if op.type == "UNIFORM":
+                self.error("':=' only folds a pack to its uniform value, as in 'x := ..'", self.tspan(op))
+            right_assoc = op.type in RIGHT_ASSOC
+            while ops and (PRECEDENCE[ops[-1].type] > level or (PRECEDENCE[ops[-1].type] == level and not right_assoc)):
+                reduce()
+            ops.append(op)
+            values.append(rhs)
+        while ops:
+            reduce()
+        return values[0]
+
+    def _fold(self, operand: ast.Expr, op: Token, dots: Token) -> ast.Fold:
         cumulative = str(dots) == "..."
-        span = self.span(meta)
+        span = operand.span.merge(self.tspan(dots))
         op_s = str(op)
         if op_s not in FOLDABLE:
             self.error(f"'{op_s}' cannot fold a pack; fold operators are + * && || < <= > >= == != <? >? :=",
@@ -717,9 +756,20 @@ class ToAst(Transformer):
                     parts.append(piece)
         return ast.StrLit(parts=tuple(parts), span=self.span(meta))
 
-    def __default__(self, data: str, children: list[Any], meta: Any) -> Any:  # pragma: no cover
-        raise AssertionError(f"grammar rule '{data}' has no AST transformation")
-
-
-def transform(tree: Tree, transformer: ToAst) -> Any:
-    return transformer.transform(tree)
+    def transform(self, root: Tree) -> Any:
+        """Bottom-up, with an explicit stack: deep expressions cannot exhaust Python's stack."""
+        results: list[Any] = []
+        todo: list[tuple[Any, bool]] = [(root, False)]
+        while todo:
+            node, expanded = todo.pop()
+            if not isinstance(node, Tree):
+                results.append(node)
+            elif not expanded:
+                todo.append((node, True))
+                todo.extend((child, False) for child in reversed(node.children))
+            else:
+                count = len(node.children)
+                args = results[len(results) - count:]
+                del results[len(results) - count:]
+                results.append(getattr(self, node.data)(node.meta, args))
+        return results[0]

@@ -1,0 +1,130 @@
+"""The `sknd` command line. Exit codes: 0 ok, 1 diagnostics found, 2 usage error, 3 internal error."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from . import __version__
+from .checking import check_paths, expand_paths
+from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
+from .fileio import read_source, write_atomic
+from .source import SourceFile
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="SkriptND (NNEF 2.0) toolchain: check, format, compose and run models.",
+)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def _color(choice: Color) -> bool | None:
+    return {Color.auto: None, Color.always: True, Color.never: False}[choice]
+
+
+def _report(diags: list[Diagnostic], sources: dict[str, SourceFile], fmt: OutputFormat, color: Color,
+            files: int) -> None:
+    ordered = sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.col))
+    if fmt is OutputFormat.json:
+        sys.stdout.write(render_json(ordered) + "\n")
+        return
+    if ordered:
+        print_diagnostics(ordered, sources, color=_color(color))
+    noun = "file" if files == 1 else "files"
+    typer.echo(f"{render_summary(ordered)} in {files} {noun}", err=True)
+
+
+PathsArg = Annotated[list[str], typer.Argument(help="SkriptND files or model folders (with main.sknd).")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Diagnostics as text or LSP-shaped JSON.")]
+ColorOpt = Annotated[Color, typer.Option("--color", help="Colour the text output.")]
+
+
+@app.command()
+def check(paths: PathsArg, format: FormatOpt = OutputFormat.text, color: ColorOpt = Color.auto) -> None:
+    """Check SkriptND modules and report every problem found."""
+    result = check_paths(paths)
+    _report(result.diagnostics, result.sources, format, color, result.files)
+    raise typer.Exit(1 if any(d.severity == "error" for d in result.diagnostics) else 0)
+
+
+@app.command()
+def fmt(
+    paths: PathsArg,
+    check_only: Annotated[bool, typer.Option("--check", help="Only report files that would change.")] = False,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the formatted text instead of rewriting.")] = False,
+    color: ColorOpt = Color.auto,
+) -> None:
+    """Format SkriptND modules in place (comments are kept)."""
+    from .syntax import parse_module
+    from .syntax.printer import format_module
+
+    files, diags = expand_paths(paths)
+    sources: dict[str, SourceFile] = {}
+    changed: list[str] = []
+    for path in dict.fromkeys(files):
+        source, read_diags = read_source(path)
+        diags.extend(read_diags)
+        if source is None:
+            continue
+        sources[source.path] = source
+        module, syntax = parse_module(source.text, source.path)
+        if syntax or module is None:
+            diags.extend(syntax)
+            continue
+        formatted = format_module(module)
+        if stdout:
+            sys.stdout.write(formatted)
+        elif formatted != source.text:
+            changed.append(source.path)
+            if not check_only:
+                write_atomic(Path(source.path), formatted)
+    if diags:
+        print_diagnostics(diags, sources, color=_color(color))
+    for name in changed:
+        typer.echo(f"{'would reformat' if check_only else 'reformatted'} {name}", err=True)
+    failed = bool(diags) or (check_only and bool(changed))
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def version() -> None:
+    """Print the skriptnd version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except RecursionError:
+        sys.stderr.write("error: input nested too deeply to process\n")
+        sys.exit(1)
+    except Exception as err:  # a bug in skriptnd, not in the user's input
+        sys.stderr.write(f"internal error: {type(err).__name__}: {err}\n"
+                         "this is a bug in skriptnd; please report it with the input that caused it\n")
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

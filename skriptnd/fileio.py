@@ -1,0 +1,76 @@
+"""Reading sources and writing outputs without ever leaving a half-written file behind."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .diagnostics import Diagnostic
+from .source import SourceFile, Span
+
+
+def _file_span(path: str, line: int = 1, col: int = 1) -> Span:
+    return Span(path, line, col, line, col + 1)
+
+
+def read_source(path: Path | str) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """The text of a .sknd file, or a located diagnostic saying why it cannot be had."""
+    p = Path(path)
+    name = str(path)
+    if not p.exists():
+        return None, [Diagnostic(code="E0001", message=f"no such file: {name}", span=_file_span(name))]
+    if p.is_dir():
+        return None, [Diagnostic(code="E0003", message=f"'{name}' is a folder without main.sknd",
+                                 span=_file_span(name), hint="pass a .sknd file or a model folder with main.sknd")]
+    try:
+        data = p.read_bytes()
+    except OSError as err:
+        return None, [Diagnostic(code="E0002", message=f"cannot read {name}: {err.strerror or err}",
+                                 span=_file_span(name))]
+    return decode_source(data, name)
+
+
+def decode_source(data: bytes, name: str) -> tuple[SourceFile | None, list[Diagnostic]]:
+    if b"\x00" in data:
+        offset = data.index(b"\x00")
+        line = data.count(b"\n", 0, offset) + 1
+        col = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+        return None, [Diagnostic(code="E0004", message="this is a binary file, not SkriptND source (it contains NUL bytes)",
+                                 span=_file_span(name, line, col))]
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        col = len(data[data.rfind(b"\n", 0, err.start) + 1:err.start].decode("utf-8", "replace")) + 1
+        return None, [Diagnostic(code="E0107", message=f"invalid UTF-8 byte 0x{data[err.start]:02x}; "
+                                 "SkriptND sources must be UTF-8 text", span=_file_span(name, line, col),
+                                 hint="re-save the file as UTF-8")]
+    return SourceFile(name, text.replace("\r\n", "\n")), []
+
+
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """Write through a temporary file in the same folder, then rename over the target."""
+    target = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def module_files(path: Path) -> list[Path]:
+    """The .sknd files of a model folder: main.sknd first, then the rest (subfolders too), sorted."""
+    main = path / "main.sknd"
+    rest = sorted(p for p in path.rglob("*.sknd") if p != main and p.is_file())
+    return [main, *rest]
