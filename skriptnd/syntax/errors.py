@@ -163,7 +163,7 @@ def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser:
         prev = _end_of_previous(code, offset)
         same_line = code.count("\n", prev, offset) == 0
         others = expected - {"SEMI"}
-        if not same_line or not others:
+        if not same_line or not others or tok.type in ("RBRACE", "RPAR", "RSQB"):
             line, col = _line_col(text, prev)
             return Diagnostic(code="E0102", message=f"expected ';' after {construct}",
                               span=Span(path, line, col, line, col + 1), hint="insert ';'")
