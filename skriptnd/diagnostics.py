@@ -29,6 +29,7 @@ __all__ = [
     "Severity",
     "SourceLookup",
     "print_diagnostics",
+    "register_codes",
     "render_json",
     "render_summary",
     "render_text",
@@ -61,13 +62,64 @@ CODES: dict[str, str] = {
     "E0107": "input is not UTF-8 text",
     "E0108": "nesting too deep",
     "E0109": "invalid construct in this position",
-    # E02xx: names and modules (reserved)
-    # E03xx: types (reserved)
-    # E04xx: shapes (reserved)
-    # E05xx: asserts (reserved)
-    # E06xx: composition (reserved)
-    # E07xx: execution / IO (reserved)
+    # E02xx: names and modules
+    "E0201": "unknown identifier",
+    "E0202": "duplicate name",
+    "E0203": "unknown module",
+    "E0204": "unknown operator",
+    "E0205": "graph outside the main module",
+    "E0206": "main module without a graph",
+    "E0207": "import cycle",
+    "E0208": "name used before the block that declares it",
+    "E0209": "unknown attribute",
+    "E0210": "scoped name in an expression",
+    "E0211": "duplicate definition",
+    "E0212": "wrong number of arguments",
+    "E0213": "not callable",
+    # E03xx: types
+    "E0301": "type mismatch",
+    "E0302": "operand type not allowed",
+    "E0303": "optional value where a value is required",
+    "E0304": "pack / non-pack mismatch",
+    "E0305": "invalid cast",
+    "E0306": "generic type cannot be deduced",
+    "E0307": "invalid default value",
+    "E0308": "invalid type specification",
+    "E0309": "wrong number of results",
+    # E04xx: shapes and binding
+    "E0401": "no binding order for input shapes",
+    "E0402": "input rank mismatch",
+    "E0403": "input extent mismatch",
+    "E0404": "conflicting deduction",
+    "E0405": "undeclared symbol in shape",
+    "E0406": "pack length mismatch",
+    "E0407": "tensor access rank mismatch",
+    "E0408": "index symbol not bounded",
+    "E0409": "deferred attribute cannot be evaluated",
+    "E0410": "missing attribute value",
+    "E0411": "dynamic shape without upper bound",
+    "E0412": "wrong input dtype",
+    # E05xx: asserts and compile-time evaluation
+    "E0501": "assertion failed",
+    "E0502": "evaluation error",
+    "E0503": "not a compile-time expression",
+    "E0504": "null value where a value is required",
+    # E06xx: composition
+    "E0601": "output not assigned",
+    "E0602": "assignment to an input",
+    "E0603": "assignment in the wrong block",
+    "E0604": "invalid block result",
+    "E0605": "result count mismatch",
+    # E07xx: execution and tensor files (reserved)
 }
+
+
+def register_codes(codes: Mapping[str, str]) -> None:
+    """Add codes (a later stage's own range); re-registering a code with another title is a bug."""
+    for code, title in codes.items():
+        if CODES.get(code, title) != title:
+            raise ValueError(f"diagnostic code {code} already means {CODES[code]!r}")
+        CODES[code] = title
 
 
 # --------------------------------------------------------------------------------------------

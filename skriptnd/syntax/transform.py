@@ -23,9 +23,9 @@ CUMULATIVE = {"+", "*", "&&", "||", "<?", ">?"}
 PROPERTIES = {"shape", "rank", "size"}
 ABSTRACT_TYPES = {"type", "arith", "num"}
 
-#: Binding strength of the binary operators of a chain (docs/grammar.md, levels 3 to 11).
+#: Binding strength of the binary operators of a chain (docs/grammar.md, levels 4 to 11).
 PRECEDENCE = {
-    "COALESCE": 3, "IMPLIES": 4, "OR": 5, "XOR": 6, "AND": 7,
+    "IMPLIES": 4, "OR": 5, "XOR": 6, "AND": 7,
     "CMP_OP": 8, "LT": 8, "IS": 8, "IN": 8, "UNIFORM": 8,
     "MINMAX": 9, "ADD_OP": 10, "STAR": 11, "MUL_OP": 11,
 }

@@ -1,0 +1,1 @@
+"""Semantic analysis: values and types, compile-time evaluation, modules, checks, binding."""

@@ -1,0 +1,70 @@
+"""Compile-time values (spec §2.3-§2.4).
+
+int, real, bool and str are Python int, float, bool and str; null is None. A pack is a
+`Pack`, a tuple that also remembers its *uniform value* when one is known by construction
+(`[x ..(n)]` is uniform even when n is 0, which a plain tuple could not tell). A tensor seen
+at compile time is a `TensorValue`: its dtype and concrete shape (extents may be None when
+dynamic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class _NoUniform:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_UNIFORM"
+
+    def __reduce__(self) -> str:
+        return "NO_UNIFORM"
+
+
+NO_UNIFORM: Any = _NoUniform()
+
+
+class Pack(tuple):
+    """A pack of compile-time values; `uniform` is its uniform value or NO_UNIFORM.
+
+    Equality is that of tuples; the uniform value only matters to the `:=` fold.
+    """
+
+    uniform: Any
+
+    def __new__(cls, items: Any = (), uniform: Any = NO_UNIFORM) -> Pack:
+        pack = super().__new__(cls, items)
+        if uniform is NO_UNIFORM and len(pack) > 0:
+            first = pack[0]
+            if all(_same(first, item) for item in pack[1:]):
+                uniform = first
+        pack.uniform = uniform
+        return pack
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(x) for x in self)
+        if len(self) == 0 and self.uniform is not NO_UNIFORM:
+            return f"Pack([], uniform={self.uniform!r})"
+        return f"Pack([{inner}])"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+@dataclass(frozen=True, slots=True)
+class TensorValue:
+    """A tensor as compile-time expressions see it: `.shape` and `.rank` are known."""
+
+    dtype: str
+    shape: tuple[int | None, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+def is_pack(value: Any) -> bool:
+    return isinstance(value, Pack)
