@@ -1,3 +1,25 @@
-"""skriptnd: a toolchain for SkriptND, the language of NNEF 2.0."""
+"""skriptnd: a toolchain for SkriptND, the language of NNEF 2.0.
+
+    >>> import skriptnd
+    >>> skriptnd.infer("linalg.matmul", {}, [[2, 3], [3, 4]]).outputs[0].shape
+    (2, 4)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["infer", "InferResult", "TensorType", "__version__"]
+
+if TYPE_CHECKING:
+    from .api import InferResult, TensorType, infer
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy: `import skriptnd` stays cheap for the CLI."""
+    if name in ("infer", "InferResult", "TensorType"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

@@ -1,14 +1,24 @@
-"""`sknd check`: find every module named on the command line and report its diagnostics."""
+"""`sknd check`: load every model folder or file named on the command line as a Program (the
+module and, transitively, its imports) and report its diagnostics: reading and syntax problems
+of every loaded module, unknown modules, the module-level checks (semantics.modules) and then
+every check registered in DEFINITION_CHECKS, once per definition."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ast
 from .diagnostics import Diagnostic
-from .fileio import module_files, read_source
+from .fileio import module_files
+from .semantics.modules import LoadedModule, Program, check_modules, load_program
 from .source import SourceFile, Span
-from .syntax import parse_module
+
+#: Checks run on each definition of each checked module (see Program.checked_modules): later
+#: stages (type checking, binding order, ...) append theirs here.
+DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
+DEFINITION_CHECKS: list[DefinitionCheck] = []
 
 
 @dataclass
@@ -28,25 +38,49 @@ def expand_paths(paths: list[str]) -> tuple[list[Path], list[Diagnostic]]:
             if (p / "main.sknd").is_file():
                 files.extend(module_files(p))
             else:
-                diags.append(Diagnostic(code="E0003", message=f"'{raw}' is not a model folder: it has no main.sknd",
-                                        span=Span(raw, 1, 1, 1, 2),
-                                        hint="a model folder holds its main module in main.sknd"))
+                diags.append(_not_a_model_folder(raw))
         else:
             files.append(p)
     return files, diags
 
 
+def _not_a_model_folder(raw: str) -> Diagnostic:
+    return Diagnostic(code="E0003", message=f"'{raw}' is not a model folder: it has no main.sknd",
+                      span=Span(raw, 1, 1, 1, 2), hint="a model folder holds its main module in main.sknd")
+
+
+def check_program(program: Program) -> list[Diagnostic]:
+    """Everything wrong with a loaded program: its loading diagnostics (reading, syntax, imports),
+    the module-level checks, then each DEFINITION_CHECKS hook on every definition of every
+    checked module that parsed cleanly."""
+    diags = list(program.diagnostics)
+    diags.extend(check_modules(program))
+    for module in program.checked_modules():
+        if module.ast is None:
+            continue
+        for definition in module.ast.definitions:
+            for check in DEFINITION_CHECKS:
+                diags.extend(check(program, module, definition))
+    return list(dict.fromkeys(diags))
+
+
 def check_paths(paths: list[str]) -> CheckResult:
     result = CheckResult()
-    files, diags = expand_paths(paths)
-    result.diagnostics.extend(diags)
-    for path in dict.fromkeys(files):
-        source, read_diags = read_source(path)
-        result.diagnostics.extend(read_diags)
-        if source is None:
+    diags: list[Diagnostic] = []
+    checked: set[str] = set()
+    for raw in dict.fromkeys(paths):
+        p = Path(raw)
+        if p.is_dir() and not (p / "main.sknd").is_file():
+            diags.append(_not_a_model_folder(raw))
             continue
-        result.files += 1
-        result.sources[source.path] = source
-        _, syntax = parse_module(source.text, source.path)
-        result.diagnostics.extend(syntax)
+        program = load_program(p)
+        for module in program.modules.values():
+            if module.source is not None:
+                result.sources.setdefault(module.source.path, module.source)
+        for module in program.checked_modules():
+            if module.source is not None:
+                checked.add(module.source.path)
+        diags.extend(check_program(program))
+    result.diagnostics = list(dict.fromkeys(diags))
+    result.files = len(checked)
     return result

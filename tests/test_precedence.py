@@ -15,47 +15,47 @@ from skriptnd.syntax.parser import parse
 # ---------------------------------------------------------------- helpers
 
 
-def N(id: str) -> ast.Name:  # noqa: N802
+def N(id: str) -> ast.Name:
     return ast.Name(id=id)
 
 
-def I(v: int) -> ast.IntLit:  # noqa: N802, E743
+def I(v: int) -> ast.IntLit:  # noqa: E743
     return ast.IntLit(value=v)
 
 
-def B(op: str, left: ast.Expr, right: ast.Expr) -> ast.Binary:  # noqa: N802
+def B(op: str, left: ast.Expr, right: ast.Expr) -> ast.Binary:
     return ast.Binary(op=op, left=left, right=right)
 
 
-def U(op: str, operand: ast.Expr) -> ast.Unary:  # noqa: N802
+def U(op: str, operand: ast.Expr) -> ast.Unary:
     return ast.Unary(op=op, operand=operand)
 
 
-def F(op: str, operand: ast.Expr, cumulative: bool = False) -> ast.Fold:  # noqa: N802
+def F(op: str, operand: ast.Expr, cumulative: bool = False) -> ast.Fold:
     return ast.Fold(op=op, operand=operand, cumulative=cumulative)
 
 
-def S(cond: ast.Expr, then: ast.Expr, orelse: ast.Expr | None = None) -> ast.Select:  # noqa: N802
+def S(cond: ast.Expr, then: ast.Expr, orelse: ast.Expr | None = None) -> ast.Select:
     return ast.Select(cond=cond, then=then, orelse=orelse)
 
 
-def Sub(value: ast.Expr, index: ast.Expr) -> ast.Subscript:  # noqa: N802
+def Sub(value: ast.Expr, index: ast.Expr) -> ast.Subscript:
     return ast.Subscript(value=value, index=index)
 
 
-def TA(tensor: ast.Expr, *indices: ast.Expr) -> ast.TensorAccess:  # noqa: N802
+def TA(tensor: ast.Expr, *indices: ast.Expr) -> ast.TensorAccess:
     return ast.TensorAccess(tensor=tensor, indices=indices)
 
 
-def Str(*parts: str | ast.Expr) -> ast.StrLit:  # noqa: N802
+def Str(*parts: str | ast.Expr) -> ast.StrLit:
     return ast.StrLit(parts=tuple(p if isinstance(p, str) else ast.FormatField(value=p) for p in parts))
 
 
-def L(*items: ast.Expr) -> ast.ListExpr:  # noqa: N802
+def L(*items: ast.Expr) -> ast.ListExpr:
     return ast.ListExpr(items=items)
 
 
-def E(value: ast.Expr, count: ast.Expr | None = None) -> ast.Expand:  # noqa: N802
+def E(value: ast.Expr, count: ast.Expr | None = None) -> ast.Expand:
     return ast.Expand(value=value, count=count)
 
 
@@ -91,21 +91,35 @@ def test_level1_substitution() -> None:
     check("z[i] <- c ? a : b", ast.Substitute(value=N("z"), index=N("i"), replacement=S(N("c"), N("a"), N("b"))))
 
 
-def test_level2_select() -> None:
-    # `p ? a : q ? b : c` = `p ? a : (q ? b : c)`
-    check("p ? a : q ? b : c", S(N("p"), N("a"), S(N("q"), N("b"), N("c"))))
-    check("p ? q ? a : b : c", S(N("p"), S(N("q"), N("a"), N("b")), N("c")))
-    check("c ? a", S(N("c"), N("a")))
-    # `??` sits above `?:`: `x ?? y ? a : b` tests the coalesced value
-    check("x ?? y ? a : b", S(B("??", N("x"), N("y")), N("a"), N("b")))
-
-
-def test_level3_coalesce() -> None:
-    # `2 * p ?? n - 1` = `(2 * p) ?? (n - 1)`, left-associative
+def test_level2_coalesce() -> None:
+    # `p ?? c ? a : b` = `p ?? (c ? a : b)`; `2 * p ?? n - 1` = `(2 * p) ?? (n - 1)`; left-associative
+    check("p ?? c ? a : b", B("??", N("p"), S(N("c"), N("a"), N("b"))))
     check("2 * p ?? n - 1", B("??", B("*", I(2), N("p")), B("-", N("n"), I(1))))
     check("a ?? b ?? c", B("??", B("??", N("a"), N("b")), N("c")))
     check("a => b ?? c", B("??", B("=>", N("a"), N("b")), N("c")))
     check("a || b ?? c", B("??", B("||", N("a"), N("b")), N("c")))
+    # the branches of a select are selects: `c ? a ?? b` is `(c ? a) ?? b`
+    check("c ? a ?? b", B("??", S(N("c"), N("a")), N("b")))
+    check("c ? (a ?? b) : d", S(N("c"), B("??", N("a"), N("b")), N("d")))
+    # below `<-`: the replacement is a whole expression
+    check("z[i] <- x ?? y", ast.Substitute(value=N("z"), index=N("i"), replacement=B("??", N("x"), N("y"))))
+
+
+def test_level2_coalesce_stdlib_offset() -> None:
+    # nn.conv and the pooling operators
+    check("padding[:d] ?? padding_align == 'UPPER' ? paddings / 2 : paddings \\ 2",
+          B("??", Sub(N("padding"), ast.Range(start=None, stop=N("d"))),
+            S(B("==", N("padding_align"), Str("UPPER")), B("/", N("paddings"), I(2)),
+              B("\\", N("paddings"), I(2)))))
+
+
+def test_level3_select() -> None:
+    # `p ? a : q ? b : c` = `p ? a : (q ? b : c)`, right-associative
+    check("p ? a : q ? b : c", S(N("p"), N("a"), S(N("q"), N("b"), N("c"))))
+    check("p ? q ? a : b : c", S(N("p"), S(N("q"), N("a"), N("b")), N("c")))
+    check("c ? a", S(N("c"), N("a")))
+    check("a => b ? c : d", S(B("=>", N("a"), N("b")), N("c"), N("d")))
+    check("a || b ? c : d", S(B("||", N("a"), N("b")), N("c"), N("d")))
 
 
 def test_level4_implies() -> None:
@@ -157,7 +171,6 @@ def test_level9_min() -> None:
     check("a + b <? c - d", B("<?", B("+", N("a"), N("b")), B("-", N("c"), N("d"))))
 
 
-@pytest.mark.xfail(strict=True, reason="parser bug: '>?' is lexed as '>' followed by the null test '?'")
 def test_level9_max() -> None:
     check("qx >? qy", B(">?", N("qx"), N("qy")))
     check("a >? b + 1", B(">?", N("a"), B("+", N("b"), I(1))))
@@ -278,7 +291,6 @@ def test_cumulative_fold(op: str) -> None:
     check(f"x {op} ...", F(op, N("x"), cumulative=True))
 
 
-@pytest.mark.xfail(strict=True, reason="parser bug: '>?' is lexed as '>' followed by '?', so '>? ..' fails")
 @pytest.mark.parametrize("dots", ["..", "..."])
 def test_max_fold(dots: str) -> None:
     check(f"x >? {dots}", F(">?", N("x"), cumulative=dots == "..."))
@@ -298,12 +310,19 @@ def test_fold_binds_like_its_operator() -> None:
                                                                            step=MINUS_ONE)))), cumulative=True))
 
 
-@pytest.mark.parametrize("text", ["x - ..", "x / ..", "x ?? ..", "x => .."])
+@pytest.mark.parametrize("text", ["x - ..", "x / ..", "x => ..", "x ^ .."])
 def test_non_foldable_operator_is_reported(text: str) -> None:
     node, diags = parse(text, "<test>", "expr")
     assert [d.code for d in diags] == ["E0109"]
     assert "cannot fold" in diags[0].message
     assert (diags[0].span.line, diags[0].span.col) == (1, 3)
+
+
+def test_coalesce_cannot_fold() -> None:
+    # `??` is not a chain operator (docs: level 2), so `x ?? ..` is a syntax error
+    _, diags = parse("x ?? ..", "<test>", "expr")
+    assert diags and diags[0].code == "E0102"
+    assert (diags[0].span.line, diags[0].span.col) == (1, 6)
 
 
 @pytest.mark.parametrize("text", ["x < ...", "x == ...", "x := ..."])
@@ -345,7 +364,6 @@ def test_min_max_are_single_tokens() -> None:
     check("a > ?b", B(">", N("a"), U("?", N("b"))))
 
 
-@pytest.mark.xfail(strict=True, reason="parser bug: '>?' is lexed as '>' followed by the null test '?'")
 def test_max_is_a_single_token() -> None:
     check("a >? b", B(">?", N("a"), N("b")))
     check("a>?b", B(">?", N("a"), N("b")))
@@ -399,8 +417,6 @@ def test_keywords_where_they_are_expected() -> None:
 # docs/grammar.md: "Keywords (...) are reserved and cannot be used as identifiers." The contextual
 # lexer only lexes a keyword where the grammar can accept it, so elsewhere it is an IDENT.
 # (`is` is left out: spec §2.1's conv uses `is` as a name, `input: real[b,c,is..(d)]`.)
-@pytest.mark.xfail(strict=True, reason="parser bug: keywords are accepted as names wherever the keyword "
-                                       "itself cannot appear (contextual lexer)")
 @pytest.mark.parametrize(("start", "text"), [
     ("stmt", "if = 1;"),
     ("stmt", "int = 1;"),

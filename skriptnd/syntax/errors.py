@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic
 from ..source import Span
-from .scan import mask
+from .scan import mask, mask_comments
 
 BLOCK_NAMES = ("dtype", "attrib", "input", "using", "constant", "variable", "output", "assert", "lower",
                "compose", "update", "quantize")
@@ -142,53 +143,153 @@ def _end_of_previous(code: str, offset: int) -> int:
     return i
 
 
-def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser: Lark) -> Diagnostic:
+@dataclass(frozen=True)
+class Reported:
+    """A syntax error as reported, and where inserting a ';' would let parsing go on."""
+
+    diagnostic: Diagnostic
+    insert_at: int | None = None
+    insert_text: str = ";"
+
+
+def _unmatched_close(code: str, offset: int) -> bool:
+    """Is the bracket at offset a closer without an opener in its statement?"""
+    depth = 0
+    i = offset
+    while i > 0:
+        ch = code[i - 1]
+        if ch in ";{}" and depth == 0:
+            break
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([":
+            if depth == 0:
+                return False
+            depth -= 1
+        i -= 1
+    return True
+
+
+def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser: Lark) -> Reported:
+    """text is the text as parsed; code is it with strings and comments masked."""
     if isinstance(err, UnexpectedCharacters):
-        return _bad_character(err, text, path)
+        return Reported(_bad_character(err, text, path))
     if isinstance(err, UnexpectedEOF):
         line, col = _line_col(text, len(text))
-        return Diagnostic(code="E0103", message="unexpected end of file", span=Span(path, line, col, line, col + 1))
+        return Reported(Diagnostic(code="E0103", message="unexpected end of file",
+                                   span=Span(path, line, col, line, col + 1)))
     assert isinstance(err, UnexpectedToken)
     tok = err.token
     expected = set(err.expected) if err.expected else set()
-    if tok.type == "$END":
-        offset = len(text)
-    else:
-        offset = tok.start_pos if tok.start_pos is not None else _offset(text, tok.line, tok.column)
+    at_end = tok.type == "$END"
+    if not at_end:
+        expected.discard("$END")
+    offset = len(text) if at_end else (tok.start_pos if tok.start_pos is not None
+                                       else _offset(text, tok.line, tok.column))
     block = enclosing_block(code, offset)
-    if "SEMI" in expected and tok.type not in ("$END",):
-        construct = _CONSTRUCT.get(block or "", "declaration" if block is None else "statement")
-        if block is None:
-            construct = "import or version line"
-        prev = _end_of_previous(code, offset)
-        same_line = code.count("\n", prev, offset) == 0
+    if tok.type in ("RPAR", "RSQB") and _unmatched_close(code, offset):
+        return Reported(Diagnostic(code="E0102", message=f"unmatched '{tok}'",
+                                   span=Span(path, tok.line, tok.column, tok.line, tok.column + 1),
+                                   hint=f"remove it or add the opening '{'(' if tok.type == 'RPAR' else '['}'"))
+    if "SEMI" in expected and not at_end:
+        construct = _CONSTRUCT.get(block or "", "statement") if block is not None else "import or version line"
+        prev = _end_of_previous(mask_comments(text), offset)
+        same_line = text.count("\n", prev, offset) == 0
         others = expected - {"SEMI"}
-        if not same_line or not others or tok.type in ("RBRACE", "RPAR", "RSQB"):
+        if not same_line or not others or tok.type == "RBRACE":
             line, col = _line_col(text, prev)
-            return Diagnostic(code="E0102", message=f"expected ';' after {construct}",
-                              span=Span(path, line, col, line, col + 1), hint="insert ';'")
-    if tok.type == "$END":
+            return Reported(Diagnostic(code="E0102", message=f"expected ';' after {construct}",
+                                       span=Span(path, line, col, line, col + 1), hint="insert ';'"), prev)
+    if not at_end:
+        innermost = _innermost_open(code, offset)
+        for closer, opener in (("RPAR", "("), ("RSQB", "["), ("RBRACE", "{")):
+            if closer in expected and innermost != opener and len(expected) > 1:
+                expected.discard(closer)
+    if at_end:
         line, col = _line_col(text, len(text))
         what = _describe_expected(expected, parser)
-        return Diagnostic(code="E0103", message=f"unexpected end of file; expected {what}",
-                          span=Span(path, line, col, line, col + 1),
-                          hint="a '{' may be missing its closing '}'" if "RBRACE" in expected else None)
+        return Reported(Diagnostic(code="E0103", message=f"unexpected end of file; expected {what}",
+                                   span=Span(path, line, col, line, col + 1),
+                                   hint="a '{' may be missing its closing '}'" if "RBRACE" in expected else None))
+    if block in ("compose", "update"):
+        # `y = f(x)` + newline + `[a, b] = ...` reads as `f(x)[a, b]`: the real error is the ';'
+        # missing at the end of the line where the statement looked complete.
+        brk = _newline_break(code, offset)
+        if brk is not None and brk[0] == "unclosed":
+            line, col = _line_col(text, brk[1])
+            bracket = text[brk[1]]
+            closer = ")" if bracket == "(" else "]"
+            line_end = text.find("\n", brk[1])
+            return Reported(Diagnostic(code="E0102", message=f"'{bracket}' is never closed",
+                                       span=Span(path, line, col, line, col + 1), hint=f"add the closing '{closer}'"),
+                            _end_of_previous(mask_comments(text), line_end if line_end >= 0 else len(text)),
+                            closer + ";")
+        if brk is not None:
+            prev = _end_of_previous(mask_comments(text), brk[1] + 1)
+            line, col = _line_col(text, prev)
+            return Reported(Diagnostic(code="E0102", message="expected ';' after statement",
+                                       span=Span(path, line, col, line, col + 1), hint="insert ';'"), prev)
     end_line = tok.end_line or tok.line
     end_col = tok.end_column or tok.column + 1
     span = Span(path, tok.line, tok.column, end_line, end_col)
-    what = _describe_expected(expected, parser)
     found = _describe_found(tok.type, str(tok))
+    shift = _shift_operator(text, offset)
+    if shift is not None:
+        line, col = _line_col(text, shift)
+        op = text[shift:shift + 2]
+        return Reported(Diagnostic(code="E0102", message=f"'{op}' is not a SkriptND operator",
+                                   span=Span(path, line, col, line, col + 2),
+                                   hint="use '<?' for the minimum or '>?' for the maximum"))
+    keyword = _keyword_before(code, offset)
+    if keyword is not None:
+        start, word = keyword
+        line, col = _line_col(text, start)
+        return Reported(Diagnostic(code="E0102", message=f"unexpected keyword '{word}'",
+                                   span=Span(path, line, col, line, col + len(word))))
+    hint = _hint_for(tok.type, str(tok), expected, text, offset)
+    if not expected:
+        return Reported(Diagnostic(code="E0102", message=f"unexpected {found}", span=span, hint=hint))
+    what = _describe_expected(expected, parser)
     where = f" in {_CONSTRUCT[block]}" if block in _CONSTRUCT else ""
-    hint = _hint_for(tok.type, str(tok), expected)
-    return Diagnostic(code="E0102", message=f"expected {what}{where}, found {found}", span=span, hint=hint)
+    return Reported(Diagnostic(code="E0102", message=f"expected {what}{where}, found {found}", span=span, hint=hint))
 
 
-def _hint_for(token_type: str, value: str, expected: set[str]) -> str | None:
+def _innermost_open(code: str, offset: int) -> str | None:
+    """The innermost bracket still open at offset (code is masked text)."""
+    stack: list[str] = []
+    for ch in code[:offset]:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in ")]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _shift_operator(text: str, offset: int) -> int | None:
+    for start in (offset - 1, offset):
+        if start >= 0 and text[start:start + 2] in ("<<", ">>"):
+            return start
+    return None
+
+
+_KEYWORDS = frozenset("if then elif else with for while do unroll yield optional graph operator public version "
+                      "extension import".split())
+
+
+def _keyword_before(code: str, offset: int) -> tuple[int, str] | None:
+    """A statement keyword right before offset, lexed as a name where it cannot stand."""
+    m = re.search(r"([A-Za-z_]\w*)\s*$", code[:offset])
+    if m and m.group(1) in _KEYWORDS:
+        return m.start(1), m.group(1)
+    return None
+
+
+def _hint_for(token_type: str, value: str, expected: set[str], text: str, offset: int) -> str | None:
     if token_type == "IDENT" and value in ("True", "False"):
         return f"booleans are written '{value.lower()}'"
     if token_type in ("COLON",) and "EQ" in expected:
         return "attribute values in an invocation are assigned with '=', as in 'op{a=1}(x)'"
-    if value == "<<" or value == ">>":
+    if text[max(0, offset - 1):offset + 1] in ("<<", ">>") or text[offset:offset + 2] in ("<<", ">>"):
         return "'<<' and '>>' are not SkriptND operators; use '<?' (min) or '>?' (max)"
     return None
 
@@ -249,6 +350,8 @@ def resync_region(code: str, offset: int) -> tuple[int, int] | None:
                 break
         elif ch == ";" and depth <= 0:
             break
+        elif ch == "\n" and depth == 0 and _ends_statement(code, start - 1) and start - 1 < offset:
+            break
         start -= 1
     if code[offset] == "}":
         return (start, offset) if start < offset else (offset, offset + 1)
@@ -259,6 +362,7 @@ def resync_region(code: str, offset: int) -> tuple[int, int] | None:
             depth += 1
         elif ch in ")]}":
             depth = max(0, depth - 1)
+    opened = depth  # a ';' closes the statement even if brackets opened before the error stay open
     while end < n:
         ch = code[end]
         if ch in "([{":
@@ -269,11 +373,47 @@ def resync_region(code: str, offset: int) -> tuple[int, int] | None:
             if depth == 0:
                 break
             depth -= 1
-        elif ch == ";" and depth == 0:
+        elif ch == ";" and depth <= opened:
             end += 1
             break
         end += 1
     return (start, max(end, offset + 1))
+
+
+def _newline_break(code: str, offset: int) -> tuple[str, int] | None:
+    """Scanning back from offset inside the current statement: ('break', newline) for a line
+    break after which a new statement evidently starts (see _ends_statement), or
+    ('unclosed', position) when that line break sits inside a bracket left open; else None."""
+    depth = 0
+    i = offset
+    newline = None
+    while i > 0:
+        ch = code[i - 1]
+        if ch in ")]":
+            depth += 1
+        elif ch in "([":
+            depth -= 1
+            if depth < 0 and newline is not None:
+                return ("unclosed", i - 1)
+        elif ch in ";{}" and depth <= 0:
+            break
+        elif ch == "\n" and depth == 0 and newline is None and _ends_statement(code, i - 1):
+            newline = i - 1
+        i -= 1
+    return ("break", newline) if newline is not None else None
+
+
+def _ends_statement(code: str, newline: int) -> bool:
+    """Does the line before this newline look complete, and the next start a new statement?"""
+    before = code[:newline].rstrip(" \t")
+    after = code[newline + 1:].lstrip()
+    if not before or not after:
+        return False
+    last = before[-1]
+    if not (last.isalnum() or last in "_)]"):
+        return False
+    return bool(re.match(r"[A-Za-z_~\[(]", after)) and not re.match(
+        r"(then|else|elif|do|unroll|while|for|with|is|in)\b", after)
 
 
 def _block_region(code: str, offset: int) -> tuple[int, int]:

@@ -84,22 +84,54 @@ def parse(text: str, path: str = "<string>", start: str = "module") -> tuple[Any
         return None, [nesting]
     diagnostics: list[Diagnostic] = []
     current = text
+    inserted: list[tuple[int, int]] = []  # (line, col) of each ';' inserted to recover
     last_offset = -1
     for _ in range(MAX_ERRORS):
         try:
             tree = parser.parse(current, start=start)
         except UnexpectedInput as err:
-            diagnostics.append(errors.to_diagnostic(err, text, mask(current), path, parser))
+            masked = mask(current)
+            reported = errors.to_diagnostic(err, current, masked, path, parser)
+            diagnostics.append(_unshift(reported.diagnostic, inserted))
+            if start != "module":  # fragments are small: one error says it all
+                return None, diagnostics
             offset = errors.error_offset(err, current)
-            region = errors.resync_region(mask(current), offset)
-            if region is None or offset <= last_offset or diagnostics[-1].code == "E0104":
-                return None, list(dict.fromkeys(diagnostics))
+            if offset <= last_offset or reported.diagnostic.code == "E0104":
+                return None, _unique(diagnostics)
             last_offset = offset
+            if reported.insert_at is not None:
+                at = reported.insert_at
+                line = current.count("\n", 0, at) + 1
+                col = at - (current.rfind("\n", 0, at) + 1) + 1
+                inserted.extend([(line, col)] * len(reported.insert_text))
+                current = current[:at] + reported.insert_text + current[at:]
+                last_offset = offset  # the inserted ';' moves later text by one
+                continue
+            region = errors.resync_region(masked, offset)
+            if region is None:
+                return None, _unique(diagnostics)
             current = errors.blank(current, region)
             continue
-        node, more = _to_ast(tree, path, text)
-        return node, list(dict.fromkeys(diagnostics + more))
-    return None, list(dict.fromkeys(diagnostics))
+        node, more = _to_ast(tree, path, current)
+        return node, _unique(diagnostics + [_unshift(d, inserted) for d in more])
+    return None, _unique(diagnostics)
+
+
+def _unique(diags: list[Diagnostic]) -> list[Diagnostic]:
+    return list(dict.fromkeys(diags))
+
+
+def _unshift(d: Diagnostic, inserted: list[tuple[int, int]]) -> Diagnostic:
+    """Map a position in the text with recovery ';' inserted back to the original text."""
+    if not inserted:
+        return d
+    span = d.span
+
+    def col(line: int, c: int) -> int:
+        return c - sum(1 for il, ic in inserted if il == line and ic < c)
+
+    fixed = Span(span.file, span.line, col(span.line, span.col), span.end_line, col(span.end_line, span.end_col))
+    return Diagnostic(code=d.code, message=d.message, span=fixed, severity=d.severity, notes=d.notes, hint=d.hint)
 
 
 def _to_ast(tree: Any, path: str, text: str) -> tuple[Any, list[Diagnostic]]:
@@ -119,7 +151,7 @@ def _parse_field(src: str, line: int, col: int, path: str, owner: ToAst) -> ast.
     """Parse a `{expr}` format field in place: padding keeps line/column numbers true."""
     padded = "\n" * (line - 1) + " " * (col - 1) + src
     node, diags = parse(padded, path, start="expr")
-    for d in diags:
+    for d in diags[:1]:
         owner.diagnostics.append(Diagnostic(code="E0105", message=f"in format field: {d.message}", span=d.span,
                                             hint=d.hint))
     return node

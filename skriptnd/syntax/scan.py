@@ -43,3 +43,13 @@ def mask(text: str) -> str:
 def comments(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of every '#' comment."""
     return [(a, b) for kind, a, b in _regions(text) if kind == "comment"]
+
+
+def mask_comments(text: str) -> str:
+    """text with only comments replaced by spaces (strings kept, to find where code ends)."""
+    out = list(text)
+    for kind, a, b in _regions(text):
+        if kind == "comment":
+            for k in range(a, b):
+                out[k] = " "
+    return "".join(out)

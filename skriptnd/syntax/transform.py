@@ -31,6 +31,12 @@ PRECEDENCE = {
 }
 RIGHT_ASSOC = {"IMPLIES"}
 
+#: Keywords that can never be names. `is` and `in` are operators only between operands, and
+#: stay usable as names elsewhere: the spec's own conv example (§2.1) names an extent `is`.
+RESERVED = frozenset(
+    "if then elif else with for while do unroll yield optional graph operator public version extension import "
+    "true false inf pi type arith num int real bool str".split())
+
 
 class _TypeArgs(tuple):
     pass
@@ -678,7 +684,11 @@ class ToAst:
         return ast.NamedConst(name="pi", span=self.span(meta))
 
     def name(self, meta: Any, children: list[Any]) -> ast.Name:
-        return ast.Name(id=str(children[0]), span=self.span(meta))
+        ident = str(children[0])
+        if ident in ("True", "False"):
+            self.error(f"'{ident}' is not a boolean literal", self.span(meta), code="E0102",
+                       hint=f"booleans are written '{ident.lower()}'")
+        return ast.Name(id=ident, span=self.span(meta))
 
     def cast(self, meta: Any, children: list[Any]) -> ast.Cast:
         type_tok = children[0]
@@ -763,6 +773,11 @@ class ToAst:
         while todo:
             node, expanded = todo.pop()
             if not isinstance(node, Tree):
+                if type(node) is Token and node.type == "IDENT" and node.value in RESERVED:
+                    self.error(f"'{node.value}' is a reserved word and cannot be used as a name",
+                               self.tspan(node), code="E0102",
+                               hint=f"booleans are written '{node.value.lower()}'" if node.value in ("True", "False")
+                               else None)
                 results.append(node)
             elif not expanded:
                 todo.append((node, True))
