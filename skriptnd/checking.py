@@ -12,13 +12,19 @@ from pathlib import Path
 from . import ast
 from .diagnostics import Diagnostic
 from .fileio import module_files
+from .semantics.binding import binding_order_diagnostics
 from .semantics.modules import LoadedModule, Program, check_modules, load_program
 from .source import SourceFile, Span
 
-#: Checks run on each definition of each checked module (see Program.checked_modules): later
-#: stages (type checking, binding order, ...) append theirs here.
 DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
-DEFINITION_CHECKS: list[DefinitionCheck] = []
+
+
+def _binding_order(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    return binding_order_diagnostics(definition)
+
+
+#: Checks run on each definition of each checked module (see Program.checked_modules), in order.
+DEFINITION_CHECKS: list[DefinitionCheck] = [_binding_order]
 
 
 @dataclass

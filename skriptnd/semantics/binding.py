@@ -104,7 +104,9 @@ def _shape_symbols(decl: ast.ParamDecl, known: set[str]) -> tuple[bool, set[str]
     for item in spec.shape or ():
         if item.pack is not None:
             length = item.pack.length
-            if length is None:
+            if length is None and isinstance(item.value, ast.Name) and item.value.id in local:
+                pass  # a pack bound earlier has a known length
+            elif length is None:
                 flexible.append(_item_text(item))
             elif not (free_names(length) - local):
                 pass
@@ -164,6 +166,14 @@ def _binding_order(defn: ast.Definition, attribs: Sequence[ast.ParamDecl],
             hint="give one pack a length from a (non-packed) attribute or from another input, e.g. 's..(r)'"))
     # Deferred attributes must be evaluable once inputs are bound (in declaration order).
     all_known = known | {a.name for a in attribs if not _is_deferred(a)}
+    # A pack length is also known from any packed attribute whose value is surely a pack: one
+    # without a default (the invocation must give a list) or with a list default (§2.6.2 step 4).
+    for a in attribs:
+        if a.type.pack is not None and a.type.pack.length is not None and (
+                a.default is None or _is_packed_default(a.default)):
+            length = affine(a.type.pack.length, lambda n: n not in all_known)
+            if length is not None:
+                all_known.add(length.symbol)
     for a in attribs:
         if _is_deferred(a):
             missing = free_names(a.default) - all_known - {x.name for x in attribs}
@@ -448,6 +458,9 @@ class _Binder:
                 n = self.eval(length, f"the length of '{_item_text(item)}'")
                 lengths.append(int(n) if n is not None else 0)
                 continue
+            if length is None and isinstance(item.value, ast.Name) and isinstance(self.env.get(item.value.id), Pack):
+                lengths.append(len(self.env[item.value.id]))
+                continue
             flexible = k
             flexible_affine = affine(length, lambda n: n not in self.env) if length is not None else None
             lengths.append(None)
@@ -505,9 +518,10 @@ class _Binder:
                     self.fail("E0410", f"attribute '{a.name}' of operator '{self.sig.name}' must be given a value "
                               "(its default is null here)", a.span)
                 self.env[a.name] = self.attribute_value(a, value, default=True)
-        for a in self.sig.attribs:
-            if a.type.pack is None or self.env.get(a.name) is None:
-                continue
+        packed = [a for a in self.sig.attribs if a.type.pack is not None and self.env.get(a.name) is not None]
+        # Lists first: their lengths may be what a uniform value needs (§2.6.2 step 4).
+        packed.sort(key=lambda a: not isinstance(self.env[a.name], Pack))
+        for a in packed:
             length = a.type.pack.length
             value = self.env[a.name]
             if a.name in self.pending_uniform and not isinstance(value, Pack):

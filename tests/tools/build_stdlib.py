@@ -13,7 +13,8 @@ It also writes ``tests/data/stdlib_operator_names.json`` (module -> operator nam
 prints a report: operator counts, blocks that are not operator definitions, duplicate operator names,
 qualified references to unknown operators, and unqualified invocations of operators not defined in
 the same module (in ``@compose``/``@update`` blocks: right after ``=`` or a control-flow keyword,
-possibly after a ``label:``).  The spec text is never changed.
+possibly after a ``label:``).  The spec text is changed only by the ERRATA below, each recorded
+in docs/spec-errata.md (a test keeps the two in sync) and marked in the generated file.
 
 Usage: ``build_stdlib.py [SPEC]`` (run as a script; it imports ``extract_spec_blocks`` from its own
 directory).  SPEC defaults to ``../shared/spec/nnef-2.0-skriptnd-rev8.md`` relative to the repo root.
@@ -25,12 +26,54 @@ import json
 import re
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from extract_spec_blocks import DEFAULT_SPEC, REPO_ROOT, Block, parse_blocks, strip_comments
 
 STDLIB_DIR = REPO_ROOT / "stdlib"
 NAMES_JSON = REPO_ROOT / "tests" / "data" / "stdlib_operator_names.json"
+
+@dataclass(frozen=True)
+class Erratum:
+    """A fix to the spec's text of one operator: `old` must occur in it exactly `count` times."""
+
+    operator: str
+    old: str
+    new: str
+    reason: str
+    count: int = 1
+
+
+#: Fixes that keep the spec's intent where its text cannot pass its own rules (docs/spec-errata.md).
+ERRATA: tuple[Erratum, ...] = (
+    Erratum("space_to_batch", "input: T[b,c..(ncx),s..(d),c..(!ncx)];",
+            "input: T[b,c..(data_format == 'NCX'),s..(d),c..(data_format != 'NCX')];",
+            "the input shape uses the @using symbol 'ncx', which §2.9 makes invisible in @input"),
+    Erratum("batch_to_space", "input: T[b,c..(ncx),s..(d),c..(!ncx)];",
+            "input: T[b,c..(data_format == 'NCX'),s..(d),c..(data_format != 'NCX')];",
+            "the input shape uses the @using symbol 'ncx', which §2.9 makes invisible in @input"),
+    Erratum("space_to_depth", "input: T[b,c..(ncx),s..(d),c..(!ncx)];",
+            "input: T[b,c..(data_format == 'NCX'),s..(d),c..(data_format != 'NCX')];",
+            "the input shape uses the @using symbol 'ncx', which §2.9 makes invisible in @input"),
+    Erratum("depth_to_space", "input: T[b,c..(ncx),s..(d),c..(!ncx)];",
+            "input: T[b,c..(data_format == 'NCX'),s..(d),c..(data_format != 'NCX')];",
+            "the input shape uses the @using symbol 'ncx', which §2.9 makes invisible in @input"),
+)
+
+
+def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:
+    applied = []
+    for e in ERRATA:
+        if e.operator != operator:
+            continue
+        found = text.count(e.old)
+        if found != e.count:
+            raise SystemExit(f"erratum for {operator} expects {e.count} x {e.old!r}, found {found}")
+        text = text.replace(e.old, e.new)
+        applied.append(e)
+    return text, applied
+
 
 # The expected mapping; the spec text wins if it says otherwise (a warning is printed).
 EXPECTED = {
@@ -109,7 +152,11 @@ def render(module: str, section: str, blocks: list[Block]) -> str:
     if imports:
         lines += [*imports, ""]
     for b in blocks:
-        lines += [f"# spec §{b.section}: {b.heading}", *b.text.splitlines(), ""]
+        op = OPERATOR.match(strip_comments(b.text)).group(1)
+        text, applied = apply_errata(op, b.text)
+        lines.append(f"# spec §{b.section}: {b.heading}")
+        lines += [f"# erratum (docs/spec-errata.md): {e.reason}" for e in applied]
+        lines += [*text.splitlines(), ""]
     return "\n".join(lines)
 
 

@@ -1,0 +1,858 @@
+"""The declaration table of one operator or graph definition (spec §2.2-§2.12).
+
+`Scope` maps names to `Symbol`s; nested scopes (a @lower formula's index symbols, a loop's
+carried variables, a block's intermediate tensors) chain to their parent. Every symbol ever
+declared in the definition is also recorded, in declaration order, in the shared `table`.
+
+`ScopeBuilder` fills the root scope following the processing order of §2.2:
+@dtype → @attrib → @input → @using → @constant → @variable → @output. It implements the
+declaration rules of shapes (§2.6): in @input, an extent, a pack length, a rank capture
+`^(r)` or a distinct extent `..t` that is an *affine* expression (`a * x + b`, integer
+literals a and b) of a not-yet-declared identifier x declares x; an expression of declared
+identifiers only is a prescribed value; anything else cannot be bound (E0405). Outputs,
+constants and variables may only use declared identifiers, except that a graph may omit its
+output shapes and an operator output may introduce a data-dependent symbol together with an
+upper bound (`s|k`, §2.6.1; E0411 without one). Attribute pack lengths `int..(k)` declare k
+when it is new.
+
+Expressions are typed by an `ExprTyper` (see typecheck.py), so that this module stays about
+names; `build_scope` runs the whole checker and returns the finished table.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from .. import ast
+from ..diagnostics import Note
+from ..source import Span
+from .affine import affine
+from .types import ABSTRACT, ADMITS, CONCRETE, INT, UNKNOWN, Type, same_name
+
+class Kind(StrEnum):
+    DTYPE = "dtype"
+    ATTRIBUTE = "attribute"
+    INPUT = "input"
+    OUTPUT = "output"
+    CONSTANT = "constant"
+    VARIABLE = "variable"
+    USING = "using"
+    SHAPE = "shape symbol"
+    RANK = "rank symbol"
+    PACK_LENGTH = "pack-length symbol"
+    TENSOR = "intermediate tensor"
+    LABEL = "label"
+    LOOP_INDEX = "loop index"
+    CARRIED = "loop-carried variable"
+    SCAN = "scan item"
+    INDEX = "index symbol"
+    LOCAL = "loop-local value"
+
+
+_ARTICLE = {Kind.ATTRIBUTE: "an", Kind.INPUT: "an", Kind.OUTPUT: "an", Kind.INDEX: "an",
+            Kind.TENSOR: "an"}
+
+
+def describe(kind: Kind) -> str:
+    """'an attribute', 'a shape symbol', ... for messages."""
+    if kind is Kind.USING:
+        return "a @using symbol"
+    return f"{_ARTICLE.get(kind, 'a')} {kind.value}"
+
+
+#: Processing order of blocks (§2.2); later stages see the names of earlier ones.
+STAGE = {"dtype": 0, "attrib": 1, "input": 2, "using": 3, "constant": 4, "variable": 5, "output": 6,
+         "assert": 7, "lower": 7, "compose": 8, "update": 9, "quantize": 10}
+
+PARAM_KIND = {"attrib": Kind.ATTRIBUTE, "input": Kind.INPUT, "output": Kind.OUTPUT,
+              "constant": Kind.CONSTANT, "variable": Kind.VARIABLE}
+
+
+# ---------------------------------------------------------------- symbolic lengths
+
+
+@dataclass(frozen=True, slots=True)
+class Lin:
+    """A symbolic integer `const + sum(coef * key)`; keys name symbols (`d`), implicit pack
+    lengths (`|s|`) or opaque sub-expressions (their canonical text). Two lengths with the same
+    terms but different constants certainly differ; anything else may be equal."""
+
+    const: int = 0
+    terms: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def key(name: str, coef: int = 1) -> Lin:
+        return Lin(0, ((name, coef),))
+
+    def __add__(self, other: Lin) -> Lin:
+        merged = dict(self.terms)
+        for k, c in other.terms:
+            merged[k] = merged.get(k, 0) + c
+        return Lin(self.const + other.const, tuple(sorted((k, c) for k, c in merged.items() if c)))
+
+    def scale(self, factor: int) -> Lin:
+        if factor == 0:
+            return Lin()
+        return Lin(self.const * factor, tuple((k, c * factor) for k, c in self.terms))
+
+    def __neg__(self) -> Lin:
+        return self.scale(-1)
+
+    def __sub__(self, other: Lin) -> Lin:
+        return self + (-other)
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        for k, c in self.terms:
+            text = k if c == 1 else f"-{k}" if c == -1 else f"{c} * {k}"
+            parts.append(text)
+        if self.const or not parts:
+            parts.append(str(self.const))
+        out = parts[0]
+        for p in parts[1:]:
+            out += f" - {p[1:]}" if p.startswith("-") else f" + {p}"
+        return out
+
+
+def lin_value(expr: ast.Expr) -> Lin:
+    """An int-valued expression as a Lin (sub-expressions that are not linear become keys)."""
+    if isinstance(expr, ast.IntLit):
+        return Lin(expr.value)
+    if isinstance(expr, ast.Name):
+        return Lin.key(expr.id)
+    if isinstance(expr, ast.Unary) and expr.op in ("-", "+"):
+        inner = lin_value(expr.operand)
+        return -inner if expr.op == "-" else inner
+    if isinstance(expr, ast.Binary) and expr.op in ("+", "-"):
+        left, right = lin_value(expr.left), lin_value(expr.right)
+        return left + right if expr.op == "+" else left - right
+    if isinstance(expr, ast.Binary) and expr.op == "*":
+        if isinstance(expr.left, ast.IntLit):
+            return lin_value(expr.right).scale(expr.left.value)
+        if isinstance(expr.right, ast.IntLit):
+            return lin_value(expr.left).scale(expr.right.value)
+    return Lin.key(show(expr))
+
+
+# ---------------------------------------------------------------- printing expressions
+
+_BINARY_LEVEL = {"??": 3, "=>": 4, "||": 5, "^": 6, "&&": 7,
+                 "<": 8, "<=": 8, ">": 8, ">=": 8, "==": 8, "!=": 8, "is": 8, "in": 8, ":=": 8,
+                 "<?": 9, ">?": 9, "+": 10, "-": 10, "*": 11, "/": 11, "\\": 11, "%": 11, "**": 13}
+
+
+def _level(expr: ast.Expr) -> int:
+    if isinstance(expr, ast.Substitute):
+        return 1
+    if isinstance(expr, ast.Select):
+        return 2
+    if isinstance(expr, ast.Binary):
+        return _BINARY_LEVEL.get(expr.op, 8)
+    if isinstance(expr, ast.Fold):
+        return _BINARY_LEVEL.get(expr.op, 8)
+    if isinstance(expr, ast.Unary):
+        return 12
+    return 15
+
+
+def _wrap(expr: ast.Expr, level: int) -> str:
+    text = show(expr)
+    return f"({text})" if _level(expr) < level else text
+
+
+def _show_index(expr: ast.Expr) -> str:
+    if isinstance(expr, ast.Range):
+        parts = [show(expr.start) if expr.start else "", show(expr.stop) if expr.stop else ""]
+        if expr.step is not None:
+            parts.append(show(expr.step))
+        return ":".join(parts)
+    return show(expr)
+
+
+def show(expr: ast.Node | None) -> str:
+    """SkriptND text for an expression (canonical spacing, minimal parentheses)."""
+    if expr is None:
+        return "~"
+    if isinstance(expr, ast.IntLit):
+        return str(expr.value)
+    if isinstance(expr, ast.RealLit):
+        return expr.text or repr(expr.value)
+    if isinstance(expr, ast.BoolLit):
+        return "true" if expr.value else "false"
+    if isinstance(expr, ast.NamedConst):
+        return expr.name
+    if isinstance(expr, ast.StrLit):
+        body = "".join(p if isinstance(p, str) else "{" + show(p.value) + "}" for p in expr.parts)
+        return "'" + body.replace("'", "\\'") + "'"
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Property):
+        return f"{_wrap(expr.value, 14)}.{expr.name}"
+    if isinstance(expr, ast.Unary):
+        return f"{expr.op}{_wrap(expr.operand, 12)}"
+    if isinstance(expr, ast.Binary):
+        level = _BINARY_LEVEL.get(expr.op, 8)
+        right_assoc = expr.op in ("=>", "**")
+        left = _wrap(expr.left, level + 1 if right_assoc else level)
+        right = _wrap(expr.right, level if right_assoc else level + 1)
+        return f"{left} {expr.op} {right}"
+    if isinstance(expr, ast.Fold):
+        return f"{_wrap(expr.operand, _BINARY_LEVEL.get(expr.op, 8))} {expr.op} {'...' if expr.cumulative else '..'}"
+    if isinstance(expr, ast.Select):
+        text = f"{_wrap(expr.cond, 3)} ? {_wrap(expr.then, 2)}"
+        return text + (f" : {_wrap(expr.orelse, 2)}" if expr.orelse is not None else "")
+    if isinstance(expr, ast.Cast):
+        return f"{expr.type}({show(expr.arg) if expr.arg is not None else ''})"
+    if isinstance(expr, ast.Call):
+        attrs = "{" + ", ".join(f"{a.name}={show(a.value)}" for a in expr.attrs) + "}" if expr.attrs else ""
+        targs = "<" + ", ".join(expr.type_args) + ">" if expr.type_args else ""
+        label = f"{expr.label}: " if expr.label else ""
+        return f"{label}{expr.callee}{targs}{attrs}({', '.join(show(a) for a in expr.args)})"
+    if isinstance(expr, ast.Skip):
+        return "~"
+    if isinstance(expr, ast.Expand):
+        count = f"({show(expr.count)})" if expr.count is not None else ""
+        inner = _wrap(expr.value, 15) if isinstance(expr.value, ast.IntLit | ast.RealLit) else show(expr.value)
+        sep = " .." if isinstance(expr.value, ast.IntLit) else ".."
+        return f"{inner}{sep}{count}"
+    if isinstance(expr, ast.Range):
+        return _show_index(expr)
+    if isinstance(expr, ast.Zip):
+        return "(" + ", ".join(show(i) for i in expr.items) + ").."
+    if isinstance(expr, ast.ListExpr):
+        return "[" + ", ".join(show(i) for i in expr.items) + "]"
+    if isinstance(expr, ast.Subscript):
+        return f"{_wrap(expr.value, 14)}[{_show_index(expr.index)}]"
+    if isinstance(expr, ast.Bounded):
+        if expr.low is None:
+            return f"|{show(expr.value)}|"
+        return f"|{show(expr.value)} <> {show(expr.low)} : {show(expr.high)}|"
+    if isinstance(expr, ast.TensorAccess):
+        inner = ", ".join(_show_index(i) for i in expr.indices)
+        if len(expr.indices) == 1:
+            inner += ","
+        return f"{_wrap(expr.tensor, 14)}[{inner}]"
+    if isinstance(expr, ast.Substitute):
+        return f"{_wrap(expr.value, 14)}[{_show_index(expr.index)}] <- {show(expr.replacement)}"
+    if isinstance(expr, ast.BlockExpr):
+        return "{...}"
+    if isinstance(expr, ast.IfExpr):
+        return "if ..."
+    if isinstance(expr, ast.LoopExpr):
+        return "loop"
+    return type(expr).__name__
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate spelling, if any is close enough."""
+    pool = sorted({c for c in candidates if c != name and not c.startswith("|")})
+    found = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+# ---------------------------------------------------------------- symbols and scopes
+
+
+@dataclass(eq=False, slots=True)
+class Symbol:
+    """One declared name."""
+
+    name: str
+    kind: Kind
+    type: Type
+    span: Span
+    block: str  # the block keyword it was declared in: 'attrib', 'input', 'lower', ...
+    length: Lin | None = None  # pack length, when known at declaration
+    value: ast.Expr | None = None  # defining expression (@using symbols, loop-local values)
+    env: Scope | None = None  # the scope `value` is read in
+    rank: Lin | None = None  # tensors: statically countable rank of the declared shape
+    base: str | None = None  # @dtype names: their abstract base type
+    dynamic: bool = False  # an output shape symbol with an upper bound (§2.6.1, §2.12)
+    decl: ast.Node | None = None
+    cache: dict[str, object] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Symbol({self.name!r}, {self.kind.value}, {self.type}, @{self.block})"
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """A definition-level name, known before its block is processed (for E0208)."""
+
+    block: str
+    span: Span
+
+
+class Scope:
+    """Names visible at some point of a definition; child scopes shadow their parents."""
+
+    __slots__ = ("parent", "names", "table", "forward", "generics")
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.names: dict[str, Symbol] = {}
+        self.table: list[Symbol] = parent.table if parent is not None else []
+        self.forward: dict[str, Forward] = parent.forward if parent is not None else {}
+        self.generics: dict[str, str] = parent.generics if parent is not None else {}
+
+    def child(self) -> Scope:
+        return Scope(self)
+
+    def lookup(self, name: str) -> Symbol | None:
+        scope: Scope | None = self
+        while scope is not None:
+            sym = scope.names.get(name)
+            if sym is not None:
+                return sym
+            scope = scope.parent
+        return None
+
+    def local(self, name: str) -> Symbol | None:
+        return self.names.get(name)
+
+    def declare(self, sym: Symbol) -> Symbol | None:
+        """Add sym; if the name is already declared in this scope, keep the first and return it."""
+        previous = self.names.get(sym.name)
+        self.table.append(sym)
+        if previous is not None:
+            return previous
+        self.names[sym.name] = sym
+        return None
+
+    def visible(self) -> set[str]:
+        names: set[str] = set()
+        scope: Scope | None = self
+        while scope is not None:
+            names.update(scope.names)
+            scope = scope.parent
+        return names
+
+    def symbols(self, *kinds: Kind) -> list[Symbol]:
+        """Declared symbols (the whole definition's table), optionally of the given kinds."""
+        return [s for s in self.table if not kinds or s.kind in kinds]
+
+    def __contains__(self, name: str) -> bool:
+        return self.lookup(name) is not None
+
+    def __iter__(self) -> Iterator[Symbol]:
+        return iter(self.table)
+
+    def __repr__(self) -> str:
+        return f"Scope({sorted(self.names)})"
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """Where an expression is checked: its block, and names promoted to non-optional by a null
+    test (`?x ? x : 0`, `if ?x then ...`)."""
+
+    stage: str
+    promoted: frozenset[str] = frozenset()
+
+    def promote(self, names: frozenset[str]) -> Ctx:
+        return Ctx(self.stage, self.promoted | names) if names else self
+
+
+class ExprTyper(Protocol):
+    """What the builder needs from the expression checker (typecheck.Checker)."""
+
+    def type_of(self, expr: ast.Expr, env: Scope, ctx: Ctx) -> Type: ...
+
+    def length_of(self, expr: ast.Expr, env: Scope) -> Lin | None: ...
+
+    def report(self, code: str, message: str, span: Span, *, notes: Iterable[Note] = (),
+               hint: str | None = None) -> None: ...
+
+
+# ---------------------------------------------------------------- building the table
+
+
+def blocks_of(defn: ast.Definition, name: str) -> list[ast.Block]:
+    return [b for b in defn.blocks if ast.block_name(b) == name]
+
+
+def lvalue_names(target: ast.LValue) -> Iterator[ast.LName]:
+    if isinstance(target, ast.LName):
+        yield target
+    elif isinstance(target, ast.LList):
+        for item in target.items:
+            yield from lvalue_names(item)
+    elif isinstance(target, ast.LZip):
+        yield from target.items
+
+
+def _names_in(expr: ast.Expr) -> list[ast.Name]:
+    """Identifiers of an expression in source order (format fields of strings excluded)."""
+    out: list[ast.Name] = []
+    stack: list[ast.Node] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            out.append(node)
+        elif isinstance(node, ast.StrLit):
+            continue
+        else:
+            stack.extend(reversed(list(node.children())))
+    return out
+
+
+class ScopeBuilder:
+    """Declares the names of the declaration blocks, in §2.2 order, into a root scope."""
+
+    def __init__(self, defn: ast.Definition, typer: ExprTyper) -> None:
+        self.defn = defn
+        self.typer = typer
+        self.root = Scope()
+        self.is_graph = defn.kind == "graph"
+        self._deferred: list[tuple[ast.Expr, Callable[[Type], None]]] = []
+
+    # ------------------------------------------------------------ entry point
+
+    def build(self) -> Scope:
+        self._forward_index()
+        self._dtypes()
+        self._params("attrib")
+        self._params("input")
+        for expr, then in self._deferred:  # attribute defaults and pack lengths (deferred, §2.6.2)
+            then(self.typer.type_of(expr, self.root, Ctx("attrib")))
+        self._deferred.clear()
+        self._usings()
+        for kind in ("constant", "variable", "output"):
+            self._params(kind)
+        return self.root
+
+    # ------------------------------------------------------------ helpers
+
+    def report(self, code: str, message: str, span: Span, *, notes: Iterable[Note] = (),
+               hint: str | None = None) -> None:
+        self.typer.report(code, message, span, notes=notes, hint=hint)
+
+    def declare(self, sym: Symbol, scope: Scope | None = None) -> Symbol:
+        scope = scope or self.root
+        previous = scope.declare(sym)
+        if previous is not None:
+            self.report("E0202", f"'{sym.name}' is already declared as {describe(previous.kind)} "
+                        f"(line {previous.span.line}); each name of a definition must be unique",
+                        sym.span, notes=[Note(f"'{sym.name}' first declared here", previous.span)])
+            return previous
+        return sym
+
+    def _forward_index(self) -> None:
+        forward = self.root.forward
+        for block in self.defn.blocks:
+            name = ast.block_name(block)
+            if isinstance(block, ast.ParamBlock):
+                for decl in block.items:
+                    forward.setdefault(decl.name, Forward(name, decl.span))
+            elif isinstance(block, ast.UsingBlock):
+                for u in block.items:
+                    for lname in lvalue_names(u.target):
+                        forward.setdefault(lname.name, Forward(name, lname.span))
+            elif isinstance(block, ast.ComposeBlock):
+                for stmt in block.items:
+                    if isinstance(stmt, ast.Assign):
+                        for target in stmt.targets:
+                            for lname in lvalue_names(target):
+                                forward.setdefault(lname.name, Forward(name, lname.span))
+
+    def is_new(self, name: str, scope: Scope | None = None) -> bool:
+        """An identifier that neither is declared yet nor names something of a later block."""
+        if (scope or self.root).lookup(name) is not None:
+            return False
+        ahead = self.root.forward.get(name)
+        return ahead is None or ahead.block in ("compose", "update")
+
+    def check_type_name(self, spec: ast.TypeSpec, what: str) -> Type | None:
+        """E0308 for unknown or abstract type names; returns the element type or None."""
+        name = spec.name
+        if name in CONCRETE or name in self.root.generics:
+            return Type(name)
+        if name in ABSTRACT:
+            self.report("E0308", f"{what} cannot have the abstract type '{name}'; abstract types only restrict "
+                        f"generic types: declare 'T: {name};' in @dtype and use T (§2.13)", spec.span)
+            return None
+        hint = did_you_mean(name, [*CONCRETE, *self.root.generics])
+        self.report("E0308", f"unknown type '{name}' for {what}; use int, real, bool, str or a type declared in @dtype"
+                    + (f" (did you mean '{hint}'?)" if hint else ""), spec.span)
+        return None
+
+    # ------------------------------------------------------------ @dtype
+
+    def _dtypes(self) -> None:
+        for block in blocks_of(self.defn, "dtype"):
+            assert isinstance(block, ast.DtypeBlock)
+            for decl in block.items:
+                base = decl.base if decl.base in ABSTRACT else "type"
+                sym = Symbol(decl.name, Kind.DTYPE, Type(decl.name), decl.span, "dtype", base=base, decl=decl)
+                if self.declare(sym) is sym:
+                    self.root.generics[decl.name] = base
+                if decl.default is not None and decl.base in ADMITS and decl.default not in ADMITS[decl.base]:
+                    admitted = ", ".join(ADMITS[decl.base])
+                    self.report("E0308", f"default type '{decl.default}' of '{decl.name}' is not a '{decl.base}' type; "
+                                f"'{decl.base}' admits {admitted}", decl.span)
+
+    # ------------------------------------------------------------ parameter blocks
+
+    def _params(self, kind: str) -> None:
+        for block in blocks_of(self.defn, kind):
+            assert isinstance(block, ast.ParamBlock)
+            for decl in block.items:
+                if kind == "attrib":
+                    self._attribute(decl)
+                else:
+                    self._tensor(decl, kind)
+
+    def _attribute(self, decl: ast.ParamDecl) -> None:
+        spec = decl.type
+        what = f"attribute '{decl.name}'"
+        elem = self.check_type_name(spec, what)
+        if spec.shape is not None or spec.rank is not None:
+            self.report("E0308", f"{what} cannot have a shape; attributes are compile-time values, "
+                        "not tensors (§2.5)", spec.span)
+        t = Type(elem.name if elem else "?", spec.optional, spec.pack is not None)
+        length: Lin | None = None
+        if spec.pack is not None:
+            length = self._attribute_pack_length(decl, spec)
+        sym = self.declare(Symbol(decl.name, Kind.ATTRIBUTE, t, decl.span, "attrib", length=length, decl=decl))
+        if decl.bounds:
+            self.report("E0307", f"index bounds after a value are only allowed for @constant tensors, "
+                        f"not for {what}", decl.bounds[0].span)
+        if decl.default is None:
+            return
+        if spec.optional:
+            self.report("E0307", f"optional {what} cannot have a default value; it is null when not "
+                        "given (§2.5)", decl.default.span,
+                        hint=f"remove '= {show(decl.default)}', or drop 'optional'")
+            return
+        if sym is not None and not t.unknown:
+            self._deferred.append((decl.default, lambda dt, d=decl, t=t: self._check_default(d, t, dt)))
+        elif sym is not None:
+            self._deferred.append((decl.default, lambda dt: None))
+
+    def _attribute_pack_length(self, decl: ast.ParamDecl, spec: ast.TypeSpec) -> Lin:
+        assert spec.pack is not None
+        length = spec.pack.length
+        if length is None:
+            return Lin.key(f"|{decl.name}|")
+        form = affine(length, self.is_new)
+        if form is not None:
+            self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(spec.optional), length.span,
+                                "attrib", decl=decl))
+        else:
+            self._deferred.append((length, lambda lt, e=length: self._expect_length(e, lt)))
+        return lin_value(length)
+
+    def _check_default(self, decl: ast.ParamDecl, t: Type, dt: Type) -> None:
+        assert decl.default is not None
+        span = decl.default.span
+        if dt.unknown and not dt.packed:
+            return
+        if dt.tensor:
+            self.report("E0302", f"the default value of attribute '{decl.name}' must be a compile-time value, "
+                        f"not a tensor ({dt})", span, hint="use the tensor's '.shape' or '.rank'")
+        elif not same_name(dt.name, t.name):
+            self.report("E0307", f"the default value of attribute '{decl.name}' has type {dt.element()}, "
+                        f"but '{decl.name}' is declared {t.item().as_optional(False)}",
+                        span, hint=_conversion_hint(dt.name, t.name))
+        elif dt.packed and not t.packed:
+            self.report("E0307", f"attribute '{decl.name}' is a single {t.name}, but its default value is a pack "
+                        f"({dt}); declare it '{decl.name}: {t.name}..' or give a single value", span)
+        elif t.packed and not dt.packed and decl.type.pack is not None and decl.type.pack.length is None:
+            self.report("E0307", f"a single default value for the pack '{decl.name}' needs a marked pack "
+                        f"length, as in '{decl.name}: {t.name}..(n) = {show(decl.default)}' (§2.5)", span,
+                        hint=f"or write the default as a list, e.g. '[{show(decl.default)}]'")
+
+    def _expect_length(self, expr: ast.Expr, t: Type) -> bool:
+        """A pack length is an int (or a bool, for conditional items); returns True for bool."""
+        if t.unknown:
+            return False
+        if t.packed or t.tensor or t.name not in ("int", "bool"):
+            self.report("E0301", f"a pack length must be an int (or a bool condition); '{show(expr)}' is {t}",
+                        expr.span)
+            return False
+        return t.name == "bool"
+
+    # ------------------------------------------------------------ tensors and shapes
+
+    def _tensor(self, decl: ast.ParamDecl, kind: str) -> None:
+        spec = decl.type
+        sym_kind = PARAM_KIND[kind]
+        what = f"{kind} '{decl.name}'"
+        elem = self.check_type_name(spec, what)
+        optional = spec.optional
+        pack_length: Lin | None = None
+        if spec.pack is not None:
+            pack_length = self._count(spec.pack, kind, decl, optional, f"the pack length of {what}")[0] \
+                if spec.pack.length is not None else Lin.key(f"|{decl.name}|")
+        rank: Lin | None = None
+        if spec.rank is not None:
+            if self.is_new(spec.rank) and kind == "input":
+                self.declare(Symbol(spec.rank, Kind.RANK, INT.as_optional(optional), spec.span, kind, decl=decl))
+            elif self.root.lookup(spec.rank) is None:
+                self.report("E0405", f"undeclared rank symbol '{spec.rank}' in {what}; only inputs can declare "
+                            "new symbols (§2.6)", spec.span)
+        if spec.shape is not None:
+            rank = self._shape(decl, spec, kind, optional, pack_length)
+            if rank is None and spec.rank is not None:
+                rank = Lin.key(spec.rank)
+        elif kind in ("constant", "variable"):
+            self.report("E0405", f"{what} needs a shape, e.g. '{decl.name}: {spec.name}[n]'; use '[]' for a scalar",
+                        spec.span)
+        t = Type(elem.name if elem else "?", optional, spec.pack is not None, True)
+        sym = Symbol(decl.name, sym_kind, t, decl.span, kind, length=pack_length, rank=rank, decl=decl)
+        self._tensor_value(decl, kind, t)
+        self.declare(sym)
+
+    def _tensor_value(self, decl: ast.ParamDecl, kind: str, t: Type) -> None:
+        value = decl.default
+        if kind == "constant" and value is None:
+            self.report("E0307", f"constant '{decl.name}' needs a value, e.g. '{decl.name}: {t.name}[n] = 0'",
+                        decl.span)
+            return
+        if value is None:
+            if decl.bounds:
+                self.report("E0307", "index bounds are only allowed after the value of a @constant",
+                            decl.bounds[0].span)
+            return
+        if kind in ("variable", "output"):
+            why = ("variables are loaded from data files (§2.7)" if kind == "variable"
+                   else "outputs are computed by @lower or @compose")
+            self.report("E0307", f"{kind} '{decl.name}' cannot have a value; {why}", value.span)
+            return
+        env = self.root
+        if decl.bounds:
+            if kind != "constant":
+                self.report("E0307", "index bounds are only allowed after the value of a @constant",
+                            decl.bounds[0].span)
+            env = self.root.child()
+            for b in decl.bounds:
+                bt = self.typer.type_of(b.bound, self.root, Ctx(kind))
+                if not bt.unknown and (bt.name != "int" or bt.tensor):
+                    self.report("E0302", f"the bound of index '{b.index}' must be int or int..; got {bt}", b.bound.span)
+                self.declare(Symbol(b.index, Kind.INDEX, INT.as_packed(bt.packed), b.span, kind,
+                                    length=self.typer.length_of(b.bound, self.root) if bt.packed else None),
+                             env)
+        vt = self.typer.type_of(value, env, Ctx(kind))
+        if vt.unknown:
+            return
+        if vt.tensor:
+            self.report("E0302", f"the value of {kind} '{decl.name}' must be a compile-time value, not a tensor ({vt})",
+                        value.span)
+        elif not same_name(vt.name, t.name):
+            self.report("E0301", f"the value of {kind} '{decl.name}' has type {vt.element()}, but '{decl.name}' "
+                        f"holds {t.name} items", value.span, hint=_conversion_hint(vt.name, t.name))
+        elif vt.optional:
+            self.report("E0303", f"the value of {kind} '{decl.name}' may be null ({vt}); resolve it with '??'",
+                        value.span)
+
+    def _count(self, pack: ast.PackSpec, kind: str, decl: ast.ParamDecl, optional: bool,
+               what: str) -> tuple[Lin, str]:
+        """A pack length `..(n)` of a tensor pack or a shape item: declares n when new (inputs).
+        Returns the length and the type of the count: 'int', 'bool' (a conditional item) or '?'."""
+        assert pack.length is not None
+        length = pack.length
+        if kind == "input":
+            form = affine(length, self.is_new)
+            if form is not None:
+                self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(optional), length.span, kind,
+                                    decl=decl))
+                return lin_value(length), "int"
+        lt = self._prescribed(length, kind, decl, what)
+        if lt is None or lt.unknown:
+            return lin_value(length), "?"
+        if self._expect_length(length, lt):
+            return Lin.key(f"[{show(length)}]"), "bool"
+        return lin_value(length), "int"
+
+    def _prescribed(self, expr: ast.Expr, kind: str, decl: ast.ParamDecl, what: str,
+                    deduce: bool = True) -> Type | None:
+        """Type an expression of declared identifiers; E0405 for identifiers that are not."""
+        missing = [n for n in _names_in(expr) if self.root.lookup(n.id) is None and n.id not in self.root.forward
+                   and "." not in n.id]
+        if missing:
+            first = missing[0]
+            if kind == "input" and deduce:
+                self.report("E0405", f"cannot deduce '{first.id}' from '{show(expr)}'; declare {first.id} by an "
+                            f"affine expression like '2 * {first.id} + 1'", expr.span,
+                            hint="a shape item can declare one new symbol x in the form a * x + b, with integer "
+                            "literals a and b (§2.6); other expressions must use declared symbols only")
+            else:
+                self._undeclared(first, kind, what)
+            return None
+        return self.typer.type_of(expr, self.root, Ctx(kind))
+
+    def _undeclared(self, name: ast.Name, kind: str, what: str) -> None:
+        hint = did_you_mean(name.id, self.root.visible())
+        rule = ("an upper bound may only use declared identifiers" if what.startswith("the upper bound")
+                else f"{kind} shapes may only use declared identifiers")
+        self.report("E0405", f"undeclared symbol '{name.id}' in {what}; {rule}"
+                    + (f"; did you mean '{hint}'?" if hint else ""), name.span,
+                    hint="symbols are declared by input shapes, attributes or @using (§2.6, §2.7)")
+
+    def _shape(self, decl: ast.ParamDecl, spec: ast.TypeSpec, kind: str, optional: bool,
+               pack_length: Lin | None) -> Lin | None:
+        assert spec.shape is not None
+        what = f"the shape of {kind} '{decl.name}'"
+        total: Lin | None = Lin()
+        for item in spec.shape:
+            count: Lin | None = None
+            status = "int"
+            if item.pack is not None and item.pack.length is not None:
+                count, status = self._count(item.pack, kind, decl, optional, f"a pack length in {what}")
+            item_len = self._extent(item, decl, kind, what, optional, count, status, pack_length)
+            if item.bound is not None:
+                self._bound(item, decl, kind, what)
+            total = None if total is None or item_len is None else total + item_len
+        return total
+
+    def _bound(self, item: ast.ShapeItem, decl: ast.ParamDecl, kind: str, what: str) -> None:
+        assert item.bound is not None
+        bt = self._prescribed(item.bound, kind, decl, f"the upper bound in {what}", deduce=False)
+        if bt is not None and not bt.unknown and (bt.name != "int" or bt.tensor or bt.optional):
+            self.report("E0301", f"an upper bound must be an int; '{show(item.bound)}' is {bt}", item.bound.span)
+
+    def _extent(self, item: ast.ShapeItem, decl: ast.ParamDecl, kind: str, what: str, optional: bool,
+                count: Lin | None, status: str, pack_length: Lin | None) -> Lin | None:
+        """Declare or check one extent; returns how many dimensions it stands for (None: unknown)."""
+        packed = item.pack is not None
+        ones: Lin | None = count if packed else Lin(1)
+        value = item.value
+        if value is None:  # `~`: a dynamic extent
+            if kind == "output" and not self.is_graph and item.bound is None:
+                self.report("E0411", f"the dynamic extent '~' of operator output '{decl.name}' needs an upper bound, "
+                            "e.g. '~|n' (§2.6.1)", item.span)
+            elif kind in ("constant", "variable"):
+                self.report("E0405", f"{what} must be fully specified; '~' is only allowed for inputs and outputs",
+                            item.span)
+            return ones
+        form = affine(value, self.is_new)
+        if form is not None and (kind == "input" or (kind == "output" and item.bound is not None)):
+            if status == "?":
+                t = UNKNOWN  # the count's type is unknown (already reported): no cascade
+            elif status == "bool":
+                t = INT.as_optional()  # a conditional item (§2.6)
+            elif kind == "output":
+                t = INT
+            else:
+                t = INT.as_packed(packed or item.distinct)
+            t = t.as_optional(t.optional or optional)
+            length = None
+            if t.packed:
+                length = count if packed else pack_length
+                if length is None:
+                    length = Lin.key(f"|{form.symbol}|")
+            self.declare(Symbol(form.symbol, Kind.SHAPE, t, value.span, kind, length=length,
+                                dynamic=kind == "output", decl=decl))
+            if not packed:
+                return Lin(1)
+            return count if count is not None else length
+        if form is not None and kind == "output":
+            if self.is_graph:
+                self._undeclared(ast.Name(id=form.symbol, span=value.span), kind, what)
+            else:
+                self.report("E0411", f"output '{decl.name}' introduces the new symbol '{form.symbol}' without an upper "
+                            f"bound; write '{show(value)}|n' with a bound n (§2.6.1)", value.span,
+                            hint="output shapes may only use declared symbols, except data-dependent extents "
+                            "with an upper bound")
+            return ones
+        vt = self._prescribed(value, kind, decl, what)
+        if vt is None or vt.unknown:
+            return ones if packed and count is not None else None
+        if vt.tensor or vt.name != "int":
+            self.report("E0301", f"a shape extent must be an int; '{show(value)}' is {vt}", value.span)
+            return None
+        if item.distinct:
+            if not vt.packed:
+                self.report("E0304", f"the distinct extent '..{show(value)}' must be a pack with one extent per "
+                            f"tensor of the pack; '{show(value)}' is {vt}", value.span)
+            return Lin(1)
+        if packed and count is None and not vt.packed:
+            self.report("E0304", f"'{show(value)}' is not a pack, so '{show(value)}..' needs a count, as in "
+                        f"'{show(value)} ..(n)'", value.span)
+            return None
+        if not packed and vt.packed:
+            self.report("E0304", f"'{show(value)}' is a pack ({vt}); expand it into the shape with '{show(value)}..'",
+                        value.span)
+            return None
+        if not packed:
+            return None if vt.optional else Lin(1)
+        if count is not None:
+            return count
+        return self.typer.length_of(value, self.root)
+
+    # ------------------------------------------------------------ @using
+
+    def _usings(self) -> None:
+        for block in blocks_of(self.defn, "using"):
+            assert isinstance(block, ast.UsingBlock)
+            for decl in block.items:
+                t = self.typer.type_of(decl.value, self.root, Ctx("using"))
+                if t.tensor:
+                    self.report("E0302", f"@using expressions are compile-time values; '{show(decl.value)}' is a "
+                                f"tensor ({t})", decl.value.span, hint="use the tensor's '.shape' or '.rank'")
+                    t = UNKNOWN
+                self._bind_using(decl.target, t, decl.value)
+
+    def _bind_using(self, target: ast.LValue, t: Type, value: ast.Expr | None) -> None:
+        if isinstance(target, ast.LSkip):
+            return
+        if isinstance(target, ast.LName):
+            length: Lin | None = None
+            if target.pack is not None:
+                if not t.packed and not t.unknown:
+                    self.report("E0304", f"'{target.name}..' declares a pack, but its value is not a pack ({t})",
+                                target.span)
+                if target.pack.length is not None:
+                    lt = self.typer.type_of(target.pack.length, self.root, Ctx("using"))
+                    self._expect_length(target.pack.length, lt)
+                    length = lin_value(target.pack.length)
+                t = t.as_packed()
+            self.declare(Symbol(target.name, Kind.USING, t, target.span, "using", length=length, value=value,
+                                env=self.root, decl=target))
+            return
+        if not t.packed and not t.unknown:
+            self.report("E0304", f"only a pack can be decomposed by '{_show_lvalue(target)}'; the value is {t}",
+                        target.span)
+            t = UNKNOWN
+        if isinstance(target, ast.LList):
+            for item in target.items:
+                if isinstance(item, ast.LName) and item.pack is None:
+                    self._bind_using(item, t.item(), None)
+                else:
+                    self._bind_using(item, t, None)
+        elif isinstance(target, ast.LZip):
+            for name in target.items:
+                self._bind_using(ast.LName(name=name.name, pack=ast.PackSpec(span=name.span), span=name.span),
+                                 t, None)
+
+
+def _show_lvalue(target: ast.LValue) -> str:
+    if isinstance(target, ast.LName):
+        return target.name + (".." if target.pack is not None else "")
+    if isinstance(target, ast.LList):
+        return "[" + ", ".join(_show_lvalue(i) for i in target.items) + "]"
+    if isinstance(target, ast.LZip):
+        return "(" + ", ".join(i.name for i in target.items) + ").."
+    return "~"
+
+
+def _conversion_hint(have: str, want: str) -> str | None:
+    if want in ("int", "real", "bool") and have in ("int", "real", "bool"):
+        return f"convert it with {want}(...)" if not (have == "int" and want == "real") else \
+            "write a real literal such as 1.0, or convert with real(...)"
+    return None
+
+
+def build_scope(defn: ast.Definition, lookup: Callable[[str], ast.Definition | None] | None = None,
+                module_name: str = "") -> Scope:
+    """The complete declaration table of a definition (runs the checker; diagnostics dropped)."""
+    from .typecheck import Checker
+
+    checker = Checker(defn, lookup or (lambda _name: None), module_name)
+    checker.run()
+    return checker.root
+
