@@ -538,6 +538,10 @@ class _Printer:
             return self.loop_expr(e, ind, col)
         return self.value(e, col, 1)
 
+    def branch(self, e: ast.Expr, ind: str) -> str:
+        """A control-flow condition or branch inside a line: a block or a one-line expression."""
+        return self.block_expr(e, ind) if isinstance(e, ast.BlockExpr) else self.x(e)
+
     def value(self, e: ast.Expr, col: int, tail: int) -> str:
         """e starting at column col, followed by tail characters on its line.
 
@@ -564,8 +568,8 @@ class _Printer:
         has_block = any(isinstance(b, ast.BlockExpr) for _, c, t in pairs for b in (c, t)) or isinstance(
             e.orelse, ast.BlockExpr)
         if not has_block:
-            flat = " ".join(f"{kw} {self.rhs(c, ind, 0)} then {self.rhs(t, ind, 0)}" for kw, c, t in pairs)
-            flat += f" else {self.rhs(e.orelse, ind, 0)}"
+            flat = " ".join(f"{kw} {self.x(c)} then {self.x(t)}" for kw, c, t in pairs)
+            flat += f" else {self.x(e.orelse)}"
             if col + len(flat) + 1 <= WIDTH:
                 return flat
         out = ""
@@ -574,7 +578,7 @@ class _Printer:
         for k, (kw, c, t) in enumerate(pairs):
             if k:
                 out += " " if prev_block else "\n" + ind
-            out += f"{kw} {self.rhs(c, ind, 0)} then"
+            out += f"{kw} {self.branch(c, ind)} then"
             out, prev_block = self._branch_after(out, t, ind, inner)
         out += " " if prev_block else "\n" + ind
         out += "else"
@@ -593,13 +597,13 @@ class _Printer:
         if e.scans:
             head.append("for " + ", ".join(f"{s.name} : {self.x(s.pack)}" for s in e.scans))
         if e.pre_cond is not None:
-            head.append("while " + self.rhs(e.pre_cond, ind, 0))
+            head.append("while " + self.branch(e.pre_cond, ind))
         kw = "unroll" if e.unroll else "do"
         if e.count is not None:
             kw += self.iter_count(e.count)
         head.append(kw)
-        body = self.rhs(e.body, ind, 0)
-        tail = "" if e.post_cond is None else " while " + self.rhs(e.post_cond, ind, 0)
+        body = self.branch(e.body, ind)
+        tail = "" if e.post_cond is None else " while " + self.branch(e.post_cond, ind)
         flat = " ".join(head) + " " + body + tail
         if "\n" in flat or col + len(flat) + 1 <= WIDTH:
             return flat
