@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class InferResult:
         return next(o for o in self.outputs if o.name == name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str) -> tuple[ast.Module | None, tuple[Diagnostic, ...]]:
     source, diags = read_source(path)
     if source is None:

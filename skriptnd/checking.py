@@ -14,6 +14,7 @@ from .diagnostics import Diagnostic
 from .fileio import module_files
 from .semantics.binding import binding_order_diagnostics
 from .semantics.modules import LoadedModule, Program, check_modules, load_program
+from .semantics.typecheck import check_definition
 from .source import SourceFile, Span
 
 DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
@@ -23,8 +24,16 @@ def _binding_order(program: Program, module: LoadedModule, definition: ast.Defin
     return binding_order_diagnostics(definition)
 
 
+def _types(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    def lookup(name: str) -> ast.Definition | None:
+        found = program.resolve_operator(name, module)
+        return found[1] if found is not None else None
+
+    return check_definition(definition, lookup, module.name)
+
+
 #: Checks run on each definition of each checked module (see Program.checked_modules), in order.
-DEFINITION_CHECKS: list[DefinitionCheck] = [_binding_order]
+DEFINITION_CHECKS: list[DefinitionCheck] = [_types, _binding_order]
 
 
 @dataclass
@@ -67,7 +76,12 @@ def check_program(program: Program) -> list[Diagnostic]:
         for definition in module.ast.definitions:
             for check in DEFINITION_CHECKS:
                 diags.extend(check(program, module, definition))
-    return list(dict.fromkeys(diags))
+    # two checks may find the same problem (e.g. an unknown tensor in @quantize): report it once
+    def key(d: Diagnostic) -> tuple:
+        return d.code, d.span.file, d.span.line, d.span.col, d.message
+
+    unique = {key(d): d for d in reversed(diags)}
+    return [d for d in diags if unique[key(d)] is d]
 
 
 def check_paths(paths: list[str]) -> CheckResult:

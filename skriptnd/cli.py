@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -23,12 +23,12 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     text = "text"
     json = "json"
 
 
-class Color(str, Enum):
+class Color(StrEnum):
     auto = "auto"
     always = "always"
     never = "never"
@@ -100,6 +100,34 @@ def fmt(
         typer.echo(f"{'would reformat' if check_only else 'reformatted'} {name}", err=True)
     failed = bool(diags) or (check_only and bool(changed))
     raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def doc(
+    target: Annotated[str | None, typer.Argument(help="A standard module (nn) or operator (nn.conv); all if omitted.")]
+    = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to this file.")] = None,
+    raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
+) -> None:
+    """Print the operator reference of the standard library (as in docs/stdlib.md)."""
+    from .docgen import render_target
+
+    try:
+        text = render_target(target)
+    except LookupError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    if output is not None:
+        write_atomic(output, text)
+        typer.echo(f"wrote {output}", err=True)
+        return
+    if raw or not sys.stdout.isatty():
+        sys.stdout.write(text)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console().print(Markdown(text))
 
 
 @app.command()

@@ -236,3 +236,104 @@ operator mm {
     assert code == "E0402" and "input 'A'" in message and "[m, k]" in message
     code, message = error(defn, {}, [t(2, 3), t(4, 4)])
     assert code == "E0403" and "input 'B'" in message
+
+
+def test_bool_length_makes_an_optional_single_extent() -> None:
+    # §2.6 (l. 642): with a bool length, `c..(cond)` is the single extent `c` (an optional int), present
+    # only when cond holds; an absent item binds nothing, so a later item can declare `c` (the
+    # space_to_batch family: `c..(data_format == 'NCX'), s..(d), c..(data_format != 'NCX')`).
+    defn = definition("""
+operator cx {
+    @attrib { first: bool; }
+    @input { x: real[b, c..(first), s..(2), c..(!first)]; }
+    @output { y: real[b, c * 2, s..]; }
+}""")
+    assert bind(defn, {"first": True}, [t(1, 3, 4, 5)]).outputs[0].shape == (1, 6, 4, 5)
+    assert bind(defn, {"first": False}, [t(1, 4, 5, 3)]).outputs[0].shape == (1, 6, 4, 5)
+    code, message = error(defn, {"first": True}, [t(1, 3, 4)])
+    assert code == "E0402"
+    only_absent = definition("""
+operator ca {
+    @attrib { on: bool; }
+    @input { x: real[s.., c..(on)]; }
+    @output { y: real[s.., c..(on)]; }
+}""")
+    b = bind(only_absent, {"on": False}, [t(2, 3)])
+    assert b.env["c"] is None and b.outputs[0].shape == (2, 3)
+
+
+def test_repeated_scalar_extent_in_input_shape() -> None:
+    # §2.4 (l. 405): `1 ..(n)` repeats 1 n times (layout.stack's `1 ..(squeeze ? 1 : 0)`): every
+    # extent it covers must be 1, and a count of 0 covers none.
+    defn = definition("""
+operator st {
+    @attrib { n: int; }
+    @input { x: real[a, 1 ..(n), b]; }
+    @output { y: real[a, b]; }
+}""")
+    assert bind(defn, {"n": 2}, [t(3, 1, 1, 4)]).outputs[0].shape == (3, 4)
+    assert bind(defn, {"n": 0}, [t(3, 4)]).outputs[0].shape == (3, 4)
+    code, message = error(defn, {"n": 2}, [t(3, 1, 2, 4)])
+    assert code == "E0403" and "input 'x'" in message
+
+
+def test_omitted_input_default_fills_its_declared_shape() -> None:
+    # §2.6 (l. 690) limits input defaults to 0-rank values; nn.lstm's `h0: real[b,n] = 0.0` fills the
+    # shape [b, n] that the other inputs prescribe, instead of being a rank-0 tensor that fails it.
+    defn = definition("""
+operator state {
+    @input {
+        x: real[b, c];
+        h0: real[b, c] = 0.0;
+    }
+    @output { y: real[b, c]; }
+}""")
+    b = bind(defn, {}, [t(2, 5)])
+    assert b.env["h0"].shape == (2, 5) and b.outputs[0].shape == (2, 5)
+    assert bind(defn, {}, [t(2, 5), t(2, 5)]).outputs[0].shape == (2, 5)
+    assert error(defn, {}, [t(2, 5), t(2, 4)])[0] == "E0403"
+
+
+def test_failed_assertion_waits_for_the_symbols_of_its_message() -> None:
+    # nn.deconv: `(output_size + paddings - fd) / stride + 1 == ix` is decidable before `ox`, which its
+    # message shows; the report waits for `ox` (it used to escape as E0201 "unknown identifier 'ox'").
+    defn = definition("""
+operator late {
+    @attrib { a: int; }
+    @using {
+        b = a * 2;
+        c = b + 1;
+    }
+    @assert {
+        b < 10: "b too large", 'c': c;
+    }
+}""")
+    assert error(defn, {"a": 7}) == ("E0501", "b too large (c = 15)")
+    # a later @using that fails meanwhile yields to the pending assertion
+    guarded = definition("""
+operator guard {
+    @attrib { a: int; }
+    @using {
+        b = a;
+        c = 10 / b;
+    }
+    @assert {
+        b != 0: "b must not be zero", 'ratio': c;
+    }
+}""")
+    assert error(guarded, {"a": 0}) == ("E0501", "b must not be zero (ratio = ?)")
+    assert bind(guarded, {"a": 5}).env["c"] == 2
+
+
+def test_negative_pack_length_is_a_rank_error() -> None:
+    # `s..(axis < 0 ? axis + rank : axis)` with axis < -rank has a negative length: a diagnostic, not an
+    # IndexError from slicing the shape.
+    defn = definition("""
+operator neg {
+    @attrib { axis: int; }
+    @input { x: real^(rank)[s..(axis < 0 ? axis + rank : axis), z, t..]; }
+    @output { y: real[s.., t..]; }
+}""")
+    assert bind(defn, {"axis": -1}, [t(2, 3)]).outputs[0].shape == (2,)
+    code, message = error(defn, {"axis": -5}, [t(2, 3)])
+    assert code == "E0402" and "input 'x'" in message and "-3" in message

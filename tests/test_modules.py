@@ -32,7 +32,7 @@ operator scale {
     @attrib { factor: real = 1.0; }
     @input { x: T[n]; }
     @output { y: T[n]; }
-    @lower { y[i] = x[i] * factor, i < n; }
+    @lower { y[i,] = x[i,] * T(factor), i < n; }
 }
 """
 
@@ -284,6 +284,11 @@ GOLDEN = [
     ("main.sknd", 33, 9, "E0201", "unknown tensor 'q' in @quantize"),
     ("main.sknd", 34, 33, "E0209", "operator 'ops.custom.scale' has no attribute 'factr'"),
     ("main.sknd", 38, 10, "E0211", "duplicate definition of 'G'"),
+    # calls inside an expression are not invocations; the type checker rejects tensor arithmetic
+    ("main.sknd", 41, 20, "E0302",
+     "'+' cannot be applied to the tensor 'sum(x)' in @compose; invoke an operator instead (e.g. math.add for '+')"),
+    ("main.sknd", 41, 29, "E0302",
+     "'+' cannot be applied to the tensor 'nn.relu(x)' in @compose; invoke an operator instead (e.g. math.add for '+')"),
     ("ops/custom.sknd", 15, 7, "E0205", "graph 'Sub' in module 'ops.custom', which is not the main module"),
     ("ops/custom.sknd", 18, 20, "E0203", "unknown module 'foo' in 'foo.scale'"),
 ]

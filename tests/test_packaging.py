@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +51,14 @@ def test_installed_wheel_checks_files_outside_the_tree(wheel: Path, tmp_path: Pa
     bad = work / "bad.sknd"
     bad.write_text("operator f {\n    @attrib { a: int = 1 }\n}\n")
     where = subprocess.run([str(python), "-c", "import skriptnd.resources as r; print(r.grammar_path())"],
-                           cwd=work, check=True, capture_output=True, text=True).stdout
+                           cwd=work, check=True, capture_output=True, text=True, env=CLEAN_ENV).stdout
     assert str(site) in where and "_data" in where
     sknd = env_dir / "bin" / "sknd"
-    ok = subprocess.run([str(sknd), "check", "--color", "never", str(good)], cwd=work, capture_output=True, text=True)
+    ok = subprocess.run([str(sknd), "check", "--color", "never", str(good)], cwd=work, capture_output=True, text=True,
+                        env=CLEAN_ENV)
     assert ok.returncode == 0, ok.stderr
-    res = subprocess.run([str(sknd), "check", "--color", "never", str(bad)], cwd=work, capture_output=True, text=True)
+    res = subprocess.run([str(sknd), "check", "--color", "never", str(bad)], cwd=work, capture_output=True,
+                         text=True, env=CLEAN_ENV)
     assert res.returncode == 1
     assert f"{bad}:2:25: error[E0102]: expected ';' after attribute declaration" in res.stderr
     assert "Traceback" not in res.stderr

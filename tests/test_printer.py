@@ -220,6 +220,9 @@ public operator f {  # header of f
             yield a;
         } else b;
         u = lbl: op<real>{k=1}(x, ~);
+        v = with s = 0 for x : xs do { # loop
+            # in the loop
+            t = s + x; yield t; }
     }
 }
 graph g { }
@@ -258,6 +261,11 @@ public operator f {  # header of f
         } else
             b;
         u = lbl: op<real>{k=1}(x, ~);
+        v = with s = 0 for x : xs do {  # loop
+            # in the loop
+            t = s + x;
+            yield t;
+        };
     }
 }
 

@@ -256,6 +256,7 @@ class _Binder:
         self.env: dict[str, Any] = {}
         self.dtypes: dict[str, str] = {}
         self.pending_uniform: dict[str, Any] = {}
+        self.absent: set[str] = set()  # symbols of input shape items absent by a false bool length
 
     # -- reporting
 
@@ -358,14 +359,30 @@ class _Binder:
             self.fail("E0212", f"operator '{self.sig.name}' takes {len(decls)} inputs, {len(inputs)} given",
                       self.sig.definition.name_span)
         values = list(inputs) + [None] * (len(decls) - len(inputs))
+        defaulted: set[int] = set()
         for i, d in enumerate(decls):
             if values[i] is None and d.default is not None:
+                defaulted.add(i)
                 values[i] = TensorValue(self.resolve_dtype(d.type.name), ())
             if values[i] is None and not d.type.optional:
                 self.fail("E0212", f"input '{d.name}' of operator '{self.sig.name}' is not optional and must be given",
                           d.span)
         for i in self.sig.order:
+            if i in defaulted and self.shape_known(decls[i]):
+                # §2.6 (l. 690): an input default is a 0-rank value; when the declared shape is fully
+                # prescribed by earlier inputs (nn.lstm's `h0: real[b,n] = 0.0`), the value fills
+                # that shape instead of failing the rank check against it.
+                shape, _ = self.output_shape(decls[i], None)
+                values[i] = TensorValue(self.resolve_dtype(decls[i].type.name), shape)
             self.bind_input(decls[i], values[i], self.arg_span(i))
+        for name in self.absent:
+            self.env.setdefault(name, None)  # declared only by absent conditional items: null (§2.6, l. 642)
+
+    def shape_known(self, d: ast.ParamDecl) -> bool:
+        """Whether d's whole shape is prescribed by symbols already bound (no rank, pack or `~`)."""
+        spec = d.type
+        return (spec.shape is not None and spec.pack is None and not spec.rank and not self.declared_symbols(spec)
+                and not any(it.distinct or it.value is None for it in spec.shape))
 
     def arg_span(self, i: int) -> Span | None:
         return self.site.args[i] if i < len(self.site.args) else None
@@ -414,6 +431,10 @@ class _Binder:
             expected = self.eval(expr, what)
             if isinstance(expected, bool):
                 expected = int(expected)
+            if isinstance(value, Pack) and expected is not None and not isinstance(expected, Pack):
+                # §2.4 (l. 405): a non-packed extent expanded with a length (`1 ..(n)`, layout.stack)
+                # is repeated, so every extent it covers must equal it.
+                expected = Pack([expected] * len(value))
             if expected != value:
                 self.fail("E0403", f"{what} is {format_value(value)} but operator '{self.sig.name}' expects "
                           f"{format_value(expected)} ('{_expr_text(expr)}')", d.span, at)
@@ -443,6 +464,7 @@ class _Binder:
             return
         items = spec.shape
         lengths: list[int | None] = []
+        conditional: set[int] = set()  # items `x..(cond)` with a bool length: x is one optional extent
         flexible: int | None = None
         flexible_affine: Affine | None = None
         for k, item in enumerate(items):
@@ -456,6 +478,14 @@ class _Binder:
             length = item.pack.length
             if length is not None and not (free_names(length) - self.env.keys()):
                 n = self.eval(length, f"the length of '{_item_text(item)}'")
+                if isinstance(n, bool):
+                    conditional.add(k)
+                elif isinstance(n, int) and n < 0:
+                    # e.g. `s..(axis < 0 ? axis + rank : axis)` with axis < -rank: no shape fits (this
+                    # used to slice the shape with a negative count and crash with an IndexError)
+                    self.fail("E0402", f"input '{d.name}' of operator '{self.sig.name}' has rank {len(shape)}, "
+                              f"which does not fit its shape {shape_text(spec)}: the length of "
+                              f"'{_item_text(item)}' is {n}", d.span, at)
                 lengths.append(int(n) if n is not None else 0)
                 continue
             if length is None and isinstance(item.value, ast.Name) and isinstance(self.env.get(item.value.id), Pack):
@@ -484,12 +514,22 @@ class _Binder:
                 self.env[flexible_affine.symbol] = x
             lengths[flexible] = rest
         pos = 0
-        for item, n in zip(items, lengths, strict=True):
+        for k, (item, n) in enumerate(zip(items, lengths, strict=True)):
             dims = shape[pos:pos + n]
             pos += n
             if item.value is None:
                 continue
             what = f"extent '{_item_text(item)}' of input '{d.name}'"
+            if k in conditional:
+                # §2.6 (l. 642): with a bool length, `x..(cond)` is the single extent x when cond is
+                # true and no extent when it is false; x is an optional int, not a pack. An absent
+                # item binds nothing (another item may still declare x: space_to_batch's
+                # `c..(data_format == 'NCX'), s..(d), c..(data_format != 'NCX')`).
+                if n == 0:
+                    self.absent |= free_names(item.value) - self.env.keys()
+                    continue
+                self.bind_value(item.value, dims[0], what, d, at)
+                continue
             if item.pack is None:
                 if n == 0:
                     continue
@@ -539,20 +579,40 @@ class _Binder:
 
     def run_usings_and_asserts(self) -> None:
         unchecked = list(self.sig.asserts)
+        # Assertions found false whose message still needs @using symbols defined later: nn.deconv's
+        # `(output_size + paddings - fd) / stride + 1 == ix` is decidable before `ox`, which its
+        # message shows. Its report waits for those symbols; a later @using that fails meanwhile
+        # (often because of the very violation) yields to it, with what it can show.
+        failed: list[ast.Assertion] = []
+
+        def unknown(names: set[str]) -> set[str]:
+            return names - self.env.keys() - set(self.dtypes)
 
         def check_ready() -> None:
+            for a in failed:
+                if not unknown(_message_names(a)):
+                    self.report_assertion(a)
             for a in list(unchecked):
-                if not (free_names(a.condition) - self.env.keys() - set(self.dtypes)):
+                if not unknown(free_names(a.condition)):
                     unchecked.remove(a)
-                    self.check_assert(a)
+                    if not self.assertion_holds(a):
+                        if not unknown(_message_names(a)):
+                            self.report_assertion(a)
+                        failed.append(a)
 
-        for u in self.sig.usings:
+        try:
+            for u in self.sig.usings:
+                check_ready()
+                value = self.eval(u.value, "a @using definition")
+                self.assign(u.target, value, u)
             check_ready()
-            value = self.eval(u.value, "a @using definition")
-            self.assign(u.target, value, u)
-        check_ready()
-        for a in unchecked:
-            self.check_assert(a)
+            failed += [a for a in unchecked if not self.assertion_holds(a)]
+        except DiagnosticError as err:
+            if failed and err.diagnostics[0].code != "E0501":
+                self.report_assertion(failed[0])
+            raise
+        if failed:
+            self.report_assertion(failed[0])
 
     def assign(self, target: ast.LValue, value: Any, u: ast.UsingDecl) -> None:
         if isinstance(target, ast.LName):
@@ -626,27 +686,33 @@ class _Binder:
             self.fail("E0406", f"'{name}' has {n} items, which does not fit its length hint", u.span)
         self.env[a.symbol] = a.solve(n)
 
-    def check_assert(self, a: ast.Assertion) -> None:
+    def assertion_holds(self, a: ast.Assertion) -> bool:
         value = self.eval(a.condition, "an assertion")
         if value is None:
-            return
-        ok = all(v is not False for v in value) if isinstance(value, Pack) else bool(value)
-        if ok:
-            return
+            return True
+        return all(v is not False for v in value) if isinstance(value, Pack) else bool(value)
+
+    def report_assertion(self, a: ast.Assertion) -> None:
         message = "assertion failed"
         if a.message is not None:
-            text = self.eval(a.message, "an assertion message")
+            text = self.shown(a.message, "an assertion message")
             if text is not None:
                 message = text
         shown = []
         for arg in a.args:
             label = arg.label or (self.site.label_expr(arg.value) if self.site.label_expr else _expr_text(arg.value))
-            shown.append(f"{label} = {format_value(self.eval(arg.value, 'an assertion argument'))}")
+            shown.append(f"{label} = {format_value(self.shown(arg.value, 'an assertion argument'))}")
         if shown:
             message += " (" + ", ".join(shown) + ")"
         primary = self.site.span if self.site.span is not NO_SPAN else a.span
         notes = (Note(f"assertion of operator '{self.sig.name}'", a.span),) if primary is not a.span else ()
         raise DiagnosticError([Diagnostic(code="E0501", message=message, span=primary, notes=notes)])
+
+    def shown(self, expr: ast.Expr, what: str) -> Any:
+        """A value for an assertion message; '?' when it needs a symbol that never got a value."""
+        if free_names(expr) - self.env.keys() - set(self.dtypes):
+            return "?"
+        return self.eval(expr, what)
 
     # -- outputs
 
@@ -713,6 +779,13 @@ class _Binder:
             if v is not None and v < 0:
                 self.fail("E0403", f"output '{d.name}' would have a negative extent {v} at dimension {i}", d.span)
         return tuple(dims), tuple(bounds)
+
+
+def _message_names(a: ast.Assertion) -> set[str]:
+    names = free_names(a.message) if a.message is not None else set()
+    for arg in a.args:
+        names |= free_names(arg.value)
+    return names
 
 
 def _lvalue_names(target: ast.LValue) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 from .. import ast
 from ..diagnostics import Diagnostic
 from ..source import Span
+from .builtins import BUILTIN_FUNCTIONS
 from .values import NO_UNIFORM, Pack, TensorValue
 
 __all__ = ["MAX_PACK_LENGTH", "EvalError", "Unbound", "evaluate", "format_value", "free_names"]
@@ -197,6 +198,13 @@ def _int_mod(a: int, b: int) -> int:
     return a % b  # floor modulo: a == (a / b) * b + a % b with the flooring `/`
 
 
+def _real_mod(a: float, b: float) -> float:
+    # Reals too (docs/spec-errata.md S9): math.mod is generic over `T: num`; floor modulo as for ints.
+    if b == 0:
+        raise _OpError("E0502", "modulo by zero", "right")
+    return a % b
+
+
 def _int_pow(a: int, b: int) -> int:
     if b < 0:
         raise _OpError("E0502", f"negative exponent in int power {a} ** {b} (use real operands)", "right")
@@ -212,13 +220,6 @@ def _real_pow(a: float, b: float) -> float:
         raise _OpError("E0502", f"real power {format_value(a)} ** {format_value(b)} is undefined") from None
     except OverflowError:
         raise _OpError("E0502", f"real power {format_value(a)} ** {format_value(b)} overflows") from None
-
-
-def _no_real(op: str) -> Callable[[float, float], Any]:
-    def apply(a: float, b: float) -> Any:
-        raise _bad_operands(op, a, b, ("int",))
-
-    return apply
 
 
 def _minmax(op: str) -> Callable:
@@ -272,7 +273,7 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "*": _numeric("*", lambda a, b: a * b, lambda a, b: a * b),
     "/": _numeric("/", _int_div, _real_div),
     "\\": _numeric("\\", _int_ceil_div, _real_ceil_div),
-    "%": _numeric("%", _int_mod, _no_real("%")),
+    "%": _numeric("%", _int_mod, _real_mod),
     "**": _numeric("**", _int_pow, _real_pow),
     "<?": _minmax("<?"),
     ">?": _minmax(">?"),
@@ -1199,7 +1200,7 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     **{
         name: _real_fn(name, getattr(math, name))
         for name in ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
-                     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
+                     "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf")
     },
     "round": _real_fn("round", _round),
     "floor": _real_fn("floor", _floor),
@@ -1208,6 +1209,7 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     "abs": _abs,
     "sign": _sign,
 }
+assert set(_BUILTINS) == BUILTIN_FUNCTIONS
 
 
 def _call(node: ast.Call, ctx: _Ctx) -> Any:

@@ -32,6 +32,7 @@ from ..resources import STDLIB_MODULES, stdlib_dir
 from ..source import SourceFile, Span
 from ..syntax import parse_module
 from ..syntax.scan import mask
+from .builtins import BUILTIN_FUNCTIONS
 
 __all__ = [
     "BUILTIN_FUNCTIONS",
@@ -44,13 +45,8 @@ __all__ = [
 
 register_codes({"E0214": "module shadows a standard module"})
 
-#: Built-in functions of §2.4. At the top of a @compose right-hand side, `abs(x)` is an
-#: invocation of an operator named `abs`; `(abs(x))` calls the built-in function.
-BUILTIN_FUNCTIONS = frozenset({
-    "abs", "sign", "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "asinh", "acosh", "atanh", "round", "floor", "ceil", "frac",
-})
-
+#: At the top of a @compose right-hand side, `abs(x)` is an invocation of an operator named
+#: `abs`; `(abs(x))` calls the built-in function (§2.4).
 _TENSOR_BLOCKS = ("input", "output", "variable", "constant")
 _WALK_LIMIT = 5000  # files looked at when suggesting model-folder module names
 _WALK_DEPTH = 4

@@ -33,6 +33,7 @@ from ..source import Span
 from .affine import affine
 from .types import ABSTRACT, ADMITS, CONCRETE, INT, UNKNOWN, Type, same_name
 
+
 class Kind(StrEnum):
     DTYPE = "dtype"
     ATTRIBUTE = "attribute"
@@ -352,9 +353,10 @@ class Ctx:
 
     stage: str
     promoted: frozenset[str] = frozenset()
+    bound: bool = False  # in the bound of a @lower index: an unknown name is not an index
 
     def promote(self, names: frozenset[str]) -> Ctx:
-        return Ctx(self.stage, self.promoted | names) if names else self
+        return Ctx(self.stage, self.promoted | names, self.bound) if names else self
 
 
 class ExprTyper(Protocol):
@@ -517,7 +519,7 @@ class ScopeBuilder:
         length: Lin | None = None
         if spec.pack is not None:
             length = self._attribute_pack_length(decl, spec)
-        sym = self.declare(Symbol(decl.name, Kind.ATTRIBUTE, t, decl.span, "attrib", length=length, decl=decl))
+        self.declare(Symbol(decl.name, Kind.ATTRIBUTE, t, decl.span, "attrib", length=length, decl=decl))
         if decl.bounds:
             self.report("E0307", f"index bounds after a value are only allowed for @constant tensors, "
                         f"not for {what}", decl.bounds[0].span)
@@ -528,10 +530,8 @@ class ScopeBuilder:
                         "given (§2.5)", decl.default.span,
                         hint=f"remove '= {show(decl.default)}', or drop 'optional'")
             return
-        if sym is not None and not t.unknown:
-            self._deferred.append((decl.default, lambda dt, d=decl, t=t: self._check_default(d, t, dt)))
-        elif sym is not None:
-            self._deferred.append((decl.default, lambda dt: None))
+        self._deferred.append((decl.default,
+                               lambda dt, d=decl, t=t: None if t.unknown else self._check_default(d, t, dt)))
 
     def _attribute_pack_length(self, decl: ast.ParamDecl, spec: ast.TypeSpec) -> Lin:
         assert spec.pack is not None
@@ -540,9 +540,13 @@ class ScopeBuilder:
             return Lin.key(f"|{decl.name}|")
         form = affine(length, self.is_new)
         if form is not None:
-            self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(spec.optional), length.span,
-                                "attrib", decl=decl))
+            sym = self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(spec.optional), length.span,
+                                      "attrib", decl=decl))
+            if spec.optional:
+                sym.cache["from_optional_input"] = True
         else:
+            if not spec.optional:
+                self._bound_by_required(ast.TypeSpec(name="", pack=spec.pack))
             self._deferred.append((length, lambda lt, e=length: self._expect_length(e, lt)))
         return lin_value(length)
 
@@ -591,7 +595,9 @@ class ScopeBuilder:
         rank: Lin | None = None
         if spec.rank is not None:
             if self.is_new(spec.rank) and kind == "input":
-                self.declare(Symbol(spec.rank, Kind.RANK, INT.as_optional(optional), spec.span, kind, decl=decl))
+                sym = self.declare(Symbol(spec.rank, Kind.RANK, INT.as_optional(optional), spec.span, kind, decl=decl))
+                if optional:
+                    sym.cache["from_optional_input"] = True
             elif self.root.lookup(spec.rank) is None:
                 self.report("E0405", f"undeclared rank symbol '{spec.rank}' in {what}; only inputs can declare "
                             "new symbols (§2.6)", spec.span)
@@ -602,15 +608,34 @@ class ScopeBuilder:
         elif kind in ("constant", "variable"):
             self.report("E0405", f"{what} needs a shape, e.g. '{decl.name}: {spec.name}[n]'; use '[]' for a scalar",
                         spec.span)
+        if kind == "input" and not optional:
+            self._bound_by_required(spec)
         t = Type(elem.name if elem else "?", optional, spec.pack is not None, True)
         sym = Symbol(decl.name, sym_kind, t, decl.span, kind, length=pack_length, rank=rank, decl=decl)
         self._tensor_value(decl, kind, t)
         self.declare(sym)
 
+    def _bound_by_required(self, spec: ast.TypeSpec) -> None:
+        """Symbols first seen in an optional input are optional, unless a non-optional input also
+        binds them: optional inputs come last in the binding order (§2.6.2)."""
+        names = [spec.rank] if spec.rank else []
+        for item in spec.shape or ():
+            for part in (item.value, item.pack.length if item.pack else None):
+                if part is not None:
+                    names.extend(n.id for n in _names_in(part))
+        if spec.pack is not None and spec.pack.length is not None:
+            names.extend(n.id for n in _names_in(spec.pack.length))
+        for name in names:
+            sym = self.root.lookup(name)
+            if sym is not None and sym.cache.get("from_optional_input"):
+                sym.type = sym.type.as_optional(False)
+                del sym.cache["from_optional_input"]
+
     def _tensor_value(self, decl: ast.ParamDecl, kind: str, t: Type) -> None:
         value = decl.default
         if kind == "constant" and value is None:
-            self.report("E0307", f"constant '{decl.name}' needs a value, e.g. '{decl.name}: {t.name}[n] = 0'",
+            zero = {"int": "0", "real": "0.0", "bool": "false", "str": "''"}.get(t.name, f"{t.name}()")
+            self.report("E0307", f"constant '{decl.name}' needs a value, e.g. '{decl.name}: {t.name}[n] = {zero}'",
                         decl.span)
             return
         if value is None:
@@ -658,8 +683,10 @@ class ScopeBuilder:
         if kind == "input":
             form = affine(length, self.is_new)
             if form is not None:
-                self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(optional), length.span, kind,
-                                    decl=decl))
+                sym = self.declare(Symbol(form.symbol, Kind.PACK_LENGTH, INT.as_optional(optional), length.span,
+                                          kind, decl=decl))
+                if optional:
+                    sym.cache["from_optional_input"] = True
                 return lin_value(length), "int"
         lt = self._prescribed(length, kind, decl, what)
         if lt is None or lt.unknown:
@@ -739,23 +766,29 @@ class ScopeBuilder:
                 t = INT
             else:
                 t = INT.as_packed(packed or item.distinct)
+            from_input = optional and not t.optional
             t = t.as_optional(t.optional or optional)
             length = None
             if t.packed:
                 length = count if packed else pack_length
                 if length is None:
                     length = Lin.key(f"|{form.symbol}|")
-            self.declare(Symbol(form.symbol, Kind.SHAPE, t, value.span, kind, length=length,
-                                dynamic=kind == "output", decl=decl))
+            sym = self.declare(Symbol(form.symbol, Kind.SHAPE, t, value.span, kind, length=length,
+                                      dynamic=kind == "output", decl=decl))
+            if from_input:
+                sym.cache["from_optional_input"] = True
             if not packed:
                 return Lin(1)
             return count if count is not None else length
         if form is not None and kind == "output":
-            if self.is_graph:
+            # A bare new name in an operator output reads as a data-dependent extent that lacks its
+            # bound (E0411); a near-miss of a declared name, or a graph output, as an undeclared one.
+            typo = did_you_mean(form.symbol, self.root.visible())
+            if self.is_graph or typo is not None or not isinstance(value, ast.Name):
                 self._undeclared(ast.Name(id=form.symbol, span=value.span), kind, what)
             else:
                 self.report("E0411", f"output '{decl.name}' introduces the new symbol '{form.symbol}' without an upper "
-                            f"bound; write '{show(value)}|n' with a bound n (§2.6.1)", value.span,
+                            f"bound; a data-dependent extent needs one, as in '{form.symbol}|n' (§2.6.1)", value.span,
                             hint="output shapes may only use declared symbols, except data-dependent extents "
                             "with an upper bound")
             return ones

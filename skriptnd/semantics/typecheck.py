@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from .. import ast
 from ..diagnostics import Diagnostic, Note, register_codes
 from ..source import Span
+from .builtins import BUILTIN_FUNCTIONS, NUM_FUNCTIONS, REAL_FUNCTIONS
 from .scope import (
     STAGE,
     Ctx,
@@ -43,7 +44,6 @@ from .scope import (
     describe,
     did_you_mean,
     lin_value,
-    lvalue_names,
     show,
 )
 from .types import (
@@ -55,7 +55,6 @@ from .types import (
     STR,
     UNKNOWN,
     Type,
-    base_of,
     is_arith,
     is_numeric,
     same_name,
@@ -68,10 +67,7 @@ register_codes({
 
 Lookup = Callable[[str], "ast.Definition | None"]
 
-REAL_FUNCTIONS = frozenset({"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-                            "tanh", "asinh", "acosh", "atanh", "round", "floor", "ceil", "frac"})
-NUM_FUNCTIONS = frozenset({"abs", "sign"})
-BUILTINS = REAL_FUNCTIONS | NUM_FUNCTIONS
+BUILTINS = BUILTIN_FUNCTIONS
 
 ARITHMETIC = frozenset({"+", "-", "*", "**", "<?", ">?", "/", "\\"})
 LOGICAL = frozenset({"&&", "||", "^", "=>"})
@@ -140,6 +136,7 @@ class Checker:
         self.root: Scope = self.builder.root
         self.labels: dict[str, Span] = {}
         self.assigned: dict[str, Span] = {}
+        self._unbounded: set[str] = set()  # names reported as unbounded in the current formula
 
     # ------------------------------------------------------------ reporting
 
@@ -261,9 +258,12 @@ class Checker:
                             "before them (§2.2)", span, notes=[Note(f"'{name}' is declared here", ahead.span)])
             return
         suggestion = did_you_mean(name, env.visible())
-        if ctx.stage == "lower" and not tensor:
+        if ctx.stage == "lower" and not tensor and not ctx.bound:
+            if name in self._unbounded:
+                return
+            self._unbounded.add(name)
             self.report("E0408", f"index '{name}' is not bounded in this formula; add a bound such as "
-                        f"'{name} < n' after the formula (§2.12)", span,
+                        f"'{name} < size' after the formula (§2.12)", span,
                         hint=f"or did you mean '{suggestion}'?" if suggestion else None)
             return
         what = "tensor" if tensor else "identifier"
@@ -346,7 +346,7 @@ class Checker:
         op = e.op
         if op == "is":
             if not lt.tensor and not rt.tensor:
-                self._same(lt, rt, e, env, f"'is' compares values of the same type; got {{}} and {{}}")
+                self._same(lt, rt, e, env, "'is' compares values of the same type; got {} and {}")
             return BOOL.as_packed(lt.packed or rt.packed)
         lt = self._no_tensor(lt, e.left, ctx, op)
         rt = self._no_tensor(rt, e.right, ctx, op)
@@ -368,20 +368,14 @@ class Checker:
             self._same(lt, rt, e, env, f"'{op}' compares values of the same type; got {{}} and {{}}")
             return BOOL.with_(packed=packed, optional=optional)
         # arithmetic
-        if op == "%":
-            for t, side in ((lt, e.left), (rt, e.right)):
-                if not t.unknown and t.name != "int":
-                    self.report("E0302", f"'%' needs int operands; got {self._describe(t, env)}", side.span,
-                                hint="'%' is defined for int only (§2.4)")
-                    return UNKNOWN.with_(packed=packed, optional=optional)
-        else:
-            for t, side in ((lt, e.left), (rt, e.right)):
-                if not t.unknown and not is_numeric(t.name, env.generics):
-                    self.report("E0302", f"'{op}' needs int or real operands; got {self._describe(t, env)}", side.span)
-                    return UNKNOWN.with_(packed=packed, optional=optional)
+        # `%` takes reals too (docs/spec-errata.md S9: math.mod is generic over num)
+        for t, side in ((lt, e.left), (rt, e.right)):
+            if not t.unknown and not is_numeric(t.name, env.generics):
+                self.report("E0302", f"'{op}' needs int or real operands; got {self._describe(t, env)}", side.span)
+                return UNKNOWN.with_(packed=packed, optional=optional)
         if not self._same(lt, rt, e, env, f"'{op}' needs operands of the same type; got {{}} and {{}}"):
             return UNKNOWN.with_(packed=packed, optional=optional)
-        name = lt.name if not lt.unknown else rt.name
+        name = "?" if lt.unknown or rt.unknown else lt.name  # unknown stays unknown: no cascades
         return Type(name, optional, packed)
 
     def _same(self, lt: Type, rt: Type, e: ast.Binary | ast.Node, env: Scope, message: str) -> bool:
@@ -411,7 +405,7 @@ class Checker:
         if lt.packed != rt.packed and not lt.unknown and not rt.unknown:
             self.report("E0304", f"both sides of '??' must be packs or both single values; got {lt.as_optional(False)} "
                         f"and {rt}", e.span)
-        name = lt.name if not lt.unknown else rt.name
+        name = "?" if lt.unknown or rt.unknown else lt.name
         return Type(name, False, lt.packed or rt.packed, lt.tensor or rt.tensor)
 
     def _select(self, e: ast.Select, env: Scope, ctx: Ctx) -> Type:
@@ -436,8 +430,8 @@ class Checker:
                 self.report("E0301", f"both branches of '? :' must have the same type; got {self._describe(at, env)} "
                             f"and {self._describe(bt, env)}", e.span)
                 name = "?"
-            elif at.unknown:
-                name = bt.name
+            elif bt.unknown:
+                name = "?"
         return Type(name, optional, packed, tensor)
 
     def _fold(self, e: ast.Fold, env: Scope, ctx: Ctx) -> Type:
@@ -540,19 +534,20 @@ class Checker:
     def _list(self, e: ast.ListExpr, env: Scope, ctx: Ctx) -> Type:
         name = "?"
         first: Type | None = None
-        optional = tensor = False
+        optional = tensor = unknown = False
         for pos, item in enumerate(e.items, 1):
             t = self._list_item(item, env, ctx)
             optional = optional or t.optional
             tensor = tensor or t.tensor
             if t.unknown:
+                unknown = True
                 continue
             if first is None:
                 first, name = t, t.name
             elif not same_name(first.name, t.name):
                 self.report("E0301", f"list items must have the same type; item {pos} is {self._describe(t, env)} "
                             f"but the first item is {self._describe(first, env)}", item.span)
-        return Type(name, optional, True, tensor)
+        return Type("?" if unknown else name, optional, True, tensor)
 
     def _list_item(self, item: ast.Expr, env: Scope, ctx: Ctx) -> Type:
         if isinstance(item, ast.Expand):
@@ -907,7 +902,6 @@ class Checker:
                 output = self._formula(formula)
                 if output is None:
                     continue
-                line = f"line {formula.span.line}"
                 if formula.op == "=":
                     if output in inits:
                         self.report("E0606", f"output '{output}' already has an '=' formula "
@@ -926,7 +920,7 @@ class Checker:
                     self.report("E0606", f"output '{output}' already has a '{first.op}' formula "
                                 f"(line {first.span.line}); besides its '=' initialization, an output has at most "
                                 f"one update or accumulation formula (§2.12)", formula.span,
-                                notes=[Note(f"the first '{first.op}' formula ({line})", first.span)])
+                                notes=[Note(f"the first '{first.op}' formula", first.span)])
                     continue
                 updates[output] = formula
                 if formula.op == ":=" and output not in inits:
@@ -938,13 +932,14 @@ class Checker:
         """Checks one formula; returns the name of the assigned output (None if not an output)."""
         ctx = Ctx("lower")
         env = self.root.child()
+        self._unbounded = set()
         if f.unroll is not None:
             if f.unroll.count is not None:
-                self._expect_int(f.unroll.count, self.root, ctx, "an unroll count")
+                self._expect_int(f.unroll.count, self.root, Ctx("lower", bound=True), "an unroll count")
             if f.unroll.index is not None:
                 self.builder.declare(Symbol(f.unroll.index, Kind.INDEX, INT, f.unroll.span, "lower"), env)
         for b in f.bounds:
-            bt = self._no_tensor(self.type_of(b.bound, env, ctx), b.bound, ctx, "<")
+            bt = self._no_tensor(self.type_of(b.bound, env, Ctx("lower", bound=True)), b.bound, ctx, "<")
             if not bt.unknown and bt.name != "int":
                 self.report("E0302", f"the bound of index '{b.index}' must be int or int..; {_what(b.bound)} is {bt}",
                             b.bound.span)
@@ -1183,17 +1178,14 @@ class Checker:
             types.append(t.with_(name="?") if t.name in generic or t.name not in CONCRETE else t)
         return _Results(len(outputs), types, f"'{call.callee}'", "output")
 
-    def _branch(self, branch: ast.Expr, env: Scope, ctx: Ctx) -> _Results:
-        return self._rhs(branch, env, ctx)
-
     def _if(self, e: ast.IfExpr, env: Scope, ctx: Ctx) -> _Results:
         results: _Results | None = None
         for cond, then in e.branches:
             self._condition(cond, env, ctx, "an 'if' condition")
-            r = self._branch(then, env, ctx.promote(_null_tests(cond)))
+            r = self._rhs(then, env, ctx.promote(_null_tests(cond)))
             if results is None or results.count is None:
                 results = r
-        r = self._branch(e.orelse, env, ctx)
+        r = self._rhs(e.orelse, env, ctx)
         if results is None or results.count is None:
             results = r
         return _Results(results.count, results.types, "the 'if'")
@@ -1238,7 +1230,7 @@ class Checker:
                 self._condition(cond, loop_env, ctx, "a loop condition")
         if e.body is None:
             return _Results(None)
-        body = self._branch(e.body, loop_env, ctx)
+        body = self._rhs(e.body, loop_env, ctx)
         if body.count is None:
             return _Results(None)
         if body.count < len(carried):

@@ -122,15 +122,3 @@ def is_numeric(name: str, generics: Mapping[str, str]) -> bool:
 def is_arith(name: str, generics: Mapping[str, str]) -> bool:
     base = base_of(name, generics)
     return base in ("int", "real", "bool", "num", "arith", UNKNOWN_NAME)
-
-
-def is_kind(name: str, wanted: str, generics: Mapping[str, str]) -> bool:
-    """Whether values of type `name` are certainly of the concrete type `wanted`."""
-    return name == wanted or name == UNKNOWN_NAME
-
-
-def describe_generic(name: str, generics: Mapping[str, str]) -> str:
-    """'T' or 'T (a generic num type)' for messages."""
-    if name in generics:
-        return f"{name} (a generic '{generics[name]}' type)"
-    return name

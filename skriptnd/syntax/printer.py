@@ -826,3 +826,8 @@ def format_fragment(node: Any, start: str, comments: Sequence[ast.Comment] = ())
     if start != "compose_body":
         lines += p.comment_lines(wrapper, "", "end")
     return "\n".join(lines) + "\n"
+
+
+def format_type(spec: ast.TypeSpec) -> str:
+    """A type specification as written in a declaration: `optional real[s..(d), n]..(k)`."""
+    return _fix_type_args(_Printer().type_spec(spec))

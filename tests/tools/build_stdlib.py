@@ -59,6 +59,20 @@ ERRATA: tuple[Erratum, ...] = (
     Erratum("depth_to_space", "input: T[b,c..(ncx),s..(d),c..(!ncx)];",
             "input: T[b,c..(data_format == 'NCX'),s..(d),c..(data_format != 'NCX')];",
             "the input shape uses the @using symbol 'ncx', which §2.9 makes invisible in @input"),
+    Erratum("transpose", "perm: int..(d) = [d-1:-1:-1];", "perm: int..(d) = [axis + d - 1 : axis - 1 : -1];",
+            "'perm' holds absolute axes (its @assert wants axis <= perm < input.rank; shuffle passes absolute "
+            "axes), so the default [d-1:-1:-1] fails that assertion whenever axis != 0"),
+)
+
+
+# Comparisons of two independent generic types: §2.4 (l. 443) requires the same type on both
+# sides, as every other binary operator has (one `T`).
+ERRATA += tuple(
+    Erratum(op, old, new, "comparison operands of two independent generic types X and Y; §2.4 requires "
+                          "the same type for both arguments")
+    for op, base in (("lt", "num"), ("gt", "num"), ("le", "num"), ("ge", "num"), ("eq", "type"), ("ne", "type"))
+    for old, new in ((f"X: {base};\n        Y: {base};", f"T: {base};"),
+                     ("x: X[sx..(rx)];", "x: T[sx..(rx)];"), ("y: Y[sy..(ry)];", "y: T[sy..(ry)];"))
 )
 
 
@@ -158,6 +172,17 @@ def render(module: str, section: str, blocks: list[Block]) -> str:
         lines += [f"# erratum (docs/spec-errata.md): {e.reason}" for e in applied]
         lines += [*text.splitlines(), ""]
     return "\n".join(lines)
+
+
+def generate(spec: str) -> dict[str, str]:
+    """module name -> the text of stdlib/<module>.sknd, from the spec's markdown."""
+    modules = section_modules(spec)
+    by_module: dict[str, list[Block]] = {m: [] for m in modules.values()}
+    section_of = {module: section for section, module in modules.items()}
+    for b in parse_blocks(spec):
+        if b.chapter == 4 and OPERATOR.match(strip_comments(b.text)):
+            by_module[modules[".".join(b.section.split(".")[:2])]].append(b)
+    return {module: render(module, section_of[module], blocks) for module, blocks in by_module.items()}
 
 
 def main(argv: list[str]) -> int:

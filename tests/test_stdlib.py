@@ -1,0 +1,94 @@
+"""The standard library: complete against the spec, generated faithfully, checked and documented."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skriptnd.checking import check_paths
+from skriptnd.docgen import render_stdlib
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS, operator_kind
+from skriptnd.syntax import parse_module
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT.parent / "shared" / "spec" / "nnef-2.0-skriptnd-rev8.md"
+sys.path.insert(0, str(ROOT / "tests" / "tools"))
+import build_stdlib  # noqa: E402
+
+
+def modules() -> dict[str, list]:
+    out = {}
+    for name in STDLIB_MODULES:
+        module, diags = parse_module((stdlib_dir() / f"{name}.sknd").read_text(), name)
+        assert not diags
+        out[name] = list(module.definitions)
+    return out
+
+
+def spec_operators() -> dict[str, set[str]]:
+    """Operator names per module, read from the spec text itself (independently of build_stdlib)."""
+    text = SPEC.read_text(encoding="utf-8")
+    chapter = text[text.index("## 4. Standard Library Operators"):]
+    found: dict[str, set[str]] = {}
+    for section in re.split(r"\n### 4\.\d+\. ", chapter)[1:]:
+        module = re.search(r"operators are defined in the `(\w+)` module", section).group(1)
+        code = "\n".join(re.findall(r"```\n(.*?)```", section, flags=re.S))
+        found[module] = set(re.findall(r"^\s*(?:public\s+)?operator\s+(\w+)", code, flags=re.M))
+    return found
+
+
+def test_every_spec_operator_is_defined() -> None:
+    defined = {m: {d.name for d in defs} for m, defs in modules().items()}
+    expected = spec_operators()
+    assert set(expected) == set(STDLIB_MODULES)
+    for module, names in expected.items():
+        missing = names - defined[module]
+        assert not missing, f"{module}: {sorted(missing)}"
+    assert sum(len(v) for v in expected.values()) == 151
+
+
+def test_stdlib_files_are_generated_from_the_spec() -> None:
+    generated = build_stdlib.generate(SPEC.read_text(encoding="utf-8"))
+    for module, text in generated.items():
+        assert (stdlib_dir() / f"{module}.sknd").read_text(encoding="utf-8") == text, (
+            f"stdlib/{module}.sknd is stale: run tests/tools/build_stdlib.py")
+
+
+def test_every_erratum_is_documented() -> None:
+    errata = (ROOT / "docs" / "spec-errata.md").read_text(encoding="utf-8")
+    for e in build_stdlib.ERRATA:
+        assert f".{e.operator}`" in errata, e.operator
+        if "\n" not in e.old:
+            assert e.old in errata and e.new in errata, e.operator
+
+
+def test_intrinsics_are_exactly_the_operators_without_implementation() -> None:
+    found = {f"{m}.{d.name}" for m, defs in modules().items() for d in defs if operator_kind(d) == "intrinsic"}
+    assert found == STDLIB_INTRINSICS
+
+
+def test_stdlib_checks_clean() -> None:
+    result = check_paths([str(stdlib_dir() / f"{m}.sknd") for m in STDLIB_MODULES])
+    assert result.diagnostics == []
+
+
+def test_docs_stdlib_md_is_in_sync() -> None:
+    assert (ROOT / "docs" / "stdlib.md").read_text(encoding="utf-8") == render_stdlib(), (
+        "docs/stdlib.md is stale: run 'sknd doc --output docs/stdlib.md'")
+
+
+@pytest.mark.parametrize("target", ["nn.conv", "algo", "layout.reshape"])
+def test_sknd_doc_prints_the_reference(target: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "skriptnd", "doc", target], capture_output=True, text=True, check=True)
+    assert f"`{target if '.' in target else target + '.top_k'}`" in out.stdout
+
+
+def test_sknd_doc_unknown_operator_is_a_usage_error() -> None:
+    out = subprocess.run([sys.executable, "-m", "skriptnd", "doc", "nn.rellu"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "did you mean 'nn.relu'" in out.stderr
