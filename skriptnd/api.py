@@ -32,6 +32,9 @@ class TensorType:
 class InferResult:
     outputs: list[TensorType] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: With named (symbolic) input extents: the conditions, as sympy relations, under which the
+    #: symbolic output shapes hold (from the operator's asserts and data-dependent choices).
+    guards: list[Any] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -74,12 +77,34 @@ def find_operator(name: str, module_path: str | Path | None = None) -> tuple[ast
                              hint=f"did you mean '{close[0]}'?" if close else None)]
 
 
-def _tensor(shape: Any, dtype: str) -> Any:
+def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int]) -> tuple[Any, ...]:
+    """Named extents become SymInts; each name gets its hint, or a distinct multiple of 840
+    (divisible by 2..8, so divisibility asserts on the sample hold)."""
+    out = []
+    for d in shape:
+        if isinstance(d, str):
+            if d not in symbols:
+                from .semantics.symbolic import SymInt
+
+                symbols[d] = SymInt.named(d, hints.get(d, 840 * (len(symbols) + 1)))
+            out.append(symbols[d])
+        else:
+            out.append(d)
+    return tuple(out)
+
+
+def _tensor(shape: Any, dtype: str, symbols: dict[str, Any], hints: Mapping[str, int]) -> Any:
     if shape is None:
         return None
     if isinstance(shape, list) and shape and isinstance(shape[0], list | tuple):
-        return Pack([TensorValue(dtype, tuple(s)) for s in shape])
-    return TensorValue(dtype, tuple(shape))
+        return Pack([TensorValue(dtype, _dims(s, symbols, hints)) for s in shape])
+    return TensorValue(dtype, _dims(shape, symbols, hints))
+
+
+def _output_shape(shape: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    if shape is None:
+        return None
+    return tuple(getattr(d, "expr", d) for d in shape)
 
 
 def _value(v: Any) -> Any:
@@ -90,13 +115,20 @@ def _value(v: Any) -> Any:
 
 def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
           input_shapes: Sequence[Any] = (), dtypes: str | Sequence[str] = "real", *,
-          type_args: Sequence[str] = (), module: str | Path | None = None) -> InferResult:
+          type_args: Sequence[str] = (), module: str | Path | None = None,
+          hints: Mapping[str, int] | None = None) -> InferResult:
     """Output shapes and dtypes of one operator invocation, or the diagnostics saying why it is invalid.
 
     op: `"nn.conv"` (standard library), an operator name in `module` (a .sknd file), or a parsed
     Definition. input_shapes: one shape (list of ints) per input; a list of shapes for a tensor-pack
     input; None for an omitted optional input. dtypes: one dtype for all inputs or one per input.
-    Attribute values are Python values (lists for packs).
+    Attribute values are Python values (lists for packs). An extent may be a name (a str): the
+    output shapes are then sympy expressions in those names, valid under `InferResult.guards`;
+    `hints` gives sample values for the names (used where a decision needs a value).
+
+    >>> r = infer("nn.conv", {"stride": 2, "padding": [1, 1, 1, 1]}, [["N", 3, "H", "W"], [8, 3, 3, 3]])
+    >>> r.outputs[0].shape
+    (N, 8, floor((H - 1)/2) + 1, floor((W - 1)/2) + 1)
 
     >>> r = infer("nn.conv", {"stride": 2, "padding": [1, 1, 1, 1]}, [[1, 3, 32, 32], [8, 3, 3, 3], [8]])
     >>> r.outputs[0].shape
@@ -109,9 +141,23 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
     if definition is None:
         return InferResult(diagnostics=diags)
     kinds = [dtypes] * len(input_shapes) if isinstance(dtypes, str) else list(dtypes)
-    inputs = [_tensor(s, k) for s, k in zip(input_shapes, kinds, strict=True)]
-    try:
-        binding = bind(definition, {k: _value(v) for k, v in (attribs or {}).items()}, inputs, type_args)
-    except DiagnosticError as err:
-        return InferResult(diagnostics=err.diagnostics)
-    return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
+    symbols: dict[str, Any] = {}
+    inputs = [_tensor(s, k, symbols, hints or {}) for s, k in zip(input_shapes, kinds, strict=True)]
+    attrs = {k: _value(v) for k, v in (attribs or {}).items()}
+    if not symbols:
+        try:
+            binding = bind(definition, attrs, inputs, type_args)
+        except DiagnosticError as err:
+            return InferResult(diagnostics=err.diagnostics)
+        return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
+    from .semantics.symbolic import recording
+
+    with recording() as guards:
+        try:
+            binding = bind(definition, attrs, inputs, type_args)
+        except DiagnosticError as err:
+            return InferResult(diagnostics=err.diagnostics, guards=list(guards))
+    outputs = [TensorType(o.name, o.dtype, _output_shape(o.shape),
+                          [_output_shape(s) for s in o.shapes] if o.shapes is not None else None)
+               for o in binding.outputs]
+    return InferResult(outputs=outputs, guards=list(guards))

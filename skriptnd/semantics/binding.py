@@ -762,7 +762,7 @@ class _Binder:
                     n = self.eval(it.pack.length, f"the length of '{_item_text(it)}'")
                     if n != len(value):
                         self.fail("E0406", f"'{_item_text(it)}' has {len(value)} items, expected {n}", d.span)
-                dims.extend(int(v) if v is not None else None for v in value)
+                dims.extend(v if v is None or isinstance(v, int) else int(v) for v in value)
                 bounds.extend([bound] * len(value))
             else:
                 if isinstance(value, bool) or not isinstance(value, int):

@@ -27,7 +27,7 @@ from .. import ast
 from ..diagnostics import Diagnostic
 from ..source import Span
 from .builtins import BUILTIN_FUNCTIONS
-from .values import NO_UNIFORM, Pack, TensorValue
+from .values import NO_UNIFORM, Pack, TensorValue, guards_suspended
 
 __all__ = ["MAX_PACK_LENGTH", "EvalError", "Unbound", "evaluate", "format_value", "free_names"]
 
@@ -163,9 +163,15 @@ def _numeric(op: str, f_int: Callable[[int, int], Any], f_real: Callable[[float,
                 return f_int(a, b)
             if t is float:
                 return f_real(a, b)
+        if _intlike(a) and _intlike(b):  # symbolic extents (SymInt) are ints too
+            return f_int(a, b)
         raise _bad_operands(op, a, b, _NUM)
 
     return apply
+
+
+def _intlike(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _int_div(a: int, b: int) -> int:
@@ -240,6 +246,8 @@ def _comparison(op: str, f: Callable[[Any, Any], bool]) -> Callable:
         t = type(a)
         if t is type(b) and t in _COMPARABLE:
             return f(a, b)
+        if _intlike(a) and _intlike(b):
+            return f(a, b)
         raise _bad_operands(op, a, b, _ORDERED)
 
     return apply
@@ -260,6 +268,9 @@ def _logical(op: str, f: Callable[[bool, bool], bool]) -> Callable:
 def _identity(a: Any, b: Any) -> bool:
     """`is` on concrete values (§2.4, identity testing): equality; a tensor only is itself."""
     ta = type(a)
+    if hasattr(a, "expr") or hasattr(b, "expr"):  # symbolic extents: the same expression (§2.4)
+        if _intlike(a) and _intlike(b):
+            return (a if hasattr(a, "expr") else b).identical(b if hasattr(a, "expr") else a)
     if ta is type(b) and ta in _COMPARABLE:
         return a == b
     if isinstance(a, TensorValue) and isinstance(b, TensorValue):
@@ -293,14 +304,14 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 
 def _negate(a: Any) -> Any:
     t = type(a)
-    if t is int or t is float:
+    if t is int or t is float or _intlike(a):
         return -a
     raise _unary_error("-", a, "int or real")
 
 
 def _plus(a: Any) -> Any:
     t = type(a)
-    if t is int or t is float:
+    if t is int or t is float or _intlike(a):
         return a
     raise _unary_error("+", a, "int or real")
 
@@ -569,18 +580,19 @@ def _decided(node: ast.Binary, ctx: _Ctx, left: bool) -> Any:
     and nullness are ignored: a guarded condition like `n != 0 => m % n == 0` must not fail.
     """
     result = node.op != "&&"
-    try:
-        right = _eval(node.right, ctx)
-    except Unbound:
-        raise
-    except EvalError:
-        return result
-    if right is None:
-        return result
-    try:
-        return _map2(_BINARY[node.op], left, right)
-    except _OpError as e:
-        _raise_op(e, node, node.left, node.right)
+    with guards_suspended():  # decisions about x do not condition the result
+        try:
+            right = _eval(node.right, ctx)
+        except Unbound:
+            raise
+        except EvalError:
+            return result
+        if right is None:
+            return result
+        try:
+            return _map2(_BINARY[node.op], left, right)
+        except _OpError as e:
+            _raise_op(e, node, node.left, node.right)
 
 
 def _select(node: ast.Select, ctx: _Ctx) -> Any:
@@ -833,7 +845,12 @@ _OMITTED: Any = object()  # a conditional repetition whose null item is left out
 
 
 def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
+    if type(a) is not type(b):
+        return False
+    expr = getattr(a, "expr", None)
+    if expr is not None:  # symbolic extents: compare expressions without recording a guard
+        return bool(expr == b.expr)
+    return a == b
 
 
 def _mixed(expected: str, got: str | None, node: ast.Node) -> EvalError:
@@ -861,7 +878,8 @@ def _expand(node: ast.Expand, ctx: _Ctx) -> Any:
         return None
     if type(count) is bool:
         n = int(count)
-    elif type(count) is int:
+    elif _intlike(count):
+        count = _concrete(count)
         if count < 0:
             raise EvalError("E0502", f"negative repeat count {count}", node.count.span)
         n = count
@@ -890,9 +908,14 @@ def _int_bound(node: ast.Expr | None, ctx: _Ctx, what: str) -> Any:
     value = _eval(node, ctx)
     if value is None:
         return _NULL
-    if type(value) is not int:
+    if not _intlike(value):
         raise EvalError("E0302", f"a {what} must be int, got {_type_name(value)}", node.span)
-    return value
+    return _concrete(value)
+
+
+def _concrete(v: Any) -> Any:
+    """A symbolic extent used as a length or position: the result holds for its value only."""
+    return v.__index__() if hasattr(v, "expr") else v
 
 
 _NULL: Any = object()
@@ -969,7 +992,7 @@ def _subscript(node: ast.Subscript, ctx: _Ctx) -> Any:
     if index is None:
         return None
     n = len(value)
-    if type(index) is int:
+    if _intlike(index):
         return value[_position(index, n, index_node)]
     if not isinstance(index, Pack):
         raise EvalError("E0302", f"an index must be int, int.. or bool.., got {_type_name(index)}", index_node.span)
@@ -992,6 +1015,7 @@ def _subscript(node: ast.Subscript, ctx: _Ctx) -> Any:
 
 
 def _position(i: int, n: int, node: ast.Node) -> int:
+    i = _concrete(i)
     if -n <= i < n:
         return i + n if i < 0 else i
     raise EvalError("E0502", f"index {i} is out of range for length {n}", node.span)
@@ -1016,14 +1040,14 @@ def _substitute(node: ast.Substitute, ctx: _Ctx) -> Pack | None:
     if base_type is not None and repl_type is not None and base_type != repl_type:
         raise EvalError("E0301", f"substituting {_type_name(repl)} into {_type_name(base)}", node.replacement.span)
     items = list(base)
-    if type(index) is int:
+    if _intlike(index):
         if isinstance(repl, Pack):
             raise EvalError("E0304", "a single index is substituted by a single value, not a pack",
                             node.replacement.span)
         items[_position(index, n, node.index)] = repl
         positions = [index]
     elif isinstance(index, Pack):
-        if any(type(i) is not int for i in index):
+        if any(not _intlike(i) for i in index):
             raise EvalError("E0302", f"substitution indices must be int or int.., got {_type_name(index)}",
                             node.index.span)
         if isinstance(repl, Pack):
@@ -1078,7 +1102,7 @@ def _cast_source(value: Any, target: str) -> None:
 
 def _to_int(v: Any) -> int:
     t = type(v)
-    if t is int:
+    if t is int or _intlike(v):
         return v
     if t is bool:
         return int(v)
@@ -1094,7 +1118,7 @@ def _to_real(v: Any) -> float:
     t = type(v)
     if t is float:
         return v
-    if t is int or t is bool:
+    if t is int or t is bool or _intlike(v):
         try:
             return float(v)
         except OverflowError:
@@ -1107,7 +1131,7 @@ def _to_bool(v: Any) -> bool:
     t = type(v)
     if t is bool:
         return v
-    if t is int or t is float:
+    if t is int or t is float or _intlike(v):
         return v != 0
     _cast_source(v, "bool")
     raise AssertionError  # pragma: no cover
@@ -1180,14 +1204,14 @@ def _frac(x: float) -> float:
 
 def _abs(x: Any) -> Any:
     t = type(x)
-    if t is int or t is float:
+    if t is int or t is float or _intlike(x):
         return abs(x)
     raise _fn_type_error("abs", x, "int or real")
 
 
 def _sign(x: Any) -> Any:
     t = type(x)
-    if t is int:
+    if t is int or _intlike(x):
         return (x > 0) - (x < 0)
     if t is float:
         if x != x:
@@ -1326,7 +1350,7 @@ def _format(v: Any, top: bool) -> str:
     t = type(v)
     if t is bool:
         return "true" if v else "false"
-    if t is int:
+    if t is int or (t is not bool and isinstance(v, int)):
         return str(v)
     if t is float:
         return _format_real(v)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 register_codes({"E0214": "module shadows a standard module"})
+
+#: Parses one module's text: (text, path) -> (AST or None, diagnostics), like `parse_module`.
+ModuleParser = Callable[[str, str], tuple[ast.Module | None, list[Diagnostic]]]
 
 #: At the top of a @compose right-hand side, `abs(x)` is an invocation of an operator named
 #: `abs`; `(abs(x))` calls the built-in function (§2.4).
@@ -102,7 +105,8 @@ class _Lookup:
 class Program:
     """The modules loaded for one check or composition, reached from one entry."""
 
-    def __init__(self, entry: Path, model_dir: Path, *, entry_is_folder: bool) -> None:
+    def __init__(self, entry: Path, model_dir: Path, *, entry_is_folder: bool,
+                 sources: Mapping[Path | str, str] | None = None, parse: ModuleParser | None = None) -> None:
         self.entry = entry
         self.model_dir = model_dir
         self.entry_is_folder = entry_is_folder
@@ -112,6 +116,9 @@ class Program:
         self._by_path: dict[Path, LoadedModule] = {}
         self._missing: set[str] = set()  # module names that were searched for and not found
         self._folder_names: list[str] | None = None
+        # in-memory texts (e.g. unsaved editor buffers) that replace files, by resolved path
+        self.sources: dict[Path, str] = {Path(p).resolve(): t for p, t in (sources or {}).items()}
+        self.parse = parse
 
     # ------------------------------------------------------------ queries
 
@@ -189,12 +196,20 @@ class Program:
         parts = name.split(".")
         rel = Path(*parts[:-1], parts[-1] + ".sknd")
         local = self.model_dir / rel
-        if local.is_file():
+        if local.is_file() or self._overridden(local):
             return local, _is_stdlib_path(local)
         std = stdlib_dir() / rel
-        if std.is_file():
+        if std.is_file() or self._overridden(std):
             return std, True
         return None
+
+    def _overridden(self, path: Path) -> bool:
+        if not self.sources:
+            return False
+        try:
+            return path.resolve() in self.sources
+        except OSError:
+            return False
 
     def folder_module_names(self) -> list[str]:
         """Dotted names of the .sknd files under the model folder (for did-you-mean only)."""
@@ -223,7 +238,12 @@ class Program:
         if existing is not None:
             self.modules.setdefault(name, existing)
             return existing
-        source, tree, diags = _parse_file(path, is_stdlib)
+        text = self.sources.get(key)
+        if text is not None:
+            source, tree, diags = _parse_text(SourceFile(str(path), text.replace("\r\n", "\n")),
+                                              self.parse or parse_module)
+        else:
+            source, tree, diags = _parse_file(path, is_stdlib, self.parse)
         module = LoadedModule(name=name, path=path, source=source, ast=tree, is_stdlib=is_stdlib,
                               syntax_diagnostics=list(diags))
         if tree is not None:
@@ -289,8 +309,17 @@ def _is_stdlib_path(path: Path) -> bool:
         return False
 
 
-def _parse_file(path: Path, is_stdlib: bool) -> tuple[SourceFile | None, ast.Module | None, tuple[Diagnostic, ...]]:
-    """Read and parse one module; stdlib modules are parsed once per process (per file version)."""
+def _parse_text(source: SourceFile,
+                parse: ModuleParser) -> tuple[SourceFile, ast.Module | None, tuple[Diagnostic, ...]]:
+    tree, syntax = parse(source.text, source.path)
+    errors = any(d.severity == Severity.ERROR for d in syntax)
+    return source, None if errors else tree, tuple(syntax)
+
+
+def _parse_file(path: Path, is_stdlib: bool,
+                parse: ModuleParser | None = None) -> tuple[SourceFile | None, ast.Module | None, tuple[Diagnostic, ...]]:
+    """Read and parse one module; stdlib modules are parsed once per process (per file version).
+    `parse` replaces `parse_module` for the other modules (e.g. an editor's incremental parser)."""
     key = None
     if is_stdlib:
         try:
@@ -304,26 +333,29 @@ def _parse_file(path: Path, is_stdlib: bool) -> tuple[SourceFile | None, ast.Mod
     if source is None:
         result: tuple[SourceFile | None, ast.Module | None, tuple[Diagnostic, ...]] = (None, None, tuple(read_diags))
     else:
-        tree, syntax = parse_module(source.text, source.path)
-        errors = any(d.severity == Severity.ERROR for d in syntax)
-        result = (source, None if errors else tree, tuple(syntax))
+        result = _parse_text(source, parse_module if is_stdlib or parse is None else parse)
     if key is not None:
         _STDLIB_CACHE[key] = result
     return result
 
 
-def load_program(entry: Path | str) -> Program:
+def load_program(entry: Path | str, *, sources: Mapping[Path | str, str] | None = None,
+                 parse: ModuleParser | None = None) -> Program:
     """Load the module at `entry` and, transitively, everything it imports.
 
     `entry` is a model folder (its main.sknd is the main module, named `main`) or a single
     .sknd file (the main module, named after its file stem; its folder is the model folder).
     Problems (unreadable files, syntax errors, unknown modules) end up in `program.diagnostics`.
+
+    `sources` maps file paths to texts that replace (or stand in for missing) files, such as
+    an editor's unsaved buffers; `parse` replaces `parse_module` for every module that is not
+    a standard module read from disk (which stay cached per process).
     """
     entry = Path(entry)
     if entry.is_dir():
-        program = Program(entry, entry, entry_is_folder=True)
+        program = Program(entry, entry, entry_is_folder=True, sources=sources, parse=parse)
         main_path = entry / "main.sknd"
-        if not main_path.is_file():
+        if not main_path.is_file() and not program._overridden(main_path):
             raw = str(entry)
             program.diagnostics.append(Diagnostic(
                 "E0003", f"'{raw}' is not a model folder: it has no main.sknd", Span(raw, 1, 1, 1, 2),
@@ -331,7 +363,7 @@ def load_program(entry: Path | str) -> Program:
             return program
         name = "main"
     else:
-        program = Program(entry, entry.parent, entry_is_folder=False)
+        program = Program(entry, entry.parent, entry_is_folder=False, sources=sources, parse=parse)
         main_path = entry
         name = entry.stem if entry.suffix == ".sknd" else entry.name
     program.main = program._load(name, main_path, _is_stdlib_path(main_path))

@@ -9,8 +9,23 @@ dynamic).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+#: Guards recorded by symbolic extents (semantics.symbolic): a stack of lists, one per active
+#: recording; a None entry suspends recording (for evaluations whose outcome is ignored).
+GUARD_STACK: list[list[Any] | None] = []
+
+
+@contextlib.contextmanager
+def guards_suspended() -> Iterator[None]:
+    GUARD_STACK.append(None)
+    try:
+        yield
+    finally:
+        GUARD_STACK.pop()
 
 
 class _NoUniform:
@@ -51,7 +66,12 @@ class Pack(tuple):
 
 
 def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
+    if type(a) is not type(b):
+        return False
+    expr = getattr(a, "expr", None)
+    if expr is not None:  # symbolic extents: compare expressions without recording a guard
+        return bool(expr == b.expr)
+    return a == b
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,7 @@ def render(module: str, section: str, blocks: list[Block]) -> str:
         op = OPERATOR.match(strip_comments(b.text)).group(1)
         text, applied = apply_errata(op, b.text)
         lines.append(f"# spec §{b.section}: {b.heading}")
-        lines += [f"# erratum (docs/spec-errata.md): {e.reason}" for e in applied]
+        lines += [f"# erratum (docs/spec-errata.md): {reason}" for reason in dict.fromkeys(e.reason for e in applied)]
         lines += [*text.splitlines(), ""]
     return "\n".join(lines)
 
