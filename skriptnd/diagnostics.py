@@ -364,6 +364,22 @@ def _make_lookup(sources: SourceLookup | None) -> Callable[[str], SourceFile | N
     return lookup
 
 
+#: Quoted source lines longer than this are cut to a window around the caret.
+MAX_QUOTE = 120
+
+
+def _window(shown: str, start: int, carets: str) -> tuple[str, int, str]:
+    """Cut a long quoted line (display columns) to MAX_QUOTE around the caret, marking cuts with '...'."""
+    if len(shown) <= MAX_QUOTE:
+        return shown, start, carets
+    carets = carets[:MAX_QUOTE // 2]
+    left = max(0, min(start - MAX_QUOTE // 3, len(shown) - MAX_QUOTE))
+    right = left + MAX_QUOTE
+    head = "..." if left > 0 else ""
+    tail = "..." if right < len(shown) else ""
+    return head + shown[left:right] + tail, start - left + len(head), carets
+
+
 def _render_one(d: Diagnostic, lookup: Callable[[str], SourceFile | None]) -> list[_Line]:
     style = _SEVERITY_STYLE[d.severity]
     span = d.span
@@ -390,6 +406,7 @@ def _render_one(d: Diagnostic, lookup: Callable[[str], SourceFile | None]) -> li
         else:
             end = start
         carets = "^" * max(1, end - start)
+        shown, start, carets = _window(shown.rstrip(), start, carets)
         lines.append([(pad + "|", _GUTTER)])
         quoted: _Line = [(f" {span.line} |", _GUTTER)]
         if shown.rstrip():

@@ -329,3 +329,14 @@ def test_severity_is_str_and_coerced() -> None:
     d = Diagnostic("E0100", "m", span(1, 1, 1, 1), "warning")  # type: ignore[arg-type]
     assert d.severity is Severity.WARNING
     assert hash(d) == hash(Diagnostic("E0100", "m", span(1, 1, 1, 1), Severity.WARNING))
+
+
+def test_long_source_lines_are_cut_around_the_caret() -> None:
+    text = "x = " + "a + " * 100 + "$ + " + "b + " * 100 + "c;"
+    col = text.index("$") + 1
+    d = Diagnostic(code="E0101", message="unexpected '$'", span=Span("f.sknd", 1, col, 1, col + 1))
+    out = render_text([d], {"f.sknd": SourceFile("f.sknd", text)}, color=False).splitlines()
+    quoted, carets = out[2], out[3]
+    assert quoted.startswith(" 1 | ...") and quoted.endswith("...")
+    assert len(quoted) < 140
+    assert quoted[carets.index("^")] == "$"
