@@ -17,7 +17,7 @@ from .. import ast
 from ..diagnostics import Diagnostic, DiagnosticError, Note
 from ..source import NO_SPAN, Span
 from .affine import Affine, affine
-from .evaluate import EvalError, Unbound, evaluate, format_value, free_names
+from .evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
 from .values import NO_UNIFORM, Pack, TensorValue
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
@@ -344,9 +344,9 @@ class _Binder:
             if not packed:
                 self.fail("E0304", f"{what} takes a single value, not a pack", a.span, at)
             for item in value:
-                self.check_type(a.type.name, _type_of(item), what, a.span, at)
+                self.check_type(a.type.name, type_name_of(item), what, a.span, at)
             return value
-        self.check_type(a.type.name, _type_of(value), what, a.span, at)
+        self.check_type(a.type.name, type_name_of(value), what, a.span, at)
         if packed:
             self.pending_uniform[a.name] = value  # uniform value: length known later (§2.6.2 step 4)
         return value
@@ -796,20 +796,6 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     if isinstance(target, ast.LZip):
         return [n.name for n in target.items]
     return []
-
-
-def _type_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "real"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, TensorValue):
-        return value.dtype
-    return type(value).__name__
 
 
 def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, inputs: Sequence[Any] = (),

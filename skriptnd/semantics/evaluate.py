@@ -27,7 +27,7 @@ from .. import ast
 from ..diagnostics import Diagnostic
 from ..source import Span
 from .builtins import BUILTIN_FUNCTIONS
-from .values import NO_UNIFORM, Pack, TensorValue, guards_suspended
+from .values import NO_UNIFORM, Pack, TensorValue, guards_suspended, same_value
 
 __all__ = ["MAX_PACK_LENGTH", "EvalError", "Unbound", "evaluate", "format_value", "free_names"]
 
@@ -101,6 +101,12 @@ def _kind(v: Any) -> str:
     if isinstance(v, TensorValue):
         return "tensor"
     return type(v).__name__
+
+
+def type_name_of(v: Any) -> str:
+    """The SkriptND type of a non-pack value: int, real, bool, str, or a tensor's dtype."""
+    k = _kind(v)
+    return v.dtype if k == "tensor" else k
 
 
 def _item_type(v: Any) -> str | None:
@@ -836,21 +842,12 @@ def _list(node: ast.ListExpr, ctx: _Ctx) -> Pack | None:
     uniform = NO_UNIFORM
     if uniforms:
         first = uniforms[0]
-        if first is not NO_UNIFORM and all(u is not NO_UNIFORM and _same(u, first) for u in uniforms[1:]):
+        if first is not NO_UNIFORM and all(u is not NO_UNIFORM and same_value(u, first) for u in uniforms[1:]):
             uniform = first
     return Pack(items, uniform)
 
 
 _OMITTED: Any = object()  # a conditional repetition whose null item is left out
-
-
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    expr = getattr(a, "expr", None)
-    if expr is not None:  # symbolic extents: compare expressions without recording a guard
-        return bool(expr == b.expr)
-    return a == b
 
 
 def _mixed(expected: str, got: str | None, node: ast.Node) -> EvalError:
@@ -954,7 +951,7 @@ def _zip(node: ast.Zip, ctx: _Ctx) -> Pack | None:
     items = [x for group in zip(*packs, strict=True) for x in group]
     uniforms = [p.uniform for p in packs]
     first = uniforms[0]
-    if first is not NO_UNIFORM and all(u is not NO_UNIFORM and _same(u, first) for u in uniforms):
+    if first is not NO_UNIFORM and all(u is not NO_UNIFORM and same_value(u, first) for u in uniforms):
         return Pack(items, first)
     return Pack(items)
 
@@ -1066,7 +1063,7 @@ def _substitute(node: ast.Substitute, ctx: _Ctx) -> Pack | None:
     uniform = NO_UNIFORM
     if base.uniform is not NO_UNIFORM:
         ru = repl.uniform if isinstance(repl, Pack) else repl
-        if not positions or (ru is not NO_UNIFORM and _same(ru, base.uniform)):
+        if not positions or (ru is not NO_UNIFORM and same_value(ru, base.uniform)):
             uniform = base.uniform
     return Pack(items, uniform)
 

@@ -53,7 +53,7 @@ class Pack(tuple):
         pack = super().__new__(cls, items)
         if uniform is NO_UNIFORM and len(pack) > 0:
             first = pack[0]
-            if all(_same(first, item) for item in pack[1:]):
+            if all(same_value(first, item) for item in pack[1:]):
                 uniform = first
         pack.uniform = uniform
         return pack
@@ -65,7 +65,8 @@ class Pack(tuple):
         return f"Pack([{inner}])"
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equal and of the same type (1 is not 1.0 nor true); symbolic extents compare expressions."""
     if type(a) is not type(b):
         return False
     expr = getattr(a, "expr", None)
