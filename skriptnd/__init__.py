@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["infer", "InferResult", "TensorType", "__version__"]
+__all__ = ["infer", "InferResult", "TensorType", "load", "Model", "__version__"]
 
 if TYPE_CHECKING:
     from .api import InferResult, TensorType, infer
+    from .model import Model, load
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name in ("load", "Model"):
+        from . import model
+
+        return getattr(model, name)
     raise AttributeError(name)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from . import __version__
+from . import __version__, cli_graph
 from .checking import check_paths, expand_paths
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
@@ -128,6 +128,18 @@ def doc(
     from rich.markdown import Markdown
 
     Console().print(Markdown(text))
+
+
+@app.command()
+def lsp() -> None:
+    """Run the SkriptND language server over stdin/stdout (for editors)."""
+    from .lsp.server import main as serve
+
+    serve()
+
+
+app.command("compose")(cli_graph.compose_command)
+app.command("run")(cli_graph.run_command)
 
 
 @app.command()

@@ -37,6 +37,7 @@ from .builtins import BUILTIN_FUNCTIONS
 __all__ = [
     "BUILTIN_FUNCTIONS",
     "LoadedModule",
+    "ModuleParser",
     "Program",
     "check_modules",
     "invocation_sites",
@@ -340,7 +341,7 @@ def _parse_file(path: Path, is_stdlib: bool,
 
 
 def load_program(entry: Path | str, *, sources: Mapping[Path | str, str] | None = None,
-                 parse: ModuleParser | None = None) -> Program:
+                 parse: ModuleParser | None = None, model_dir: Path | str | None = None) -> Program:
     """Load the module at `entry` and, transitively, everything it imports.
 
     `entry` is a model folder (its main.sknd is the main module, named `main`) or a single
@@ -349,7 +350,9 @@ def load_program(entry: Path | str, *, sources: Mapping[Path | str, str] | None 
 
     `sources` maps file paths to texts that replace (or stand in for missing) files, such as
     an editor's unsaved buffers; `parse` replaces `parse_module` for every module that is not
-    a standard module read from disk (which stay cached per process).
+    a standard module read from disk (which stay cached per process). `model_dir` sets the
+    model folder of a single-file entry (default: its folder); an entry in a subfolder of it is
+    named by its dotted path (ops/pool.sknd is `ops.pool`), as an import of it would name it.
     """
     entry = Path(entry)
     if entry.is_dir():
@@ -363,9 +366,12 @@ def load_program(entry: Path | str, *, sources: Mapping[Path | str, str] | None 
             return program
         name = "main"
     else:
-        program = Program(entry, entry.parent, entry_is_folder=False, sources=sources, parse=parse)
+        folder = Path(model_dir) if model_dir is not None else entry.parent
+        program = Program(entry, folder, entry_is_folder=False, sources=sources, parse=parse)
         main_path = entry
         name = entry.stem if entry.suffix == ".sknd" else entry.name
+        if model_dir is not None and entry.parent != folder and entry.is_relative_to(folder):
+            name = ".".join(entry.relative_to(folder).with_suffix("").parts)
     program.main = program._load(name, main_path, _is_stdlib_path(main_path))
     program._load_imports(program.main)
     return program

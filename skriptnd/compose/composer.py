@@ -1,0 +1,628 @@
+"""Graph composition (spec chapter 3, §2.7, §2.10, §2.11, §2.14).
+
+A graph definition plus attribute values becomes a Graph of atomic operations: each
+invocation in `@compose` is bound (skriptnd.semantics.binding), then either kept atomic (by
+default: standard-library operators, and operators without `@compose`) or decomposed
+recursively into its own `@compose`. Labels and scopes follow §2.10; compile-time `if`s are
+eliminated (with optional promotion, `if ?x`), `unroll` loops are expanded, and dynamic
+branches and loops become operations with subgraphs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import ast
+from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..semantics.binding import Binding, Site, _Binder, bind, signature
+from ..semantics.evaluate import EvalError, evaluate, free_names
+from ..semantics.modules import LoadedModule, Program
+from ..semantics.values import Pack, TensorValue
+from ..source import NO_SPAN, Span
+from .ir import Graph, Operation, Tensor, Value
+
+NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
+
+#: Decides whether an invocation stays one operation: (qualified name, module, definition).
+AtomicPolicy = Callable[[str, LoadedModule, ast.Definition], bool]
+
+
+def default_atomic(name: str, module: LoadedModule, definition: ast.Definition) -> bool:
+    """Standard operators stay atomic (they run on kernels); so do operators without @compose."""
+    return module.is_stdlib or not _compose_blocks(definition, "compose")
+
+
+def decompose_all(name: str, module: LoadedModule, definition: ast.Definition) -> bool:
+    """Go down to operators with @lower (or intrinsics): nothing with @compose stays atomic."""
+    return not _compose_blocks(definition, "compose")
+
+
+def _compose_blocks(defn: ast.Definition, kind: str) -> list[ast.Stmt]:
+    return [s for b in defn.blocks if isinstance(b, ast.ComposeBlock) and b.kind == kind for s in b.items]
+
+
+def _params(defn: ast.Definition, kind: str) -> list[ast.ParamDecl]:
+    return [d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items]
+
+
+def _error(code: str, message: str, span: Span, hint: str | None = None, notes: tuple[Note, ...] = ()) -> DiagnosticError:
+    return DiagnosticError([Diagnostic(code=code, message=message, span=span, hint=hint, notes=notes)])
+
+
+@dataclass
+class _Frame:
+    """The composition state of one definition body."""
+
+    module: LoadedModule
+    definition: ast.Definition
+    env: dict[str, Any]  # compile-time symbols
+    dtypes: dict[str, str]
+    scope: str  # label prefix, '' or 'conv1.'
+    tensors: dict[str, Value] = field(default_factory=dict)
+    graph: Graph | None = None
+
+    def child(self, scope: str | None = None) -> _Frame:
+        """A nested block: sees everything here, its assignments stay local (may shadow)."""
+        return _Frame(self.module, self.definition, self.env, self.dtypes,
+                      self.scope if scope is None else scope, dict(self.tensors), self.graph)
+
+    def values(self) -> dict[str, Any]:
+        """Compile-time view: symbols, and tensors as TensorValues (for ?x, x.shape, x.rank)."""
+        out = dict(self.env)
+        for name, value in self.tensors.items():
+            out[name] = _as_value(value)
+        return out
+
+
+def _as_value(value: Value) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return Pack([TensorValue(t.dtype, t.shape) for t in value])
+    return TensorValue(value.dtype, value.shape)
+
+
+class Composer:
+    def __init__(self, program: Program, atomic: AtomicPolicy | None = None) -> None:
+        self.program = program
+        self.atomic = atomic or default_atomic
+        self._names: dict[str, int] = {}
+
+    # ------------------------------------------------------------ graphs
+
+    def compose(self, graph_name: str | None = None, attribs: Mapping[str, Any] | None = None) -> Graph:
+        main = self.program.main
+        graphs = self.program.graphs()
+        if main is None or not graphs:
+            raise _error("E0206", "the main module defines no graph to compose",
+                         Span(str(main.path) if main else "<main>", 1, 1, 1, 2))
+        if graph_name is None:
+            definition = graphs[0]
+        else:
+            definition = next((g for g in graphs if g.name == graph_name), None)
+            if definition is None:
+                import difflib
+
+                close = difflib.get_close_matches(graph_name, [g.name for g in graphs], n=1)
+                raise _error("E0204", f"no graph '{graph_name}' in the main module", graphs[0].name_span,
+                             hint=f"did you mean '{close[0]}'?" if close else
+                             "graphs: " + ", ".join(g.name for g in graphs))
+        return self.compose_definition(main, definition, dict(attribs or {}))
+
+    def compose_definition(self, module: LoadedModule, definition: ast.Definition,
+                           attribs: dict[str, Any]) -> Graph:
+        graph = Graph(name=definition.name)
+        binder = _Binder(signature(definition), Site(span=definition.name_span))
+        binder.bind_attributes(attribs)
+        binder.bind_deferred(attribs)
+        frame = _Frame(module, definition, binder.env, binder.dtypes, "", graph=graph)
+        dynamic = self._graph_inputs(frame, binder, graph)
+        binder.run_usings_and_asserts()
+        frame.env = binder.env
+        graph.attribs = {a.name: binder.env.get(a.name) for a in _params(definition, "attrib")}
+        self._locals(frame, binder)
+        self._statements(frame, _compose_blocks(definition, "compose"))
+        for decl in _params(definition, "output"):
+            value = frame.tensors.get(decl.name)
+            if not isinstance(value, Tensor):
+                raise _error("E0601", f"output '{decl.name}' of graph '{definition.name}' is never assigned",
+                             decl.span)
+            if decl.type.shape is not None:
+                self._check_declared_shape(binder, decl, value, dynamic)
+            if value.kind == "intermediate":
+                value.kind = "output"
+            graph.outputs.append(value)
+        update = frame.child()
+        update.tensors = dict(frame.tensors)
+        self._statements(update, _compose_blocks(definition, "update"), updating=True)
+        for decl in _params(definition, "variable"):
+            new = update.tensors.get(decl.name)
+            if new is not None and new is not frame.tensors.get(decl.name):
+                graph.updates[decl.name] = new
+        self._quantize(frame, definition)
+        return graph
+
+    def _graph_inputs(self, frame: _Frame, binder: _Binder, graph: Graph) -> set[str]:
+        """Graph inputs get their shapes from attributes; `s|10` and `~|10` are dynamic (§2.6.1)."""
+        dynamic: set[str] = set()
+        for decl in _params(frame.definition, "input"):
+            shape, bounds = self._declared_shape(binder, decl, dynamic)
+            tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "input",
+                                      bounds=bounds)
+            tensor.span = decl.span
+            frame.tensors[decl.name] = tensor
+            graph.inputs.append(tensor)
+        return dynamic
+
+    def _declared_shape(self, binder: _Binder, decl: ast.ParamDecl,
+                        dynamic: set[str]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
+        items: list[ast.ShapeItem] = []
+        for item in decl.type.shape or ():
+            name = item.value.id if isinstance(item.value, ast.Name) else None
+            if name is not None and (name in dynamic or (name not in binder.env and item.bound is not None)):
+                dynamic.add(name)
+                items.append(ast.ShapeItem(value=None, bound=item.bound, pack=item.pack, span=item.span))
+            else:
+                items.append(item)
+        fixed = ast.ParamDecl(name=decl.name, type=ast.TypeSpec(name=decl.type.name, shape=tuple(items),
+                                                                span=decl.type.span), span=decl.span)
+        shape, bounds = binder.output_shape(fixed, None)
+        return shape, (bounds if any(b is not None for b in bounds) else None)
+
+    def _check_declared_shape(self, binder: _Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
+        if any(i.value is None for i in decl.type.shape or ()):
+            return
+        try:
+            shape, _ = self._declared_shape(binder, decl, dynamic)
+        except DiagnosticError:
+            return
+        if len(shape) != len(value.shape) or any(a is not None and b is not None and a != b
+                                                for a, b in zip(shape, value.shape, strict=False)):
+            raise _error("E0403", f"output '{decl.name}' is declared with shape {list(shape)} but the composition "
+                         f"produces {list(value.shape)}", decl.span)
+
+    def _locals(self, frame: _Frame, binder: _Binder) -> None:
+        """@variable and @constant tensors of a definition, named by the frame's scope (§2.7)."""
+        for decl in _params(frame.definition, "variable"):
+            shape, _ = binder.output_shape(decl, None)
+            tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "variable")
+            tensor.span = decl.span
+            frame.tensors[decl.name] = tensor
+        for decl in _params(frame.definition, "constant"):
+            dtype = binder.resolve_dtype(decl.type.name)
+            if decl.type.pack is not None:
+                raise _error("E0503", "packed constants are not supported yet", decl.span)
+            shape, _ = binder.output_shape(decl, None)
+            value = self._constant_value(frame, decl, dtype, shape)
+            tensor = self._new_tensor(frame, decl.name, dtype, shape, "constant")
+            tensor.value = value
+            frame.tensors[decl.name] = tensor
+
+    def _constant_value(self, frame: _Frame, decl: ast.ParamDecl, dtype: str, shape: tuple[int | None, ...]) -> Any:
+        np_type = NUMPY_DTYPES.get(dtype, object)
+        if decl.default is None:
+            raise _error("E0307", f"constant '{decl.name}' needs a value", decl.span)
+        if not decl.bounds:
+            value = self._eval(frame, decl.default, f"the value of constant '{decl.name}'")
+            if isinstance(value, Pack):
+                array = np.array(list(value), dtype=np_type)
+                if array.size != int(np.prod(shape)):
+                    raise _error("E0406", f"constant '{decl.name}' has {array.size} values for shape {list(shape)}",
+                                 decl.span)
+                return array.reshape(shape)
+            return np.full(shape, value, dtype=np_type)
+        # per-element initialiser with index symbols (§2.7): evaluated once per element
+        names = [b.index for b in decl.bounds]
+        extents = [int(self._eval(frame, b.bound, f"the bound of '{b.index}'")) for b in decl.bounds]
+        if int(np.prod(extents)) > 1 << 16:
+            raise _error("E0503", f"constant '{decl.name}' is too large for a per-element initialiser "
+                         f"({int(np.prod(extents))} elements)", decl.span)
+        out = np.empty(extents, dtype=np_type)
+        env = frame.values()
+        for index in np.ndindex(*extents):
+            env.update(zip(names, (int(i) for i in index), strict=True))
+            out[index] = evaluate(decl.default, env, frame.dtypes)
+        return out.reshape(shape)
+
+    # ------------------------------------------------------------ statements
+
+    def _statements(self, frame: _Frame, stmts: Sequence[ast.Stmt], updating: bool = False) -> list[Value]:
+        yielded: list[Value] = []
+        single = len(stmts) == 1
+        for stmt in stmts:
+            if isinstance(stmt, ast.Yield):
+                yielded = [self._operand(frame, e) for e in stmt.values]
+                continue
+            assert isinstance(stmt, ast.Assign)
+            names = [t.name for t in stmt.targets if isinstance(t, ast.LName)]
+            label = self._label(frame, stmt, single)
+            results = self._rhs(frame, stmt.value, len(stmt.targets), names, label)
+            self._assign(frame, stmt.targets, results, stmt)
+        return yielded
+
+    def _label(self, frame: _Frame, stmt: ast.Assign, single: bool) -> str:
+        """The scope of the right-hand side's invocation (§2.10, labelling invocations)."""
+        value = stmt.value
+        explicit = value.label if isinstance(value, ast.Call | ast.BlockExpr) else None
+        if explicit:
+            return frame.scope + explicit
+        if single and frame.scope and not _params(frame.definition, "variable") \
+                and not _params(frame.definition, "constant"):
+            return frame.scope.rstrip(".")  # the containing operator's scope propagates
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.LName):
+            return frame.scope + stmt.targets[0].name
+        return frame.scope + self._fresh(frame.scope, "op")
+
+    def _fresh(self, scope: str, base: str) -> str:
+        key = scope + base
+        self._names[key] = self._names.get(key, 0) + 1
+        return f"{base}{self._names[key]}"
+
+    def _assign(self, frame: _Frame, targets: Sequence[ast.LValue], results: list[Value], stmt: ast.Assign) -> None:
+        if len(results) < len(targets):
+            raise _error("E0605", f"{len(targets)} results expected, the right-hand side gives {len(results)}",
+                         stmt.span)
+        for target, value in zip(targets, results, strict=False):
+            if isinstance(target, ast.LSkip):
+                continue
+            if isinstance(target, ast.LName):
+                if target.pack is not None and value is not None and not isinstance(value, list):
+                    raise _error("E0304", f"'{target.name}' is declared as a pack but gets a single tensor",
+                                 target.span)
+                self._rename(frame, target.name, value)
+                frame.tensors[target.name] = value
+            elif isinstance(target, ast.LList):
+                items = value if isinstance(value, list) else [value]
+                self._assign(frame, target.items, list(items), stmt)
+            else:
+                raise _error("E0304", "this left-hand side cannot receive tensors", target.span)
+
+    def _rename(self, frame: _Frame, name: str, value: Value) -> None:
+        """Fresh intermediates take the name they are assigned to, in the current scope."""
+        if isinstance(value, Tensor) and value.kind == "intermediate" and value.name.startswith("%"):
+            value.name = frame.scope + name
+        elif isinstance(value, list):
+            for i, t in enumerate(value):
+                if t.kind == "intermediate" and t.name.startswith("%"):
+                    t.name = f"{frame.scope}{name}.{i}"
+
+    # ------------------------------------------------------------ right-hand sides
+
+    def _rhs(self, frame: _Frame, value: ast.Expr, count: int, names: list[str], label: str) -> list[Value]:
+        if isinstance(value, ast.Call) and not self._is_builtin(frame, value):
+            return self._invoke(frame, value, label)
+        if isinstance(value, ast.BlockExpr):
+            inner = frame.child(label + "." if label else frame.scope)
+            return self._statements(inner, value.stmts)
+        if isinstance(value, ast.IfExpr):
+            return self._if(frame, value, count, names, label)
+        if isinstance(value, ast.LoopExpr):
+            return self._loop(frame, value, count, names, label)
+        return [self._operand(frame, value)]
+
+    def _is_builtin(self, frame: _Frame, call: ast.Call) -> bool:
+        return call.callee in frame.dtypes
+
+    def _operand(self, frame: _Frame, expr: ast.Expr) -> Value:
+        """A tensor (or pack) named by expr, or a compile-time value as a constant tensor."""
+        if isinstance(expr, ast.Name) and expr.id in frame.tensors:
+            return frame.tensors[expr.id]
+        if isinstance(expr, ast.Skip):
+            return None
+        if isinstance(expr, ast.ListExpr):
+            items: list[Tensor] = []
+            for item in expr.items:
+                inner = item.value if isinstance(item, ast.Expand) else item
+                got = self._operand(frame, inner)
+                if isinstance(got, list):
+                    items.extend(got)
+                elif got is not None:
+                    items.append(got)
+            return items
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) \
+                and isinstance(frame.tensors.get(expr.value.id), list):
+            pack = frame.tensors[expr.value.id]
+            index = self._eval(frame, expr.index, "a pack index")
+            if isinstance(index, Pack):
+                return [pack[i] for i in index]
+            return pack[index]
+        if isinstance(expr, ast.Select) and not (free_names(expr.cond) & set(frame.tensors)):
+            cond = self._eval(frame, expr.cond, "a condition")
+            if cond:
+                return self._operand(frame, expr.then)
+            return self._operand(frame, expr.orelse) if expr.orelse is not None else None
+        value = self._eval(frame, expr, "an expression")
+        if isinstance(value, TensorValue | Pack) or value is None:
+            raise _error("E0503", "only tensor names, lists of tensors and compile-time values can be passed "
+                         "to an operator here", expr.span)
+        return self._constant(frame, value, expr.span)
+
+    def _constant(self, frame: _Frame, value: Any, span: Span) -> Tensor:
+        dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
+            "real" if isinstance(value, float) else "str"
+        tensor = self._new_tensor(frame, "%const", dtype, (), "constant")
+        tensor.value = np.array(value, dtype=NUMPY_DTYPES.get(dtype, object))
+        return tensor
+
+    def _eval(self, frame: _Frame, expr: ast.Expr, what: str) -> Any:
+        try:
+            return evaluate(expr, frame.values(), frame.dtypes)
+        except EvalError as err:
+            raise DiagnosticError([err.to_diagnostic()]) from None
+
+    # ------------------------------------------------------------ invocations
+
+    def _invoke(self, frame: _Frame, call: ast.Call, label: str) -> list[Value]:
+        found = self.program.resolve_operator(call.callee, frame.module, call.span)
+        if found is None:
+            raise _error("E0204", f"unknown operator '{call.callee}'", call.span)
+        module, definition = found
+        qualified = f"{module.name}.{definition.name}"
+        attrs = {a.name: self._eval(frame, a.value, f"attribute '{a.name}'") for a in call.attrs}
+        args = [self._operand(frame, a) for a in call.args]
+        values = [_as_value(a) for a in args]
+        site = Site(span=call.span, args=[a.span for a in call.args], attrs={a.name: a.span for a in call.attrs})
+        binding = bind(definition, attrs, values, call.type_args, site)
+        if self.atomic(qualified, module, definition):
+            return self._atomic(frame, qualified, definition, binding, args, label, call.span)
+        return self._decompose(frame, module, definition, binding, args, label)
+
+    def _atomic(self, frame: _Frame, qualified: str, definition: ast.Definition, binding: Binding,
+                args: list[Value], label: str, span: Span) -> list[Value]:
+        outputs: list[Value] = []
+        for info in binding.outputs:
+            if info.shapes is not None:
+                outputs.append([self._new_tensor(frame, "%out", info.dtype, s) for s in info.shapes])
+            elif info.shape is None:
+                outputs.append(None)
+            else:
+                outputs.append(self._new_tensor(frame, "%out", info.dtype, info.shape, bounds=info.bounds))
+        attribs = {a.name: binding.env.get(a.name) for a in binding.signature.attribs}
+        op = Operation(op=qualified, definition=definition, inputs=list(args), outputs=outputs, attribs=attribs,
+                       dtypes=dict(binding.dtypes), label=label, binding=binding, span=span)
+        assert frame.graph is not None
+        frame.graph.operations.append(op)
+        return outputs
+
+    def _decompose(self, frame: _Frame, module: LoadedModule, definition: ast.Definition, binding: Binding,
+                   args: list[Value], label: str) -> list[Value]:
+        scope = label + "." if label else ""
+        if definition.kind == "graph" and not label:
+            scope = definition.name + "."
+        inner = _Frame(module, definition, dict(binding.env), dict(binding.dtypes), scope, graph=frame.graph)
+        for decl, arg in zip(binding.signature.inputs, list(args) + [None] * len(binding.signature.inputs),
+                             strict=False):
+            inner.tensors[decl.name] = arg
+        binder = _Binder(binding.signature, Site())
+        binder.env, binder.dtypes = inner.env, inner.dtypes
+        self._locals(inner, binder)
+        self._statements(inner, _compose_blocks(definition, "compose"))
+        results: list[Value] = []
+        for decl in binding.signature.outputs:
+            value = inner.tensors.get(decl.name)
+            if value is None and not decl.type.optional:
+                raise _error("E0601", f"output '{decl.name}' of operator '{definition.name}' is never assigned",
+                             decl.span)
+            results.append(value)
+        passed = {id(t) for a in args for t in (a if isinstance(a, list) else [a]) if t is not None}
+        for value in results:  # results made inside take the caller's name (see _rename)
+            for t in value if isinstance(value, list) else [value]:
+                if t is not None and t.kind == "intermediate" and id(t) not in passed:
+                    t.name = "%" + t.name
+        return results
+
+    # ------------------------------------------------------------ control flow
+
+    def _static_condition(self, frame: _Frame, cond: ast.Expr) -> bool | None:
+        """The value of a compile-time condition, or None when it depends on tensor data."""
+        if isinstance(cond, ast.Call | ast.BlockExpr):
+            return None
+        if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
+            return None
+        try:
+            value = evaluate(cond, frame.values(), frame.dtypes)
+        except EvalError:
+            return None
+        if isinstance(value, bool):
+            return value
+        return None
+
+    def _if(self, frame: _Frame, node: ast.IfExpr, count: int, names: list[str], label: str) -> list[Value]:
+        for cond, branch in node.branches:
+            decided = self._static_condition(frame, cond)
+            if decided is None:
+                return self._dynamic_if(frame, node, count, label)
+            if decided:
+                return self._branch(frame, branch, count, names, label)
+        return self._branch(frame, node.orelse, count, names, label)
+
+    def _branch(self, frame: _Frame, branch: ast.Expr, count: int, names: list[str], label: str) -> list[Value]:
+        return self._rhs(frame, branch, count, names, label)
+
+    def _subgraph(self, frame: _Frame, name: str, body: ast.Expr, params: Mapping[str, Tensor],
+                  scope: str) -> Graph:
+        """A branch or loop body as its own graph; outer tensors are captured by reference."""
+        graph = Graph(name=name, inputs=list(params.values()))
+        inner = frame.child(scope)
+        inner.graph = graph
+        inner.tensors.update(params)
+        results = self._rhs(inner, body, 0, [], scope.rstrip("."))
+        for value in results:
+            if isinstance(value, list):
+                graph.outputs.extend(value)
+            elif value is not None:
+                graph.outputs.append(value)
+        return graph
+
+    def _dynamic_if(self, frame: _Frame, node: ast.IfExpr, count: int, label: str) -> list[Value]:
+        scope = (label or self._fresh(frame.scope, "if")) + "."
+        subgraphs: dict[str, Graph] = {}
+        for k, (cond, branch) in enumerate(node.branches):
+            subgraphs[f"cond{k}"] = self._subgraph(frame, f"cond{k}", cond, {}, scope)
+            subgraphs[f"then{k}"] = self._subgraph(frame, f"then{k}", branch, {}, scope)
+        subgraphs["else"] = self._subgraph(frame, "else", node.orelse, {}, scope)
+        reference = subgraphs["then0"].outputs
+        for key, g in subgraphs.items():
+            if key.startswith(("then", "else")) and [(t.dtype, t.shape) for t in g.outputs] != \
+                    [(t.dtype, t.shape) for t in reference]:
+                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes",
+                             node.span)
+        outputs: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in reference]
+        op = Operation(op="if", definition=None, inputs=[], outputs=outputs, label=scope.rstrip("."),
+                       subgraphs=subgraphs, span=node.span)
+        assert frame.graph is not None
+        frame.graph.operations.append(op)
+        return outputs
+
+    def _loop(self, frame: _Frame, node: ast.LoopExpr, count: int, names: list[str], label: str) -> list[Value]:
+        scans = {s.name: self._operand(frame, s.pack) for s in node.scans}
+        for s in node.scans:
+            if not isinstance(scans[s.name], list):
+                raise _error("E0304", f"'for {s.name} : ...' needs a pack of tensors", s.span)
+        lengths = {len(v) for v in scans.values()}  # type: ignore[arg-type]
+        if len(lengths) > 1:
+            raise _error("E0406", "the scanned packs of a loop must have the same length", node.span)
+        static_count: int | None = lengths.pop() if lengths else None
+        if node.count is not None and node.count.count is not None:
+            given = self._static_count(frame, node.count.count)
+            if given is not None:
+                static_count = given if static_count is None else min(static_count, given)
+            elif node.unroll:
+                raise _error("E0503", "'unroll' needs a compile-time iteration count", node.count.span)
+            else:
+                static_count = None
+        if node.unroll:
+            if static_count is None:
+                raise _error("E0503", "'unroll' needs a compile-time iteration count or scanned packs", node.span)
+            return self._unroll(frame, node, scans, static_count, label)
+        return self._dynamic_loop(frame, node, scans, static_count, label)
+
+    def _static_count(self, frame: _Frame, expr: ast.Expr) -> int | None:
+        if isinstance(expr, ast.Name) and isinstance(frame.tensors.get(expr.id), Tensor):
+            return None
+        try:
+            value = evaluate(expr, frame.values(), frame.dtypes)
+        except EvalError:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _unroll(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], n: int, label: str) -> list[Value]:
+        carried: list[Value] = [self._carried_init(frame, c) for c in node.carried]
+        scan_outputs: list[list[Tensor]] = []
+        base = label or frame.scope + self._fresh(frame.scope, "loop")
+        for i in range(n):
+            inner = frame.child(f"{base}.{i}.")
+            for c, value in zip(node.carried, carried, strict=True):
+                inner.tensors[c.name] = value
+            for name, pack in scans.items():
+                inner.tensors[name] = pack[i]  # type: ignore[index]
+            if node.count is not None and node.count.index is not None:
+                inner.tensors[node.count.index] = self._constant(inner, i, node.span)
+            results = self._rhs(inner, node.body, 0, [], f"{base}.{i}")
+            for c, value in zip(node.carried, results, strict=False):  # a new tensor per step (§2.10.1)
+                if isinstance(value, Tensor) and value.name.startswith("%"):
+                    value.name = f"{base}.{i}.{c.name}"
+            carried = results[:len(node.carried)]
+            for k, value in enumerate(results[len(node.carried):]):
+                if len(scan_outputs) <= k:
+                    scan_outputs.append([])
+                if isinstance(value, Tensor):
+                    scan_outputs[k].append(value)
+        return [*carried, *scan_outputs]
+
+    def _carried_init(self, frame: _Frame, c: ast.Carried) -> Value:
+        value = self._operand(frame, c.value)
+        if c.type is not None and isinstance(value, Tensor) and value.kind == "constant" and value.shape == () \
+                and c.type.shape:
+            binder = _Binder(signature(frame.definition), Site())
+            binder.env, binder.dtypes = frame.values(), frame.dtypes
+            decl = ast.ParamDecl(name=c.name, type=c.type, span=c.span)
+            shape, _ = binder.output_shape(decl, None)
+            dtype = binder.resolve_dtype(c.type.name)
+            filled = self._new_tensor(frame, "%const", dtype, shape, "constant")
+            filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
+            return filled
+        return value
+
+    def _dynamic_loop(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], static_count: int | None,
+                      label: str) -> list[Value]:
+        scope = (label or self._fresh(frame.scope, "loop")) + "."
+        initial = [self._carried_init(frame, c) for c in node.carried]
+        params: dict[str, Tensor] = {}
+        for c, value in zip(node.carried, initial, strict=True):
+            if not isinstance(value, Tensor):
+                raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
+            params[c.name] = self._new_tensor(frame, scope + c.name, value.dtype, value.shape, "input")
+        for name, pack in scans.items():
+            first = pack[0]  # type: ignore[index]
+            params[name] = self._new_tensor(frame, scope + name, first.dtype, first.shape, "input")
+        if node.count is not None and node.count.index is not None:
+            params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
+        subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
+        for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
+            if cond is not None:
+                subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
+        body_out = subgraphs["body"].outputs
+        n_carried = len(node.carried)
+        if len(body_out) < n_carried:
+            raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
+                         node.span)
+        finals: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in body_out[:n_carried]]
+        bound = static_count
+        scan_outs: list[Value] = []
+        for t in body_out[n_carried:]:
+            if bound is None:
+                raise _error("E0411", "a loop without a compile-time bound on its iterations cannot have scan "
+                             "outputs", node.span)
+            scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
+        count_input: list[Value] = []
+        if node.count is not None and node.count.count is not None:
+            count_input = [self._operand(frame, node.count.count)]
+        op = Operation(op="loop", definition=None,
+                       inputs=[*initial, *[v for v in scans.values()], *count_input],
+                       outputs=[*finals, *scan_outs], label=scope.rstrip("."), subgraphs=subgraphs, span=node.span,
+                       attribs={"carried": n_carried, "scans": len(scans), "has_count": bool(count_input),
+                                "max_iterations": bound})
+        assert frame.graph is not None
+        frame.graph.operations.append(op)
+        return [*finals, *scan_outs]
+
+    # ------------------------------------------------------------ quantization and tensors
+
+    def _quantize(self, frame: _Frame, definition: ast.Definition) -> None:
+        graph = frame.graph
+        assert graph is not None
+        by_name = {t.name: t for t in graph.tensors}
+        for block in definition.blocks:
+            if not isinstance(block, ast.QuantizeBlock):
+                continue
+            for q in block.items:
+                tensor = by_name.get(q.tensor)
+                if tensor is None:
+                    raise _error("E0201", f"no tensor '{q.tensor}' in the composed graph to quantize", q.span)
+                attrs = {a.name: self._eval(frame, a.value, f"attribute '{a.name}'") for a in q.attrs}
+                tensor.quant = {"op": q.op, "attribs": attrs, "dtypes": list(q.type_args)}
+
+    def _new_tensor(self, frame: _Frame, name: str, dtype: str, shape: tuple[int | None, ...],
+                    kind: str = "intermediate", bounds: tuple[int | None, ...] | None = None) -> Tensor:
+        if name.startswith("%"):
+            name = f"%{self._fresh('', name[1:])}"
+        elif kind in ("variable", "constant", "input") and not name.startswith(frame.scope):
+            name = frame.scope + name
+        tensor = Tensor(name=name, dtype=dtype, shape=tuple(shape), kind=kind, bounds=bounds)  # type: ignore[arg-type]
+        assert frame.graph is not None
+        frame.graph.tensors.append(tensor)
+        return tensor
+
+
+def compose(program: Program, graph: str | None = None, attribs: Mapping[str, Any] | None = None,
+            atomic: AtomicPolicy | None = None) -> Graph:
+    """Compose the main module's graph (the first one, or `graph`) for the given attributes."""
+    return Composer(program, atomic).compose(graph, attribs)
+
+
+__all__ = ["AtomicPolicy", "Composer", "compose", "decompose_all", "default_atomic", "NO_SPAN"]

@@ -1,0 +1,102 @@
+"""The composed graph (spec chapter 3): tensors, operations, graphs.
+
+Plain dataclasses compared by identity: a Tensor is one value in the graph, however many
+names refer to it. Operations keep their Binding (attributes, symbols, output shapes) so the
+executor can build the @lower plan or pick a kernel without redoing the semantic work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .. import ast
+from ..semantics.binding import Binding
+
+TensorKind = Literal["input", "output", "variable", "constant", "intermediate"]
+
+
+@dataclass(eq=False)
+class Tensor:
+    name: str
+    dtype: str  # 'real', 'int', 'bool' or 'str'
+    shape: tuple[int | None, ...]  # None: a dynamic extent (see bounds)
+    kind: TensorKind = "intermediate"
+    bounds: tuple[int | None, ...] | None = None  # upper bounds of dynamic extents (§2.6.1, §3.1)
+    value: Any = None  # a numpy array for constants
+    quant: dict[str, Any] | None = None  # @quantize: operator and attributes
+    span: Any = None  # the declaration, for graph inputs, variables and constants
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dynamic(self) -> bool:
+        return any(d is None for d in self.shape)
+
+    def __repr__(self) -> str:
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"Tensor({self.name}: {self.dtype}[{dims}])"
+
+
+#: An operation argument or result: a tensor, a pack of tensors, or null (an omitted optional).
+Value = Tensor | list[Tensor] | None
+
+
+@dataclass(eq=False)
+class Operation:
+    op: str  # qualified operator name: 'nn.conv', 'main.block' ...
+    definition: ast.Definition | None
+    inputs: list[Value]
+    outputs: list[Value]
+    attribs: dict[str, Any] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    label: str = ""  # scoped label path (§2.10), '' at the graph's top level
+    binding: Binding | None = None
+    #: Control flow (§2.10.1): 'if' has 'cond', 'then', 'else' (and more for elif);
+    #: 'loop' has 'body' and optionally 'cond'.
+    subgraphs: dict[str, Graph] = field(default_factory=dict)
+    span: Any = None
+
+    def __repr__(self) -> str:
+        return f"Operation({self.op} @ {self.label or '<top>'})"
+
+
+@dataclass(eq=False)
+class Graph:
+    name: str
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
+    operations: list[Operation] = field(default_factory=list)
+    tensors: list[Tensor] = field(default_factory=list)
+    #: @update: variable -> its new value after a run
+    updates: dict[str, Tensor] = field(default_factory=dict)
+    attribs: dict[str, Any] = field(default_factory=dict)
+    #: Where variable values come from (set by skriptnd.model.Model.compose): tensor -> array
+    variable_source: Any = field(default=None, repr=False)
+
+    def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Execute the graph on numpy inputs (by input name); returns the outputs by name."""
+        from ..execute import Executor
+
+        executor = getattr(self, "_executor", None)
+        if executor is None:
+            variables = {t.name: self.variable_source(t) for t in self.variables} if self.variable_source else {}
+            executor = Executor(self, variables)
+            self._executor = executor
+        return executor.run(inputs)
+
+    @property
+    def variables(self) -> list[Tensor]:
+        return [t for t in self.tensors if t.kind == "variable"]
+
+    @property
+    def constants(self) -> list[Tensor]:
+        return [t for t in self.tensors if t.kind == "constant"]
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)

@@ -1,0 +1,220 @@
+"""Running a composed graph (spec chapter 3, §3.1).
+
+Operations run in order: an atomic operation dispatches to a registered kernel when there is
+one (intrinsics have to have one), otherwise to the compiled plan of its `@lower` formulas;
+`if` and `loop` operations run their subgraphs. Plans are built once per operation and kept,
+so repeated runs do no analysis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..compose.composer import NUMPY_DTYPES
+from ..compose.ir import Graph, Operation, Tensor, Value
+from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from ..semantics.intrinsics import operator_kind
+from ..source import NO_SPAN, Span
+
+register_codes({
+    "E0711": "wrong input for a graph",
+    "E0712": "no implementation for an operator",
+    "E0713": "error while running an operation",
+})
+
+#: A kernel computes an operation's outputs from its input arrays (lists for tensor packs).
+Kernel = Callable[[Operation, list[Any]], list[Any]]
+KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(name: str) -> Callable[[Kernel], Kernel]:
+    """Register a native implementation of an operator (qualified name, e.g. 'algo.top_k')."""
+
+    def register(fn: Kernel) -> Kernel:
+        KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+def _span(op: Operation) -> Span:
+    return op.span if isinstance(op.span, Span) else NO_SPAN
+
+
+@dataclass
+class Executor:
+    graph: Graph
+    variables: Mapping[str, np.ndarray] = field(default_factory=dict)
+    kernels: Mapping[str, Kernel] = field(default_factory=lambda: KERNELS)
+    _plans: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values: dict[int, Any] = {}
+        for t in self.graph.inputs:
+            if t.name not in inputs:
+                raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}' "
+                                                  f"({_describe(t)})", span=_where(t))])
+            values[id(t)] = _check_input(t, inputs[t.name])
+        unknown = set(inputs) - {t.name for t in self.graph.inputs}
+        if unknown:
+            raise DiagnosticError([Diagnostic(code="E0711", message=f"the graph has no input "
+                                              f"{', '.join(repr(u) for u in sorted(unknown))}; its inputs are "
+                                              f"{', '.join(t.name for t in self.graph.inputs)}", span=NO_SPAN)])
+        for t in self.graph.tensors:
+            if t.kind == "constant":
+                values[id(t)] = t.value
+            elif t.kind == "variable":
+                if t.name not in self.variables:
+                    raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
+                                                      span=_where(t))])
+                values[id(t)] = self.variables[t.name]
+        self._run_graph(self.graph, values)
+        return {t.name: values[id(t)] for t in self.graph.outputs}
+
+    # ------------------------------------------------------------ operations
+
+    def _run_graph(self, graph: Graph, values: dict[int, Any]) -> None:
+        for t in graph.tensors:
+            if t.kind == "constant" and id(t) not in values:
+                values[id(t)] = t.value
+        for op in graph.operations:
+            if op.op == "if":
+                self._run_if(op, values)
+            elif op.op == "loop":
+                self._run_loop(op, values)
+            else:
+                args = [_get(values, v) for v in op.inputs]
+                try:
+                    results = self._atomic(op, args)
+                except DiagnosticError:
+                    raise
+                except (ArithmeticError, ValueError, IndexError) as err:
+                    raise DiagnosticError([Diagnostic(
+                        code="E0713", message=f"{op.op} failed: {err}", span=_span(op),
+                        notes=(Note(f"in operation '{op.label}'"),) if op.label else ())]) from None
+                for out, result in zip(op.outputs, results, strict=False):
+                    _put(values, out, result)
+
+    def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
+        fn = self.kernels.get(op.op)
+        if fn is not None:
+            return fn(op, args)
+        if op.definition is None or operator_kind(op.definition) == "intrinsic":
+            raise DiagnosticError([Diagnostic(code="E0712", message=f"operator '{op.op}' has no @lower formulas "
+                                              "and no native kernel is registered for it", span=_span(op))])
+        plan = self._plans.get(id(op))
+        if plan is None:
+            from ..lower import compile_lowering
+
+            plan = compile_lowering(op.definition, op.binding)
+            self._plans[id(op)] = plan
+        return plan.run(args)
+
+    def _run_if(self, op: Operation, values: dict[int, Any]) -> None:
+        k = 0
+        while f"cond{k}" in op.subgraphs:
+            cond = op.subgraphs[f"cond{k}"]
+            self._run_graph(cond, values)
+            if bool(np.asarray(values[id(cond.outputs[0])]).reshape(-1)[0]):
+                branch = op.subgraphs[f"then{k}"]
+                break
+            k += 1
+        else:
+            branch = op.subgraphs["else"]
+        self._run_graph(branch, values)
+        for out, t in zip(op.outputs, branch.outputs, strict=False):
+            _put(values, out, values[id(t)])
+
+    def _run_loop(self, op: Operation, values: dict[int, Any]) -> None:
+        n_carried, n_scans = op.attribs["carried"], op.attribs["scans"]
+        body = op.subgraphs["body"]
+        params = body.inputs
+        carried = [_get(values, v) for v in op.inputs[:n_carried]]
+        scans = [_get(values, v) for v in op.inputs[n_carried:n_carried + n_scans]]
+        limit = op.attribs.get("max_iterations")
+        if op.attribs.get("has_count"):
+            count = int(np.asarray(_get(values, op.inputs[-1])).reshape(-1)[0])
+            limit = count if limit is None else min(limit, count)
+        has_index = len(params) > n_carried + n_scans
+        scan_outputs: list[list[Any]] = [[] for _ in body.outputs[n_carried:]]
+        i = 0
+        while limit is None or i < limit:
+            for p, v in zip(params[:n_carried], carried, strict=True):
+                values[id(p)] = v
+            for p, pack in zip(params[n_carried:n_carried + n_scans], scans, strict=True):
+                values[id(p)] = pack[i]
+            if has_index:
+                values[id(params[-1])] = np.array(i, dtype=np.int64)
+            if "pre_cond" in op.subgraphs and not self._condition(op.subgraphs["pre_cond"], values):
+                break
+            self._run_graph(body, values)
+            results = [values[id(t)] for t in body.outputs]
+            carried = results[:n_carried]
+            for k, r in enumerate(results[n_carried:]):
+                scan_outputs[k].append(r)
+            i += 1
+            if "post_cond" in op.subgraphs:
+                for p, v in zip(params[:n_carried], carried, strict=True):
+                    values[id(p)] = v
+                if not self._condition(op.subgraphs["post_cond"], values):
+                    break
+        for out, v in zip(op.outputs[:n_carried], carried, strict=True):
+            _put(values, out, v)
+        for out, items in zip(op.outputs[n_carried:], scan_outputs, strict=True):
+            _put(values, out, items)
+
+    def _condition(self, graph: Graph, values: dict[int, Any]) -> bool:
+        self._run_graph(graph, values)
+        return bool(np.asarray(values[id(graph.outputs[0])]).reshape(-1)[0])
+
+
+def _get(values: dict[int, Any], v: Value) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return [values[id(t)] for t in v]
+    return values[id(v)]
+
+
+def _put(values: dict[int, Any], out: Value, result: Any) -> None:
+    if out is None:
+        return
+    if isinstance(out, list):
+        for t, r in zip(out, result, strict=False):
+            values[id(t)] = r
+    else:
+        values[id(out)] = result
+
+
+def _where(t: Tensor) -> Span:
+    return t.span if isinstance(t.span, Span) else NO_SPAN
+
+
+def _describe(t: Tensor) -> str:
+    dims = ", ".join("?" if d is None else str(d) for d in t.shape)
+    return f"{t.dtype}[{dims}]"
+
+
+def _check_input(t: Tensor, array: Any) -> np.ndarray:
+    arr = np.asarray(array)
+    expected = NUMPY_DTYPES.get(t.dtype)
+    kind = {"real": "f", "int": "iu", "bool": "b"}.get(t.dtype, "")
+    if arr.dtype.kind not in kind:
+        raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must be {t.dtype} "
+                                          f"({_describe(t)}), got an array of {arr.dtype}", span=_where(t),
+                                          hint="convert it, e.g. with numpy's astype")])
+    bounds = t.bounds or (None,) * t.rank
+    if arr.ndim != t.rank or any((d is not None and d != a) or (d is None and b is not None and a > b)
+                                 for d, a, b in zip(t.shape, arr.shape, bounds, strict=False)):
+        raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must have shape "
+                                          f"{_describe(t)}, got {list(arr.shape)}", span=_where(t))])
+    return arr.astype(expected, copy=False) if expected is not None else arr
+
+
+def run(graph: Graph, inputs: Mapping[str, np.ndarray], variables: Mapping[str, np.ndarray] | None = None
+        ) -> dict[str, np.ndarray]:
+    return Executor(graph, variables or {}).run(inputs)

@@ -1,0 +1,90 @@
+"""`skriptnd.load(path) -> Model`: a checked model folder that composes into runnable graphs.
+
+Variables come from NNEF tensor files beside main.sknd, named as in Khronos' NNEF-Tools 2.0
+model folders: `<module>.<graph>.<scoped variable name>.dat` (e.g. `main.G.filter.dat`, or
+`main.G.conv1.w.dat` for a variable `w` declared inside the operator invoked as `conv1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .checking import check_program
+from .compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
+from .compose.ir import Graph, Tensor
+from .diagnostics import Diagnostic, DiagnosticError
+from .io.tensor_file import TensorFileError, expected, read_tensor
+from .semantics.modules import Program, load_program
+from .source import Span
+
+
+def variable_file(model_dir: Path, module: str, graph: str, tensor: Tensor) -> Path:
+    return model_dir / f"{module}.{graph}.{tensor.name}.dat"
+
+
+@dataclass
+class Model:
+    path: Path
+    program: Program
+
+    @property
+    def graph_names(self) -> list[str]:
+        return [g.name for g in self.program.graphs()]
+
+    def compose(self, graph: str | None = None, attribs: Mapping[str, Any] | None = None,
+                atomic: AtomicPolicy | None = None, *, decompose: bool = False, random_weights: bool = False,
+                seed: int = 0) -> Graph:
+        """The graph for these attributes; `decompose=True` goes down to @lower primitives.
+
+        Variables are read from their tensor files when the graph first runs; with
+        `random_weights`, a missing file gives seeded random values instead of an error.
+        """
+        policy = decompose_all if decompose else atomic
+        composed = Composer(self.program, policy).compose(graph, attribs)
+        module = self.program.main.name if self.program.main else "main"
+        rng = np.random.default_rng(seed)
+        folder = self.program.model_dir
+
+        def source(t: Tensor) -> np.ndarray:
+            path = variable_file(folder, module, composed.name, t)
+            if not path.exists() and random_weights:
+                return _random(rng, t)
+            span = t.span if isinstance(t.span, Span) else Span(str(path), 1, 1, 1, 2)
+            if not path.exists():
+                raise DiagnosticError([Diagnostic(
+                    code="E0701", span=span,
+                    message=f"no tensor file for variable '{t.name}': expected {path}",
+                    hint="export the weights there, or run with --random-weights to try the model")])
+            try:
+                array = expected(read_tensor(path), t.dtype, t.shape, path)
+            except TensorFileError as err:
+                raise DiagnosticError([err.to_diagnostic(span)]) from None
+            return array.astype(NUMPY_DTYPES[t.dtype], copy=False)
+
+        composed.variable_source = source
+        return composed
+
+
+def _random(rng: np.random.Generator, t: Tensor) -> np.ndarray:
+    shape = tuple(d or 1 for d in t.shape)
+    if t.dtype == "real":
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
+        return (rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))).astype(np.float32)
+    if t.dtype == "int":
+        return rng.integers(0, 10, size=shape, dtype=np.int64)
+    return rng.integers(0, 2, size=shape).astype(np.bool_)
+
+
+def load(path: str | Path) -> Model:
+    """Load and check a model folder (or a single main .sknd file); DiagnosticError if it has errors."""
+    program = load_program(Path(path))
+    diags = check_program(program)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors:
+        raise DiagnosticError(errors)
+    return Model(Path(path), program)
