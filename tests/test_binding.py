@@ -337,3 +337,15 @@ operator neg {
     assert bind(defn, {"axis": -1}, [t(2, 3)]).outputs[0].shape == (2,)
     code, message = error(defn, {"axis": -5}, [t(2, 3)])
     assert code == "E0402" and "input 'x'" in message and "-3" in message
+
+
+def test_equal_definitions_in_two_files_keep_their_own_spans() -> None:
+    # the signature cache is by identity: AST equality ignores spans
+    text = "operator bad {\n    @attrib { a: int..(d) = 0; }\n    @input { x: real[s..(d),t..]; }\n}\n"
+    first, _ = parse_module(text, "a.sknd")
+    second, _ = parse_module("\n\n" + text, "b.sknd")
+    assert first.definitions[0] == second.definitions[0]
+    a = binding_order_diagnostics(first.definitions[0])
+    b = binding_order_diagnostics(second.definitions[0])
+    assert {d.span.file for d in a} == {"a.sknd"} and {d.span.file for d in b} == {"b.sknd"}
+    assert [d.span.line for d in b] == [d.span.line + 2 for d in a]

@@ -8,9 +8,9 @@ invocation during graph composition, so it never touches sympy. The per-definiti
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from .. import ast
@@ -56,8 +56,23 @@ def _is_deferred(decl: ast.ParamDecl) -> bool:
     return decl.default is not None and bool(free_names(decl.default))
 
 
-@lru_cache(maxsize=4096)
+_SIGNATURES: OrderedDict[int, tuple[ast.Definition, tuple[Signature, tuple[Diagnostic, ...]]]] = OrderedDict()
+
+
 def _signature(defn: ast.Definition) -> tuple[Signature, tuple[Diagnostic, ...]]:
+    """Cached by identity, not equality: equal definitions in two files have different spans."""
+    hit = _SIGNATURES.get(id(defn))
+    if hit is not None and hit[0] is defn:
+        _SIGNATURES.move_to_end(id(defn))
+        return hit[1]
+    result = _analyse(defn)
+    _SIGNATURES[id(defn)] = (defn, result)
+    if len(_SIGNATURES) > 4096:
+        _SIGNATURES.popitem(last=False)
+    return result
+
+
+def _analyse(defn: ast.Definition) -> tuple[Signature, tuple[Diagnostic, ...]]:
     attribs = _params(defn, "attrib")
     inputs = _params(defn, "input")
     order, diags = _binding_order(defn, attribs, inputs)
