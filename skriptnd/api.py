@@ -128,7 +128,7 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
 
     >>> r = infer("nn.conv", {"stride": 2, "padding": [1, 1, 1, 1]}, [["N", 3, "H", "W"], [8, 3, 3, 3]])
     >>> r.outputs[0].shape
-    (N, 8, floor((H - 1)/2) + 1, floor((W - 1)/2) + 1)
+    (N, 8, floor(H/2 - 1/2) + 1, floor(W/2 - 1/2) + 1)
 
     >>> r = infer("nn.conv", {"stride": 2, "padding": [1, 1, 1, 1]}, [[1, 3, 32, 32], [8, 3, 3, 3], [8]])
     >>> r.outputs[0].shape
