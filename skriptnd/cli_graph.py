@@ -207,7 +207,20 @@ def _show(outputs: dict[str, Any]) -> None:
         table.add_row(name, str(arr.dtype), str(list(arr.shape)),
                       *(f"{float(f(arr)):.6g}" if numeric else "-" for f in (np.min, np.max, np.mean)),
                       str(int(np.argmax(arr))) if numeric else "-")
-    Console(stderr=False).print(table)
+    console = Console(stderr=False)
+    console.print(table)
+    for name, value in outputs.items():
+        arr = np.asarray(value)
+        if arr.ndim == 2 and arr.shape[0] <= 4 and 1 < arr.shape[1] <= 20 and arr.dtype.kind == "f":
+            for row, scores in enumerate(arr):
+                best = int(np.argmax(scores))
+                detail = Table(title=f"{name}[{row}]: class {best} ({float(scores[best]):.4g})")
+                detail.add_column("class", justify="right")
+                detail.add_column(name, justify="right")
+                for k in np.argsort(-scores):
+                    style = "bold green" if k == best else None
+                    detail.add_row(str(int(k)), f"{float(scores[k]):.4f}", style=style)
+                console.print(detail)
 
 
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:

@@ -1061,11 +1061,12 @@ def test_flatten_strides(shape: tuple[int, ...], rank: int) -> None:
 
 
 def test_flatten_strides_with_rank_zero() -> None:
-    # `prods[rank-1::-1]` with rank 0 is `prods[-1::-1]`: -1 is the last item (§2.4 indexing), so the
-    # result is [1], not [] — the formula in the spec is off for rank 0 (reported, not patched here).
+    # The spec's `prods[rank-1::-1]` is `prods[-1::-1]` = [1] for rank 0 (-1 is the last item, §2.4);
+    # the stdlib carries erratum L4, `prods[::-1][1:]`, which is [] for rank 0 and unchanged otherwise.
+    check("[1][-1::-1]", (1,))
     flatten = stdlib_operator("layout", "flatten")
-    env = run_using(flatten, dict(t=P(2, 3), rank=0, d=2))
-    assert env["shape"] == () and env["strides"] == (1,)
+    assert run_using(flatten, dict(t=P(2, 3), rank=0, d=2))["strides"] == ()
+    assert run_using(flatten, dict(t=P(2, 3, 4), rank=3, d=3))["strides"] == (12, 4, 1)
 
 
 @pytest.mark.parametrize(("d", "axes", "padding"), [

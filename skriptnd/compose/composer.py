@@ -113,9 +113,28 @@ class Composer:
                              "graphs: " + ", ".join(g.name for g in graphs))
         return self.compose_definition(main, definition, dict(attribs or {}))
 
+    def expand(self, op: Operation) -> Graph:
+        """An atomic operation's own @compose as a graph whose inputs stand for the operation's
+        inputs (for executing a composite operator that has no kernel)."""
+        assert op.definition is not None and op.binding is not None and op.module is not None
+        graph = Graph(name=op.op, program=self.program)
+        frame = _Frame(op.module, op.definition, {}, {}, op.label + "." if op.label else "", graph=graph)
+        params: list[Value] = []
+        for value in op.inputs:
+            if isinstance(value, list):
+                params.append([self._new_tensor(frame, "%in", t.dtype, t.shape, "input") for t in value])
+            elif value is not None:
+                params.append(self._new_tensor(frame, "%in", value.dtype, value.shape, "input"))
+            else:
+                params.append(None)
+        graph.inputs = [t for p in params for t in (p if isinstance(p, list) else [p] if p is not None else [])]
+        results = self._decompose(frame, op.module, op.definition, op.binding, params, op.label)
+        graph.outputs = [t for r in results for t in (r if isinstance(r, list) else [r] if r is not None else [])]
+        return graph
+
     def compose_definition(self, module: LoadedModule, definition: ast.Definition,
                            attribs: dict[str, Any]) -> Graph:
-        graph = Graph(name=definition.name)
+        graph = Graph(name=definition.name, program=self.program)
         binder = _Binder(signature(definition), Site(span=definition.name_span))
         binder.bind_attributes(attribs)
         binder.bind_deferred(attribs)
@@ -383,7 +402,8 @@ class Composer:
                 outputs.append(self._new_tensor(frame, "%out", info.dtype, info.shape, bounds=info.bounds))
         attribs = {a.name: binding.env.get(a.name) for a in binding.signature.attribs}
         op = Operation(op=qualified, definition=definition, inputs=list(args), outputs=outputs, attribs=attribs,
-                       dtypes=dict(binding.dtypes), label=label, binding=binding, span=span)
+                       dtypes=dict(binding.dtypes), label=label, binding=binding, span=span,
+                       module=self.program.modules.get(qualified.rpartition(".")[0]))
         assert frame.graph is not None
         frame.graph.operations.append(op)
         return outputs

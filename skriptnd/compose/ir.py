@@ -58,6 +58,7 @@ class Operation:
     #: 'loop' has 'body' and optionally 'cond'.
     subgraphs: dict[str, Graph] = field(default_factory=dict)
     span: Any = None
+    module: Any = None  # the LoadedModule defining the operator (to expand it, see Composer.expand)
 
     def __repr__(self) -> str:
         return f"Operation({self.op} @ {self.label or '<top>'})"
@@ -75,6 +76,7 @@ class Graph:
     attribs: dict[str, Any] = field(default_factory=dict)
     #: Where variable values come from (set by skriptnd.model.Model.compose): tensor -> array
     variable_source: Any = field(default=None, repr=False)
+    program: Any = field(default=None, repr=False)  # the Program it was composed from
 
     def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Execute the graph on numpy inputs (by input name); returns the outputs by name."""

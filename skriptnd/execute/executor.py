@@ -108,11 +108,32 @@ class Executor:
                                               "and no native kernel is registered for it", span=_span(op))])
         plan = self._plans.get(id(op))
         if plan is None:
-            from ..lower import compile_lowering
-
-            plan = compile_lowering(op.definition, op.binding)
+            plan = self._plan(op)
             self._plans[id(op)] = plan
-        return plan.run(args)
+        if isinstance(plan, Graph):  # a composite without a kernel runs its own @compose
+            values: dict[int, Any] = {}
+            flat = [a for arg in args for a in (arg if isinstance(arg, list) else [arg] if arg is not None else [])]
+            for t, a in zip(plan.inputs, flat, strict=True):
+                values[id(t)] = a
+            self._run_graph(plan, values)
+            return _regroup(op.outputs, [values[id(t)] for t in plan.outputs])
+        from ..lower import LoweringError
+
+        try:
+            return plan.run(args)
+        except LoweringError as err:
+            raise DiagnosticError([Diagnostic(code="E0710", message=err.message, span=err.span,
+                                              notes=(Note(f"while running '{op.op}' ({op.label})", _span(op)),))]) \
+                from None
+
+    def _plan(self, op: Operation) -> Any:
+        if operator_kind(op.definition) == "composite" and self.graph.program is not None:
+            from ..compose.composer import Composer
+
+            return Composer(self.graph.program).expand(op)
+        from ..lower import compile_lowering
+
+        return compile_lowering(op.definition, op.binding)
 
     def _run_if(self, op: Operation, values: dict[int, Any]) -> None:
         k = 0
@@ -170,6 +191,20 @@ class Executor:
     def _condition(self, graph: Graph, values: dict[int, Any]) -> bool:
         self._run_graph(graph, values)
         return bool(np.asarray(values[id(graph.outputs[0])]).reshape(-1)[0])
+
+
+def _regroup(outputs: list[Value], flat: list[Any]) -> list[Any]:
+    """Flat subgraph results back into the operation's outputs (packs as lists)."""
+    out: list[Any] = []
+    it = iter(flat)
+    for v in outputs:
+        if v is None:
+            out.append(None)
+        elif isinstance(v, list):
+            out.append([next(it) for _ in v])
+        else:
+            out.append(next(it))
+    return out
 
 
 def _get(values: dict[int, Any], v: Value) -> Any:

@@ -65,6 +65,19 @@ ERRATA: tuple[Erratum, ...] = (
 )
 
 
+# Strides for rank 0: `prods[rank-1::-1]` slices from index -1, the last item (§2.4), so it gives
+# [1] instead of []; `prods[::-1][1:]` (as layout.tensor writes it) is right for every rank.
+ERRATA += (
+    Erratum("flatten", "strides = prods[rank-1::-1];", "strides = prods[::-1][1:];",
+            "strides of rank 0: prods[rank-1::-1] is [1], not [], because index -1 means the last item"),
+    Erratum("unflatten", "strides = prods[d-1::-1];", "strides = prods[::-1][1:];",
+            "strides of rank 0: prods[d-1::-1] is [1], not [], because index -1 means the last item"),
+    Erratum("nearest_resize", "input[i[axes] <- (int(r) <? s[axes] - 1)..]",
+            "input[i[axes] <- (0 >? int(r) <? s[axes] - 1)..]",
+            "the source index is clamped at the upper end only; FLOOR rounding with the SYMMETRIC transform "
+            "maps the first sample of an upscaled axis to -1"),
+)
+
 # Comparisons of two independent generic types: §2.4 (l. 443) requires the same type on both
 # sides, as every other binary operator has (one `T`).
 ERRATA += tuple(

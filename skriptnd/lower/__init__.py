@@ -1,0 +1,14 @@
+"""The @lower evaluator (spec §2.12): vectorised numpy execution of lowering formulas.
+
+    plan = compile_lowering(definition, binding)   # analysis, once per binding
+    outputs = plan.run(inputs)                      # numpy arrays (lists for tensor packs)
+
+`run_lowering(definition, binding, inputs)` does both. Errors are `LoweringError`s (code E0710)
+located at the formula that failed.
+"""
+
+from .plan import CHUNK_ELEMENTS, LoweringPlan, compile_lowering, run_lowering
+from .values import NP_DTYPES, LoweringError, np_dtype
+
+__all__ = ["CHUNK_ELEMENTS", "NP_DTYPES", "LoweringError", "LoweringPlan", "compile_lowering", "np_dtype",
+           "run_lowering"]
