@@ -170,7 +170,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                          "--random-inputs", param_hint="--input")
             given[t.name] = _random_input(rng, t)
     try:
-        outputs = composed.run(given)
+        outputs = _run_with_progress(composed, given)
     except DiagnosticError as err:
         fail(err.diagnostics, None, None)
     if save_inputs is not None:
@@ -184,6 +184,23 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
     _show(outputs)
     if expect is not None:
         _compare(outputs, expect, rtol, atol)
+
+
+def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Run the graph; on a terminal, a progress bar over its operations (rich)."""
+    from .execute import Executor
+
+    variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+    executor = Executor(graph, variables)
+    if not sys.stderr.isatty() or len(graph.operations) < 2:
+        return executor.run(inputs)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task(graph.name, total=len(graph.operations))
+        executor.on_operation = lambda done, total: progress.update(task, completed=done)
+        return executor.run(inputs)
 
 
 def _save(path: Path, array: np.ndarray) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import skriptnd
@@ -222,3 +223,41 @@ def test_sknd_compose_formats(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     missing = sknd("compose", str(tmp_path))
     assert missing.returncode == 1 and "E0003" in missing.stderr
+
+
+def test_packed_constants_have_per_item_shapes_and_values(tmp_path: Path) -> None:
+    # §2.7: a pack of constants, one uniform value per item, shapes from a per-item extent
+    (tmp_path / "main.sknd").write_text("""import layout;
+graph G {
+    @input { x: real[2]; }
+    @output { y: real[5]; }
+    @using { sizes = [1, 2]; }
+    @constant { c: real[..sizes]..(2) = [1.0, 2.0]; }
+    @compose { y = layout.concat{axis=0}([x, c..]); }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    assert [(t.name, t.shape, t.value.tolist()) for t in graph.constants if not t.name.startswith("%")] == [
+        ("c.0", (1,), [1.0]), ("c.1", (2,), [2.0, 2.0])]
+    out = graph.run({"x": np.array([5.0, 6.0], dtype=np.float32)})["y"]
+    assert out.tolist() == [5.0, 6.0, 1.0, 2.0, 2.0]
+
+
+def test_update_gives_the_next_run_new_variable_values(tmp_path: Path) -> None:
+    # §2.11: @update assigns variables; an executor keeps them between runs
+    (tmp_path / "main.sknd").write_text("""import math;
+graph Counter {
+    @input { x: real[3]; }
+    @output { y: real[3]; }
+    @variable { total: real[3]; }
+    @compose { y = math.add(total, x); }
+    @update { total = y; }
+}
+""")
+    from skriptnd.execute import Executor
+
+    graph = skriptnd.load(tmp_path).compose()
+    executor = Executor(graph, {"total": np.zeros(3, np.float32)})
+    ones = np.ones(3, np.float32)
+    assert [executor.run({"x": ones})["y"].tolist() for _ in range(3)] == [[1.0] * 3, [2.0] * 3, [3.0] * 3]
+    assert executor.variables["total"].tolist() == [3.0] * 3

@@ -214,12 +214,33 @@ class Composer:
         for decl in _params(frame.definition, "constant"):
             dtype = binder.resolve_dtype(decl.type.name)
             if decl.type.pack is not None:
-                raise _error("E0503", "packed constants are not supported yet", decl.span)
+                frame.tensors[decl.name] = self._constant_pack(frame, binder, decl, dtype)
+                continue
             shape, _ = binder.output_shape(decl, None)
             value = self._constant_value(frame, decl, dtype, shape)
             tensor = self._new_tensor(frame, decl.name, dtype, shape, "constant")
             tensor.value = value
             frame.tensors[decl.name] = tensor
+
+    def _constant_pack(self, frame: _Frame, binder: _Binder, decl: ast.ParamDecl, dtype: str) -> list[Tensor]:
+        """`c: real[..n]..(k) = [v1, ..., vk];`: k uniform constants, shapes per item (§2.7)."""
+        if decl.type.pack is None or decl.type.pack.length is None:
+            raise _error("E0406", f"a pack of constants needs an explicit length, as in '{decl.name}: ...(k)'",
+                         decl.span)
+        count = self._eval(frame, decl.type.pack.length, f"the length of constant pack '{decl.name}'")
+        values = self._eval(frame, decl.default, f"the values of constant pack '{decl.name}'") \
+            if decl.default is not None else None
+        if not isinstance(values, Pack) or len(values) != count:
+            raise _error("E0406", f"constant pack '{decl.name}' needs a list of {count} values, one per item",
+                         decl.default.span if decl.default is not None else decl.span)
+        items = []
+        for j, value in enumerate(values):
+            shape, _ = binder.output_shape(decl, j)
+            tensor = self._new_tensor(frame, f"{decl.name}.{j}", dtype, shape, "constant")
+            tensor.value = np.full(shape, value, dtype=NUMPY_DTYPES.get(dtype, object))
+            tensor.span = decl.span
+            items.append(tensor)
+        return items
 
     def _constant_value(self, frame: _Frame, decl: ast.ParamDecl, dtype: str, shape: tuple[int | None, ...]) -> Any:
         np_type = NUMPY_DTYPES.get(dtype, object)
@@ -316,7 +337,17 @@ class Composer:
             return self._invoke(frame, value, label)
         if isinstance(value, ast.BlockExpr):
             inner = frame.child(label + "." if label else frame.scope)
-            return self._statements(inner, value.stmts)
+            results = self._statements(inner, value.stmts)
+            # Like an invocation's results (see _decompose), what the block yields of its own takes the
+            # name it is assigned to (`y = { ...; yield v; }` gives 'y', not 'y.v'): a graph output
+            # computed by a block is then found under its declared name.
+            outer = {id(t) for v in frame.tensors.values() for t in (v if isinstance(v, list) else [v])}
+            for result in results:
+                for t in result if isinstance(result, list) else [result]:
+                    if t is not None and t.kind == "intermediate" and id(t) not in outer \
+                            and not t.name.startswith("%"):
+                        t.name = "%" + t.name
+            return results
         if isinstance(value, ast.IfExpr):
             return self._if(frame, value, count, names, label)
         if isinstance(value, ast.LoopExpr):
@@ -507,19 +538,37 @@ class Composer:
         if len(lengths) > 1:
             raise _error("E0406", "the scanned packs of a loop must have the same length", node.span)
         static_count: int | None = lengths.pop() if lengths else None
-        if node.count is not None and node.count.count is not None:
-            given = self._static_count(frame, node.count.count)
+        count = node.count.count if node.count is not None else None
+        count_span = node.count.span if node.count is not None else node.span
+        if count is not None and self._is_null(frame, count):
+            # `do..(steps)` with an omitted optional `steps` (§2.4.1): no explicit count, the loop
+            # runs over its packs (nn.lstm_loop without steps)
+            count = None
+            if not scans and node.pre_cond is None and node.post_cond is None:
+                raise _error("E0503", "the iteration count of this loop is null, and it has no 'for' clause and "
+                             "no condition to stop it", count_span)
+        if count is not None:
+            given = self._static_count(frame, count)
             if given is not None:
                 static_count = given if static_count is None else min(static_count, given)
             elif node.unroll:
-                raise _error("E0503", "'unroll' needs a compile-time iteration count", node.count.span)
-            else:
-                static_count = None
+                raise _error("E0503", "'unroll' needs a compile-time iteration count", count_span)
+            # else a dynamic (tensor) count: the scanned packs' length, if any, stays the upper bound
+            # of the iterations (§2.10.1), and so of the scan outputs' length
         if node.unroll:
             if static_count is None:
                 raise _error("E0503", "'unroll' needs a compile-time iteration count or scanned packs", node.span)
             return self._unroll(frame, node, scans, static_count, label)
-        return self._dynamic_loop(frame, node, scans, static_count, label)
+        return self._dynamic_loop(frame, node, scans, static_count, label, count)
+
+    def _is_null(self, frame: _Frame, expr: ast.Expr) -> bool:
+        """Whether expr is null at compile time (an omitted optional input or attribute)."""
+        if isinstance(expr, ast.Name) and expr.id in frame.tensors:
+            return frame.tensors[expr.id] is None
+        try:
+            return evaluate(expr, frame.values(), frame.dtypes) is None
+        except EvalError:
+            return False
 
     def _static_count(self, frame: _Frame, expr: ast.Expr) -> int | None:
         if isinstance(expr, ast.Name) and isinstance(frame.tensors.get(expr.id), Tensor):
@@ -569,7 +618,7 @@ class Composer:
         return value
 
     def _dynamic_loop(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], static_count: int | None,
-                      label: str) -> list[Value]:
+                      label: str, count: ast.Expr | None) -> list[Value]:
         scope = (label or self._fresh(frame.scope, "loop")) + "."
         initial = [self._carried_init(frame, c) for c in node.carried]
         params: dict[str, Tensor] = {}
@@ -600,8 +649,8 @@ class Composer:
                              "outputs", node.span)
             scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
         count_input: list[Value] = []
-        if node.count is not None and node.count.count is not None:
-            count_input = [self._operand(frame, node.count.count)]
+        if count is not None:
+            count_input = [self._operand(frame, count)]
         op = Operation(op="loop", definition=None,
                        inputs=[*initial, *[v for v in scans.values()], *count_input],
                        outputs=[*finals, *scan_outs], label=scope.rstrip("."), subgraphs=subgraphs, span=node.span,

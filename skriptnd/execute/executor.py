@@ -9,7 +9,7 @@ so repeated runs do no analysis.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,11 @@ class Executor:
     graph: Graph
     variables: Mapping[str, np.ndarray] = field(default_factory=dict)
     kernels: Mapping[str, Kernel] = field(default_factory=lambda: KERNELS)
+    #: Called after each top-level operation with (operations done, operations in all): progress bars.
+    on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
+    #: (operation, actual argument shapes) -> the operation rebound to those shapes (see _specialised)
+    _specials: dict[tuple[int, Any], Operation] = field(default_factory=dict, repr=False)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         values: dict[int, Any] = {}
@@ -73,6 +77,11 @@ class Executor:
                                                       span=_where(t))])
                 values[id(t)] = self.variables[t.name]
         self._run_graph(self.graph, values)
+        if self.graph.updates:  # @update (§2.11): the next run sees the new variable values
+            variables = dict(self.variables)
+            for name, new in self.graph.updates.items():  # graph-level variables: unscoped names
+                variables[name] = values[id(new)]
+            self.variables = variables
         return {t.name: values[id(t)] for t in self.graph.outputs}
 
     # ------------------------------------------------------------ operations
@@ -81,7 +90,10 @@ class Executor:
         for t in graph.tensors:
             if t.kind == "constant" and id(t) not in values:
                 values[id(t)] = t.value
-        for op in graph.operations:
+        report = self.on_operation if graph is self.graph else None
+        for done, op in enumerate(graph.operations, start=1):
+            if report is not None:
+                report(done - 1, len(graph.operations))
             if op.op == "if":
                 self._run_if(op, values)
             elif op.op == "loop":
@@ -106,6 +118,7 @@ class Executor:
         if op.definition is None or operator_kind(op.definition) == "intrinsic":
             raise DiagnosticError([Diagnostic(code="E0712", message=f"operator '{op.op}' has no @lower formulas "
                                               "and no native kernel is registered for it", span=_span(op))])
+        op = self._specialised(op, args)
         plan = self._plans.get(id(op))
         if plan is None:
             plan = self._plan(op)
@@ -125,6 +138,55 @@ class Executor:
             raise DiagnosticError([Diagnostic(code="E0710", message=err.message, span=err.span,
                                               notes=(Note(f"while running '{op.op}' ({op.label})", _span(op)),))]) \
                 from None
+
+    def _specialised(self, op: Operation, args: list[Any]) -> Operation:
+        """The operation bound to the shapes of its actual arguments.
+
+        Composition binds an operation to static shapes; a dynamic extent (a graph input `s|10`, an
+        operator output `~|k`) or a tensor pack of dynamic length (the scan outputs of a loop with a
+        tensor iteration count, §2.10.1) only gets its true size at run time. Then, as §3.1 asks,
+        the output shapes are inferred again from the actual input shapes, with the same attributes
+        and generic types: the operator is bound anew (once per distinct shapes), and its plan is
+        built for that binding.
+        """
+        if op.binding is None or op.definition is None:
+            return op
+        actual = tuple(_shape_of(a) for a in args)
+        if actual == tuple(_shape_of_value(v) for v in op.inputs):
+            return op
+        key = (id(op), actual)
+        special = self._specials.get(key)
+        if special is None:
+            from ..semantics.binding import Site, bind
+            from ..semantics.values import Pack, TensorValue
+
+            def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
+                return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
+
+            inputs: list[Value] = []
+            for value, shape in zip(op.inputs, actual, strict=True):
+                if shape is None or value is None:
+                    inputs.append(None)
+                elif isinstance(value, list):
+                    inputs.append([typed(t.dtype, s) for t, s in zip(value, shape, strict=False)])
+                else:
+                    inputs.append(typed(value.dtype, shape))
+            bound = [None if v is None else Pack([TensorValue(t.dtype, t.shape) for t in v]) if isinstance(v, list)
+                     else TensorValue(v.dtype, v.shape) for v in inputs]
+            attribs = {k: v for k, v in op.attribs.items() if v is not None}
+            type_args = [op.dtypes[d.name] for d in op.binding.signature.dtypes if d.name in op.dtypes]
+            binding = bind(op.definition, attribs, bound, type_args, Site(span=_span(op)))
+            outputs: list[Value] = []
+            for info in binding.outputs:
+                if info.shapes is not None:
+                    outputs.append([Tensor("%out", info.dtype, tuple(s)) for s in info.shapes])
+                elif info.shape is None:
+                    outputs.append(None)
+                else:
+                    outputs.append(Tensor("%out", info.dtype, tuple(info.shape), bounds=info.bounds))
+            special = replace(op, inputs=inputs, outputs=outputs, binding=binding)
+            self._specials[key] = special
+        return special
 
     def _plan(self, op: Operation) -> Any:
         if operator_kind(op.definition) == "composite" and self.graph.program is not None:
@@ -157,6 +219,8 @@ class Executor:
         carried = [_get(values, v) for v in op.inputs[:n_carried]]
         scans = [_get(values, v) for v in op.inputs[n_carried:n_carried + n_scans]]
         limit = op.attribs.get("max_iterations")
+        for pack in scans:  # a scanned pack of dynamic length (see _get) bounds the iterations too
+            limit = len(pack) if limit is None else min(limit, len(pack))
         if op.attribs.get("has_count"):
             count = int(np.asarray(_get(values, op.inputs[-1])).reshape(-1)[0])
             limit = count if limit is None else min(limit, count)
@@ -211,7 +275,14 @@ def _get(values: dict[int, Any], v: Value) -> Any:
     if v is None:
         return None
     if isinstance(v, list):
-        return [values[id(t)] for t in v]
+        # A pack may have a dynamic length (at most its composed one), e.g. the scan outputs of a
+        # loop with a tensor iteration count (§2.10.1): its value is the prefix that was computed.
+        items = []
+        for t in v:
+            if id(t) not in values:
+                break
+            items.append(values[id(t)])
+        return items
     return values[id(v)]
 
 
@@ -221,8 +292,28 @@ def _put(values: dict[int, Any], out: Value, result: Any) -> None:
     if isinstance(out, list):
         for t, r in zip(out, result, strict=False):
             values[id(t)] = r
+        for t in out[len(result):]:  # a shorter (dynamic-length) pack: no stale items from a
+            values.pop(id(t), None)  # previous iteration of an enclosing loop may remain
     else:
         values[id(out)] = result
+
+
+def _shape_of(a: Any) -> Any:
+    """The shape of an argument value: a tuple, a tuple of tuples for a pack, None for null."""
+    if a is None:
+        return None
+    if isinstance(a, list):
+        return tuple(tuple(np.shape(x)) for x in a)
+    return tuple(np.shape(a))
+
+
+def _shape_of_value(v: Value) -> Any:
+    """The composed shape of an operation input (None extents where dynamic), as _shape_of."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return tuple(t.shape for t in v)
+    return v.shape
 
 
 def _where(t: Tensor) -> Span:
