@@ -2,32 +2,7 @@
 
 from __future__ import annotations
 
-from .tensor_file import (
-    HEADER_SIZE,
-    MAX_RANK,
-    ItemType,
-    TensorFileError,
-    TensorHeader,
-    decode_header,
-    encode_tensor,
-    expected,
-    read_tensor,
-    read_tensor_bytes,
-    read_tensor_with_header,
-    write_tensor,
-)
+from . import tensor_file
+from .tensor_file import *  # noqa: F403  (the public names are tensor_file's __all__)
 
-__all__ = [
-    "HEADER_SIZE",
-    "MAX_RANK",
-    "ItemType",
-    "TensorFileError",
-    "TensorHeader",
-    "decode_header",
-    "encode_tensor",
-    "expected",
-    "read_tensor",
-    "read_tensor_bytes",
-    "read_tensor_with_header",
-    "write_tensor",
-]
+__all__ = tensor_file.__all__
