@@ -447,6 +447,10 @@ class Composer:
         inner = _Frame(module, definition, dict(binding.env), dict(binding.dtypes), scope, graph=frame.graph)
         for decl, arg in zip(binding.signature.inputs, list(args) + [None] * len(binding.signature.inputs),
                              strict=False):
+            if arg is None and decl.default is not None:
+                # an omitted input with a default (§2.6): a constant of the value the binding gave it
+                # (nn.lstm's `h0: real[b,n] = 0.0` fills [b,n]), not null, which the body cannot pass on
+                arg = self._input_default(inner, decl, binding.env.get(decl.name))
             inner.tensors[decl.name] = arg
         binder = _Binder(binding.signature, Site())
         binder.env, binder.dtypes = inner.env, inner.dtypes
@@ -465,6 +469,22 @@ class Composer:
                 if t is not None and t.kind == "intermediate" and id(t) not in passed:
                     t.name = "%" + t.name
         return results
+
+    def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: Any) -> Value:
+        value = self._eval(frame, decl.default, f"the default of input '{decl.name}'")  # type: ignore[arg-type]
+
+        def filled(name: str, tensor: TensorValue, item: Any) -> Tensor:
+            shape = tuple(tensor.shape)
+            t = self._new_tensor(frame, name, tensor.dtype, shape, "constant")
+            t.value = np.full(shape, item, dtype=NUMPY_DTYPES.get(tensor.dtype, object))
+            return t
+
+        if isinstance(bound, Pack):  # a packed input's default: a list of 0-rank values, or one for all
+            items = list(value) if isinstance(value, Pack) else [value] * len(bound)
+            return [filled(f"{decl.name}.{k}", t, v) for k, (t, v) in enumerate(zip(bound, items, strict=False))]
+        if isinstance(bound, TensorValue):
+            return filled(decl.name, bound, value)
+        return None
 
     # ------------------------------------------------------------ control flow
 
