@@ -261,3 +261,17 @@ graph Counter {
     ones = np.ones(3, np.float32)
     assert [executor.run({"x": ones})["y"].tolist() for _ in range(3)] == [[1.0] * 3, [2.0] * 3, [3.0] * 3]
     assert executor.variables["total"].tolist() == [3.0] * 3
+
+
+def test_an_output_that_is_another_tensor_keeps_its_declared_name(tmp_path: Path) -> None:
+    (tmp_path / "main.sknd").write_text("""import nn;
+graph G {
+    @input { a: real[3]; }
+    @output { z: real[3]; r: real[3]; }
+    @compose { z = a; r = nn.relu(a); }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    out = graph.run({"a": np.array([-1.0, 0.0, 2.0], dtype=np.float32)})
+    assert sorted(out) == ["r", "z"]
+    assert out["z"].tolist() == [-1.0, 0.0, 2.0] and out["r"].tolist() == [0.0, 0.0, 2.0]

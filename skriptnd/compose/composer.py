@@ -155,6 +155,7 @@ class Composer:
             if value.kind == "intermediate":
                 value.kind = "output"
             graph.outputs.append(value)
+            graph.output_names.append(decl.name)
         update = frame.child()
         update.tensors = dict(frame.tensors)
         self._statements(update, _compose_blocks(definition, "update"), updating=True)

@@ -77,6 +77,11 @@ class Graph:
     #: Where variable values come from (set by skriptnd.model.Model.compose): tensor -> array
     variable_source: Any = field(default=None, repr=False)
     program: Any = field(default=None, repr=False)  # the Program it was composed from
+    #: The declared output names (an output may be another tensor, as in `z = a`); default: tensor names
+    output_names: list[str] = field(default_factory=list)
+
+    def output_name(self, i: int) -> str:
+        return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name
 
     def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Execute the graph on numpy inputs (by input name); returns the outputs by name."""

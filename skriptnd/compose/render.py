@@ -40,7 +40,9 @@ def _result_decl(v: Value) -> str:
 
 def to_text(graph: Graph, indent: str = "") -> str:
     lines = [f"{indent}graph {graph.name}(" + ", ".join(f"{t.name}: {_type(t)}" for t in graph.inputs)
-             + ") -> (" + ", ".join(f"{t.name}: {_type(t)}" for t in graph.outputs) + ")"]
+             + ") -> (" + ", ".join(f"{graph.output_name(i)}: {_type(t)}" + ("" if graph.output_name(i) == t.name
+                                                                             else f" = {t.name}")
+                                    for i, t in enumerate(graph.outputs)) + ")"]
     for t in graph.tensors:
         if t.kind == "variable":
             lines.append(f"{indent}    variable {t.name}: {_type(t)}")
@@ -86,7 +88,8 @@ def to_json(graph: Graph) -> dict[str, Any]:
     return {
         "name": graph.name,
         "inputs": [t.name for t in graph.inputs],
-        "outputs": [t.name for t in graph.outputs],
+        "outputs": [graph.output_name(i) for i in range(len(graph.outputs))],
+        "output_tensors": [t.name for t in graph.outputs],
         "tensors": [tensor(t) for t in graph.tensors],
         "operations": [{
             "op": op.op, "label": op.label,

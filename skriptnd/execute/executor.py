@@ -82,7 +82,7 @@ class Executor:
             for name, new in self.graph.updates.items():  # graph-level variables: unscoped names
                 variables[name] = values[id(new)]
             self.variables = variables
-        return {t.name: values[id(t)] for t in self.graph.outputs}
+        return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)}
 
     # ------------------------------------------------------------ operations
 
