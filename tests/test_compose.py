@@ -275,3 +275,30 @@ graph G {
     out = graph.run({"a": np.array([-1.0, 0.0, 2.0], dtype=np.float32)})
     assert sorted(out) == ["r", "z"]
     assert out["z"].tolist() == [-1.0, 0.0, 2.0] and out["r"].tolist() == [0.0, 0.0, 2.0]
+
+
+def test_dynamic_extents_propagate_symbolically_with_upper_bounds(tmp_path: Path) -> None:
+    # §3.1: shapes after a dynamic input stay expressions in its dynamic extents, with bounds
+    (tmp_path / "main.sknd").write_text("""import nn;
+import layout;
+graph G {
+    @input { x: real[s|10, 4]; }
+    @output { y: real; z: real; }
+    @compose {
+        y = nn.relu(x);
+        z = layout.concat{axis=0}([y, y]);
+    }
+}
+""")
+    import sympy
+
+    graph = skriptnd.load(tmp_path).compose()
+    s = sympy.Symbol("s", integer=True, nonnegative=True)
+    relu, concat = graph.operations
+    assert relu.outputs[0].shape == (None, 4) and relu.outputs[0].bounds == (10, None)
+    assert concat.outputs[0].symbolic == (2 * s, None) and concat.outputs[0].bounds == (20, None)
+    out = graph.run({"x": np.ones((3, 4), np.float32)})
+    assert out["y"].shape == (3, 4) and out["z"].shape == (6, 4)
+    text = subprocess.run([sys.executable, "-m", "skriptnd", "compose", str(tmp_path)], capture_output=True,
+                          text=True).stdout
+    assert "z: real[2*s|20, 4] = layout.concat" in text

@@ -82,8 +82,33 @@ def _as_value(value: Value) -> Any:
     if value is None:
         return None
     if isinstance(value, list):
-        return Pack([TensorValue(t.dtype, t.shape) for t in value])
-    return TensorValue(value.dtype, value.shape)
+        return Pack([TensorValue(t.dtype, _dims(t)) for t in value])
+    return TensorValue(value.dtype, _dims(value))
+
+
+def _dims(t: Tensor) -> tuple[Any, ...]:
+    """A tensor's extents for binding: a dynamic one is a symbolic extent (semantics.symbolic)
+    whose sample value is its upper bound, so output shapes come out as expressions in the
+    dynamic input extents, with upper bounds (§3.1)."""
+    if not t.dynamic:
+        return t.shape
+    from ..semantics.symbolic import SymInt, symbol
+
+    bounds = t.bounds or (None,) * t.rank
+    symbolic = t.symbolic or (None,) * t.rank
+    return tuple(d if d is not None else SymInt(b if b is not None else 1,
+                                                e if e is not None else symbol(f"{t.name}_{i}"))
+                 for i, (d, b, e) in enumerate(zip(t.shape, bounds, symbolic, strict=True)))
+
+
+def _split_dims(shape: tuple[Any, ...]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None,
+                                                 tuple[Any, ...] | None]:
+    """Output extents as (shape with None for dynamic ones, their upper bounds, their expressions)."""
+    if not any(hasattr(d, "expr") for d in shape):
+        return shape, None, None
+    return (tuple(None if hasattr(d, "expr") else d for d in shape),
+            tuple(int(d) if hasattr(d, "expr") else None for d in shape),
+            tuple(d.expr if hasattr(d, "expr") else None for d in shape))
 
 
 class Composer:
@@ -174,9 +199,22 @@ class Composer:
             tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "input",
                                       bounds=bounds)
             tensor.span = decl.span
+            if tensor.dynamic:
+                tensor.symbolic = self._input_symbols(decl, shape)
             frame.tensors[decl.name] = tensor
             graph.inputs.append(tensor)
         return dynamic
+
+    def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
+        """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
+        from ..semantics.symbolic import symbol
+
+        names = [i.value.id if isinstance(i.value, ast.Name) and i.pack is None else None
+                 for i in decl.type.shape or ()]
+        if len(names) != len(shape):
+            names = [None] * len(shape)
+        return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
+                     for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
     def _declared_shape(self, binder: _Binder, decl: ast.ParamDecl,
                         dynamic: set[str]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
@@ -427,11 +465,11 @@ class Composer:
         outputs: list[Value] = []
         for info in binding.outputs:
             if info.shapes is not None:
-                outputs.append([self._new_tensor(frame, "%out", info.dtype, s) for s in info.shapes])
+                outputs.append([self._shaped(frame, info.dtype, s, None) for s in info.shapes])
             elif info.shape is None:
                 outputs.append(None)
             else:
-                outputs.append(self._new_tensor(frame, "%out", info.dtype, info.shape, bounds=info.bounds))
+                outputs.append(self._shaped(frame, info.dtype, info.shape, info.bounds))
         attribs = {a.name: binding.env.get(a.name) for a in binding.signature.attribs}
         op = Operation(op=qualified, definition=definition, inputs=list(args), outputs=outputs, attribs=attribs,
                        dtypes=dict(binding.dtypes), label=label, binding=binding, span=span,
@@ -439,6 +477,16 @@ class Composer:
         assert frame.graph is not None
         frame.graph.operations.append(op)
         return outputs
+
+    def _shaped(self, frame: _Frame, dtype: str, shape: tuple[Any, ...],
+                bounds: tuple[int | None, ...] | None) -> Tensor:
+        dims, sym_bounds, symbolic = _split_dims(shape)
+        if sym_bounds is not None:
+            bounds = tuple(b if b is not None else (o if bounds else None)
+                           for b, o in zip(sym_bounds, bounds or (None,) * len(dims), strict=True))
+        tensor = self._new_tensor(frame, "%out", dtype, dims, bounds=bounds)
+        tensor.symbolic = symbolic
+        return tensor
 
     def _decompose(self, frame: _Frame, module: LoadedModule, definition: ast.Definition, binding: Binding,
                    args: list[Value], label: str) -> list[Value]:

@@ -26,6 +26,8 @@ class Tensor:
     value: Any = None  # a numpy array for constants
     quant: dict[str, Any] | None = None  # @quantize: operator and attributes
     span: Any = None  # the declaration, for graph inputs, variables and constants
+    #: For dynamic extents: their sympy expressions in the graph's dynamic input extents (§3.1)
+    symbolic: tuple[Any, ...] | None = None
 
     @property
     def rank(self) -> int:

@@ -13,7 +13,9 @@ def _type(t: Tensor) -> str:
     dims = []
     for i, d in enumerate(t.shape):
         bound = t.bounds[i] if t.bounds and i < len(t.bounds) else None
-        dims.append("?" if d is None and bound is None else f"~|{bound}" if d is None else str(d))
+        expr = t.symbolic[i] if t.symbolic and i < len(t.symbolic) else None
+        name = "~" if expr is None else str(expr).replace(" ", "")
+        dims.append(str(d) if d is not None else name if bound is None else f"{name}|{bound}")
     return f"{t.dtype}[{', '.join(dims)}]"
 
 
