@@ -302,3 +302,39 @@ graph G {
     text = subprocess.run([sys.executable, "-m", "skriptnd", "compose", str(tmp_path)], capture_output=True,
                           text=True).stdout
     assert "z: real[2*s|20, 4] = layout.concat" in text
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_quantize_reaches_inside_public_operators_only(tmp_path: Path, public: bool) -> None:
+    # §2.10: scoped names reach variables and constants; other tensors only in public operators
+    (tmp_path / "main.sknd").write_text(f"""import math;
+import quant;
+{"public " if public else ""}operator scaled {{
+    @input {{ x: real[n]; }}
+    @output {{ y: real[n]; }}
+    @variable {{ w: real[n]; }}
+    @compose {{
+        t = math.mul(x, w);
+        y = math.add(t, x);
+    }}
+}}
+graph G {{
+    @input {{ x: real[4]; }}
+    @output {{ y: real[4]; }}
+    @compose {{ y = s: scaled(x); }}
+    @quantize {{
+        s.w: quant.zero_point_linear_quantize{{zero_point=0, scale=0.5, bits=8}};
+        s.t: quant.zero_point_linear_quantize{{zero_point=0, scale=0.5, bits=8}};
+    }}
+}}
+""")
+    model = skriptnd.load(tmp_path)
+    if public:
+        graph = model.compose()
+        assert graph.tensor("s.w").quant["op"] == "quant.zero_point_linear_quantize"
+        assert graph.tensor("s.t").quant["attribs"]["scale"] == 0.5
+    else:
+        with pytest.raises(DiagnosticError) as info:
+            model.compose()
+        (d,) = info.value.diagnostics
+        assert d.code == "E0201" and "not public" in d.message and (d.span.line, d.span.col) == (18, 9)

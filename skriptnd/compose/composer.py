@@ -116,6 +116,7 @@ class Composer:
         self.program = program
         self.atomic = atomic or default_atomic
         self._names: dict[str, int] = {}
+        self._scopes: dict[str, ast.Definition] = {}  # 'conv1.' -> the operator decomposed there
 
     # ------------------------------------------------------------ graphs
 
@@ -493,6 +494,8 @@ class Composer:
         scope = label + "." if label else ""
         if definition.kind == "graph" and not label:
             scope = definition.name + "."
+        if scope:
+            self._scopes.setdefault(scope, definition)
         inner = _Frame(module, definition, dict(binding.env), dict(binding.dtypes), scope, graph=frame.graph)
         for decl, arg in zip(binding.signature.inputs, list(args) + [None] * len(binding.signature.inputs),
                              strict=False):
@@ -742,8 +745,22 @@ class Composer:
                 tensor = by_name.get(q.tensor)
                 if tensor is None:
                     raise _error("E0201", f"no tensor '{q.tensor}' in the composed graph to quantize", q.span)
+                self._check_accessible(q, tensor)
                 attrs = {a.name: self._eval(frame, a.value, f"attribute '{a.name}'") for a in q.attrs}
                 tensor.quant = {"op": q.op, "attribs": attrs, "dtypes": list(q.type_args)}
+
+    def _check_accessible(self, q: ast.Quantization, tensor: Tensor) -> None:
+        """§2.10: through a label, only variables and constants of an operator are visible, unless
+        the operator (and every one enclosing it) is `public`."""
+        if tensor.kind in ("variable", "constant"):
+            return
+        parts = q.tensor.split(".")
+        for k in range(1, len(parts)):
+            owner = self._scopes.get(".".join(parts[:k]) + ".")
+            if owner is not None and not owner.public and owner.kind != "graph":
+                raise _error("E0201", f"'{q.tensor}' is internal to operator '{owner.name}', which is not public; "
+                             "only its variables and constants can be named through its label", q.span,
+                             hint=f"declare it 'public operator {owner.name}' to expose its tensors")
 
     def _new_tensor(self, frame: _Frame, name: str, dtype: str, shape: tuple[int | None, ...],
                     kind: str = "intermediate", bounds: tuple[int | None, ...] | None = None) -> Tensor:
