@@ -25,8 +25,15 @@ class GraphFormat(StrEnum):
 
 ModelArg = Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")]
 GraphOpt = Annotated[str | None, typer.Option("--graph", help="The graph to compose (default: the first).")]
+ColorOpt = Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")]
 AttribOpt = Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value "
                                                      "(a SkriptND expression: 4, 0.5, true, [1, 2], 'x').")]
+
+
+def _color(choice: str) -> bool | None:
+    if choice not in ("auto", "always", "never"):
+        raise typer.BadParameter("use auto, always or never", param_hint="--color")
+    return {"auto": None, "always": True, "never": False}[choice]
 
 
 def parse_attribs(items: list[str] | None) -> dict[str, Any]:
@@ -87,11 +94,12 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
                     = False,
                     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file; "
                                                                 "a .png/.svg/.pdf with --format dot is rendered "
-                                                                "by graphviz when installed.")] = None) -> None:
+                                                                "by graphviz when installed.")] = None,
+                    color: ColorOpt = "auto") -> None:
     """Compose a model's graph and print it."""
     from .compose.render import to_dot, to_json_text, to_text
 
-    composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, None)
+    composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
     text = {GraphFormat.text: to_text, GraphFormat.json: to_json_text, GraphFormat.dot: to_dot}[format](composed)
     if output is None:
         sys.stdout.write(text)
@@ -153,9 +161,11 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 = None,
                 rtol: Annotated[float, typer.Option("--rtol")] = 1e-4,
                 atol: Annotated[float, typer.Option("--atol")] = 1e-5,
-                decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False) -> None:
+                decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False,
+                color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs."""
-    composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, random_weights, seed, None)
+    colour = _color(color)
+    composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, random_weights, seed, colour)
     rng = np.random.default_rng(seed)
     given: dict[str, np.ndarray] = {}
     for item in input or []:
@@ -172,7 +182,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
     try:
         outputs = _run_with_progress(composed, given)
     except DiagnosticError as err:
-        fail(err.diagnostics, None, None)
+        fail(err.diagnostics, None, colour)
     if save_inputs is not None:
         save_inputs.mkdir(parents=True, exist_ok=True)
         for name, array in given.items():

@@ -23,6 +23,7 @@ from ..semantics.evaluate import EvalError, evaluate, free_names
 from ..semantics.modules import LoadedModule, Program
 from ..semantics.values import Pack, TensorValue
 from ..source import NO_SPAN, Span
+from ..syntax.printer import format_type
 from .ir import Graph, Operation, Tensor, Value
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
@@ -200,6 +201,7 @@ class Composer:
             tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "input",
                                       bounds=bounds)
             tensor.span = decl.span
+            tensor.declared = format_type(decl.type)
             if tensor.dynamic:
                 tensor.symbolic = self._input_symbols(decl, shape)
             frame.tensors[decl.name] = tensor

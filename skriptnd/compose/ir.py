@@ -28,6 +28,7 @@ class Tensor:
     span: Any = None  # the declaration, for graph inputs, variables and constants
     #: For dynamic extents: their sympy expressions in the graph's dynamic input extents (§3.1)
     symbolic: tuple[Any, ...] | None = None
+    declared: str | None = None  # the declared type of a graph input, e.g. 'real[batch, 1, 8, 8]'
 
     @property
     def rank(self) -> int:

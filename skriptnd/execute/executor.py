@@ -322,7 +322,10 @@ def _where(t: Tensor) -> Span:
 
 def _describe(t: Tensor) -> str:
     dims = ", ".join("?" if d is None else str(d) for d in t.shape)
-    return f"{t.dtype}[{dims}]"
+    concrete = f"{t.dtype}[{dims}]"
+    if t.declared and t.declared != concrete:
+        return f"{t.declared}, here {concrete}"
+    return concrete
 
 
 def _check_input(t: Tensor, array: Any) -> np.ndarray:
