@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import ast
 from ..diagnostics import Diagnostic, DiagnosticError, Note
-from ..semantics.binding import Binding, Site, _Binder, bind, signature
+from ..semantics.binding import Binder, Binding, Site, bind, signature
 from ..semantics.evaluate import EvalError, evaluate, free_names
 from ..semantics.modules import LoadedModule, Program
 from ..semantics.values import Pack, TensorValue
@@ -162,7 +162,7 @@ class Composer:
     def compose_definition(self, module: LoadedModule, definition: ast.Definition,
                            attribs: dict[str, Any]) -> Graph:
         graph = Graph(name=definition.name, program=self.program)
-        binder = _Binder(signature(definition), Site(span=definition.name_span))
+        binder = Binder(signature(definition), Site(span=definition.name_span))
         binder.bind_attributes(attribs)
         binder.bind_deferred(attribs)
         frame = _Frame(module, definition, binder.env, binder.dtypes, "", graph=graph)
@@ -193,7 +193,7 @@ class Composer:
         self._quantize(frame, definition)
         return graph
 
-    def _graph_inputs(self, frame: _Frame, binder: _Binder, graph: Graph) -> set[str]:
+    def _graph_inputs(self, frame: _Frame, binder: Binder, graph: Graph) -> set[str]:
         """Graph inputs get their shapes from attributes; `s|10` and `~|10` are dynamic (§2.6.1)."""
         dynamic: set[str] = set()
         for decl in _params(frame.definition, "input"):
@@ -219,7 +219,7 @@ class Composer:
         return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
                      for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
-    def _declared_shape(self, binder: _Binder, decl: ast.ParamDecl,
+    def _declared_shape(self, binder: Binder, decl: ast.ParamDecl,
                         dynamic: set[str]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         items: list[ast.ShapeItem] = []
         for item in decl.type.shape or ():
@@ -234,7 +234,7 @@ class Composer:
         shape, bounds = binder.output_shape(fixed, None)
         return shape, (bounds if any(b is not None for b in bounds) else None)
 
-    def _check_declared_shape(self, binder: _Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
+    def _check_declared_shape(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
         if any(i.value is None for i in decl.type.shape or ()):
             return
         try:
@@ -246,7 +246,7 @@ class Composer:
             raise _error("E0403", f"output '{decl.name}' is declared with shape {list(shape)} but the composition "
                          f"produces {list(value.shape)}", decl.span)
 
-    def _locals(self, frame: _Frame, binder: _Binder) -> None:
+    def _locals(self, frame: _Frame, binder: Binder) -> None:
         """@variable and @constant tensors of a definition, named by the frame's scope (§2.7)."""
         for decl in _params(frame.definition, "variable"):
             shape, _ = binder.output_shape(decl, None)
@@ -264,7 +264,7 @@ class Composer:
             tensor.value = value
             frame.tensors[decl.name] = tensor
 
-    def _constant_pack(self, frame: _Frame, binder: _Binder, decl: ast.ParamDecl, dtype: str) -> list[Tensor]:
+    def _constant_pack(self, frame: _Frame, binder: Binder, decl: ast.ParamDecl, dtype: str) -> list[Tensor]:
         """`c: real[..n]..(k) = [v1, ..., vk];`: k uniform constants, shapes per item (§2.7)."""
         if decl.type.pack is None or decl.type.pack.length is None:
             raise _error("E0406", f"a pack of constants needs an explicit length, as in '{decl.name}: ...(k)'",
@@ -484,6 +484,8 @@ class Composer:
     def _shaped(self, frame: _Frame, dtype: str, shape: tuple[Any, ...],
                 bounds: tuple[int | None, ...] | None) -> Tensor:
         dims, sym_bounds, symbolic = _split_dims(shape)
+        if bounds is not None:  # a bound given by a dynamic input extent is that extent's own bound: an int
+            bounds = tuple(None if b is None else int(b) for b in bounds)
         if sym_bounds is not None:
             bounds = tuple(b if b is not None else (o if bounds else None)
                            for b, o in zip(sym_bounds, bounds or (None,) * len(dims), strict=True))
@@ -506,7 +508,7 @@ class Composer:
                 # (nn.lstm's `h0: real[b,n] = 0.0` fills [b,n]), not null, which the body cannot pass on
                 arg = self._input_default(inner, decl, binding.env.get(decl.name))
             inner.tensors[decl.name] = arg
-        binder = _Binder(binding.signature, Site())
+        binder = Binder(binding.signature, Site())
         binder.env, binder.dtypes = inner.env, inner.dtypes
         self._locals(inner, binder)
         self._statements(inner, _compose_blocks(definition, "compose"))
@@ -566,6 +568,8 @@ class Composer:
         return self._branch(frame, node.orelse, count, names, label)
 
     def _branch(self, frame: _Frame, branch: ast.Expr, count: int, names: list[str], label: str) -> list[Value]:
+        if isinstance(branch, ast.Call | ast.BlockExpr) and branch.label:
+            label = frame.scope + branch.label  # §2.10: an explicit label overrides the auto-generated one
         return self._rhs(frame, branch, count, names, label)
 
     def _subgraph(self, frame: _Frame, name: str, body: ast.Expr, params: Mapping[str, Tensor],
@@ -681,7 +685,7 @@ class Composer:
         value = self._operand(frame, c.value)
         if c.type is not None and isinstance(value, Tensor) and value.kind == "constant" and value.shape == () \
                 and c.type.shape:
-            binder = _Binder(signature(frame.definition), Site())
+            binder = Binder(signature(frame.definition), Site())
             binder.env, binder.dtypes = frame.values(), frame.dtypes
             decl = ast.ParamDecl(name=c.name, type=c.type, span=c.span)
             shape, _ = binder.output_shape(decl, None)

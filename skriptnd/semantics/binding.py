@@ -264,7 +264,7 @@ class Site:
     label_expr: Callable[[ast.Expr], str] | None = None  # source text of an expression, for assert labels
 
 
-class _Binder:
+class Binder:
     def __init__(self, sig: Signature, site: Site) -> None:
         self.sig = sig
         self.site = site
@@ -823,7 +823,7 @@ def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, i
     sig, problems = _signature(definition)
     if problems:
         raise DiagnosticError(list(problems))
-    b = _Binder(sig, site or Site())
+    b = Binder(sig, site or Site())
     attribs = dict(attribs or {})
     if len(type_args) > len(sig.dtypes):
         b.fail("E0212", f"operator '{sig.name}' has {len(sig.dtypes)} generic types, {len(type_args)} given",

@@ -1,0 +1,98 @@
+"""TOSA backend: numpy implementations of TOSA operators with exact integer semantics.
+
+``OPS`` maps TOSA 1.0 operator names to functions. Inputs are positional, in TOSA 1.0 operand order
+(constant operands such as MUL ``shift``, NEGATE zero points, TABLE ``table``, RESCALE
+``multiplier``/``shift``/zero points, PAD ``padding``/``pad_const`` included); attributes are keywords;
+every operator takes ``version="1.0"`` (default) or ``"0.30"``. ERROR_IF conditions raise
+:class:`TosaError`, failed REQUIREs raise :class:`TosaUnpredictable`.
+
+Covered: the element-wise, reduction, data-layout, gather/scatter, type-conversion and data-node
+operators. Not covered: convolutions, pooling, MATMUL, FFT, RESIZE, control flow, CUSTOM, fp8 types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import data_layout, elementwise, quantization, reduction
+from .dtypes import BF16Array, bf16
+from .errors import TosaError, TosaUnpredictable
+
+__all__ = ["OPS", "TosaError", "TosaUnpredictable", "BF16Array", "bf16", "run"]
+
+OPS: dict[str, Callable[..., object]] = {
+    # activation functions
+    "CLAMP": elementwise.clamp,
+    "ERF": elementwise.erf,
+    "SIGMOID": elementwise.sigmoid,
+    "TANH": elementwise.tanh,
+    # elementwise binary
+    "ADD": elementwise.add,
+    "ARITHMETIC_RIGHT_SHIFT": elementwise.arithmetic_right_shift,
+    "BITWISE_AND": elementwise.bitwise_and,
+    "BITWISE_OR": elementwise.bitwise_or,
+    "BITWISE_XOR": elementwise.bitwise_xor,
+    "INTDIV": elementwise.intdiv,
+    "LOGICAL_AND": elementwise.logical_and,
+    "LOGICAL_LEFT_SHIFT": elementwise.logical_left_shift,
+    "LOGICAL_RIGHT_SHIFT": elementwise.logical_right_shift,
+    "LOGICAL_OR": elementwise.logical_or,
+    "LOGICAL_XOR": elementwise.logical_xor,
+    "MAXIMUM": elementwise.maximum,
+    "MINIMUM": elementwise.minimum,
+    "MUL": elementwise.mul,
+    "POW": elementwise.pow,
+    "SUB": elementwise.sub,
+    "TABLE": elementwise.table,
+    # elementwise unary
+    "ABS": elementwise.abs,
+    "BITWISE_NOT": elementwise.bitwise_not,
+    "CEIL": elementwise.ceil,
+    "CLZ": elementwise.clz,
+    "COS": elementwise.cos,
+    "EXP": elementwise.exp,
+    "FLOOR": elementwise.floor,
+    "LOG": elementwise.log,
+    "LOGICAL_NOT": elementwise.logical_not,
+    "NEGATE": elementwise.negate,
+    "RECIPROCAL": elementwise.reciprocal,
+    "RSQRT": elementwise.rsqrt,
+    "SIN": elementwise.sin,
+    # ternary, comparison
+    "SELECT": elementwise.select,
+    "EQUAL": elementwise.equal,
+    "GREATER": elementwise.greater,
+    "GREATER_EQUAL": elementwise.greater_equal,
+    # reductions and ARGMAX
+    "ARGMAX": reduction.argmax,
+    "REDUCE_ALL": reduction.reduce_all,
+    "REDUCE_ANY": reduction.reduce_any,
+    "REDUCE_MAX": reduction.reduce_max,
+    "REDUCE_MIN": reduction.reduce_min,
+    "REDUCE_PRODUCT": reduction.reduce_product,
+    "REDUCE_SUM": reduction.reduce_sum,
+    # data layout, scatter/gather, data nodes
+    "CONCAT": data_layout.concat,
+    "PAD": data_layout.pad,
+    "RESHAPE": data_layout.reshape,
+    "REVERSE": data_layout.reverse,
+    "SLICE": data_layout.slice,
+    "TILE": data_layout.tile,
+    "TRANSPOSE": data_layout.transpose,
+    "GATHER": data_layout.gather,
+    "SCATTER": data_layout.scatter,
+    "IDENTITY": data_layout.identity,
+    "CONST": data_layout.const,
+    # type conversion
+    "CAST": quantization.cast,
+    "RESCALE": quantization.rescale,
+}
+
+
+def run(op_name: str, *inputs: object, **attributes: object) -> object:
+    """Run the operator named ``op_name`` (a TOSA 1.0 name) on ``inputs`` with ``attributes``."""
+    try:
+        fn = OPS[op_name]
+    except KeyError:
+        raise KeyError(f"unknown or unimplemented TOSA operator {op_name!r}") from None
+    return fn(*inputs, **attributes)
