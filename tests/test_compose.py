@@ -338,3 +338,60 @@ graph G {{
             model.compose()
         (d,) = info.value.diagnostics
         assert d.code == "E0201" and "not public" in d.message and (d.span.line, d.span.col) == (18, 9)
+
+
+def test_explicit_label_in_a_static_branch_overrides_the_target_name(tmp_path: Path) -> None:
+    # §2.10: "Both cases can be overridden by explicit labels" -- also when the invocation is the
+    # branch a static `if` picks (found composing models/resnet18's downsampling shortcut)
+    (tmp_path / "main.sknd").write_text("""import math;
+operator scaled {
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @variable { w: real[n]; }
+    @compose { y = math.mul(x, w); }
+}
+operator block {
+    @attrib { down: bool; }
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @compose {
+        s = if down then ds: scaled(x) else x;
+        t = if !down then x else other: scaled(x);
+        y = math.add(s, t);
+    }
+}
+graph G {
+    @input { x: real[4]; }
+    @output { y: real[4]; z: real[4]; }
+    @compose {
+        y = b1: block{down=true}(x);
+        z = b2: block{down=false}(x);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    assert sorted(t.name for t in graph.variables) == ["b1.ds.w", "b1.other.w"]
+    assert [op.label for op in graph.operations] == ["b1.ds.y", "b1.other.y", "b1.y", "b2.y"]
+
+
+def test_bounds_of_extents_derived_from_dynamic_ones_are_numbers(tmp_path: Path) -> None:
+    # nn.lstm's Y is real[~|s,b,n]; a second lstm on the first one's Y gets s = the first Y's dynamic
+    # extent, whose bound (8) is what the second Y's bound is, not the symbol (found composing models/lstm)
+    (tmp_path / "main.sknd").write_text("""import nn;
+graph G {
+    @input { X: real[8,1,2]; W1: real[12,2]; W2: real[12,3]; R: real[12,3]; B: real[12]; }
+    @output { Y: real[~|8,1,3]; }
+    @compose {
+        Y1, ~, ~ = nn.lstm(X, W1, R, B);
+        Y, ~, ~ = nn.lstm(Y1, W2, R, B);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    (y,) = graph.outputs
+    assert y.shape == (None, 1, 3) and y.bounds == (8, None, None)
+    assert all(type(b) is int for b in y.bounds if b is not None)
+    text = subprocess.run([sys.executable, "-m", "skriptnd", "compose", str(tmp_path)], capture_output=True,
+                          text=True).stdout
+    assert text.splitlines()[0] == "graph G(X: real[8, 1, 2], W1: real[12, 2], W2: real[12, 3], R: real[12, 3], " \
+                                   "B: real[12]) -> (Y: real[~|8, 1, 3])"

@@ -1,0 +1,64 @@
+"""Deterministic random weights for the two-layer LSTM (models/lstm/main.sknd).
+
+    python models/lstm/make_weights.py                 # into models/lstm/ (the committed files)
+    python models/lstm/make_weights.py --output DIR    # into DIR
+
+Every variable is drawn from a seeded numpy generator (`default_rng([SEED, crc32(name)])`, so a
+variable's values depend only on its name and the seed): uniform in [-k, k] with
+k = 1 / sqrt(hidden), PyTorch's LSTM initialisation. Gates are packed [i, f, g, o] along the first
+axis, as nn.lstm_step splits them. The same values are written for both graphs, LSTM and LSTMSteps
+(`main.<graph>.<variable>.dat`), for the default attributes input = 16, hidden = 32: 2 x 6 float32
+files, about 120 KB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+MODULE, GRAPHS = "main", ("LSTM", "LSTMSteps")
+SEED = 7
+INPUT, HIDDEN = 16, 32
+
+
+def shapes(input: int = INPUT, hidden: int = HIDDEN) -> dict[str, tuple[int, ...]]:
+    """Every variable of the graphs (name -> shape)."""
+    return {
+        "layer1_W": (4 * hidden, input), "layer1_R": (4 * hidden, hidden), "layer1_B": (4 * hidden,),
+        "layer2_W": (4 * hidden, hidden), "layer2_R": (4 * hidden, hidden), "layer2_B": (4 * hidden,),
+    }
+
+
+def weights(seed: int = SEED, input: int = INPUT, hidden: int = HIDDEN) -> dict[str, np.ndarray]:
+    k = 1.0 / np.sqrt(hidden)
+    return {name: np.random.default_rng([seed, zlib.crc32(name.encode())]).uniform(-k, k, shape).astype(np.float32)
+            for name, shape in shapes(input, hidden).items()}
+
+
+def save(params: dict[str, np.ndarray], folder: Path = HERE) -> None:
+    from skriptnd.io import write_tensor
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for graph in GRAPHS:
+        for name, array in params.items():
+            path = folder / f"{MODULE}.{graph}.{name}.dat"
+            write_tensor(path, np.ascontiguousarray(array, dtype=np.float32))
+            path.chmod(0o644)  # write_tensor's atomic temporary file is private (0600)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=HERE, help="folder for the .dat files (default: beside main.sknd)")
+    parser.add_argument("--seed", type=int, default=SEED)
+    args = parser.parse_args()
+    params = weights(args.seed)
+    save(params, args.output)
+    print(f"wrote {len(params)} tensors for each of {', '.join(GRAPHS)} to {args.output}")
+
+
+if __name__ == "__main__":
+    main()
