@@ -63,6 +63,10 @@ def write_atomic(path: Path | str, data: bytes | str) -> None:
             os.fsync(fh.fileno())
         if target.exists():
             os.chmod(tmp, target.stat().st_mode & 0o7777)
+        else:  # mkstemp makes the file private; a new file gets what open() would give it
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

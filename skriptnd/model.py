@@ -23,8 +23,24 @@ from .semantics.modules import Program, load_program
 from .source import Span
 
 
-def variable_file(model_dir: Path, module: str, graph: str, tensor: Tensor) -> Path:
-    return model_dir / f"{module}.{graph}.{tensor.name}.dat"
+def variable_file(model_dir: Path, module: str, graph: str, tensor: Tensor | str) -> Path:
+    name = tensor if isinstance(tensor, str) else tensor.name
+    return model_dir / f"{module}.{graph}.{name}.dat"
+
+
+def save_weights(folder: Path | str, graph: str, params: Mapping[str, np.ndarray], module: str = "main",
+                 dtype: Any = np.float32) -> list[Path]:
+    """Write variables (by scoped name) as the tensor files `load(...).compose()` reads."""
+    from .io.tensor_file import write_tensor
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, array in params.items():
+        path = variable_file(folder, module, graph, name)
+        write_tensor(path, np.ascontiguousarray(array, dtype=dtype))
+        written.append(path)
+    return written
 
 
 @dataclass

@@ -276,9 +276,7 @@ def save_weights(params: Params, folder: Path = HERE) -> None:
     for name, shape in SHAPES.items():
         array = np.ascontiguousarray(params[name], dtype=np.float32)
         assert array.shape == shape, (name, array.shape, shape)
-        path = weight_file(folder, name)
-        write_tensor(path, array)
-        path.chmod(0o644)  # write_tensor's atomic temporary file is private (0600)
+        write_tensor(weight_file(folder, name), array)
 
 
 def load_weights(folder: Path = HERE) -> Params:

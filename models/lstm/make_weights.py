@@ -40,14 +40,10 @@ def weights(seed: int = SEED, input: int = INPUT, hidden: int = HIDDEN) -> dict[
 
 
 def save(params: dict[str, np.ndarray], folder: Path = HERE) -> None:
-    from skriptnd.io import write_tensor
+    from skriptnd.model import save_weights
 
-    folder.mkdir(parents=True, exist_ok=True)
     for graph in GRAPHS:
-        for name, array in params.items():
-            path = folder / f"{MODULE}.{graph}.{name}.dat"
-            write_tensor(path, np.ascontiguousarray(array, dtype=np.float32))
-            path.chmod(0o644)  # write_tensor's atomic temporary file is private (0600)
+        save_weights(folder, graph, params, module=MODULE)
 
 
 def main() -> None:

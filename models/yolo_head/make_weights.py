@@ -46,13 +46,9 @@ def weights(seed: int = SEED, channels: int = CHANNELS, anchors: int = ANCHORS, 
 
 
 def save(params: dict[str, np.ndarray], folder: Path = HERE) -> None:
-    from skriptnd.io import write_tensor
+    from skriptnd.model import save_weights
 
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, array in params.items():
-        path = folder / f"{MODULE}.{GRAPH}.{name}.dat"
-        write_tensor(path, np.ascontiguousarray(array, dtype=np.float32))
-        path.chmod(0o644)  # write_tensor's atomic temporary file is private (0600)
+    save_weights(folder, GRAPH, params, module=MODULE)
 
 
 def main() -> None:
