@@ -114,7 +114,9 @@ class Executor:
     def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
         fn = self.kernels.get(op.op)
         if fn is not None:
-            return fn(op, args)
+            results = fn(op, args)
+            if results is not NotImplemented:  # a kernel declines a case it does not handle: the plan runs
+                return results
         if op.definition is None or operator_kind(op.definition) == "intrinsic":
             raise DiagnosticError([Diagnostic(code="E0712", message=f"operator '{op.op}' has no @lower formulas "
                                               "and no native kernel is registered for it", span=_span(op))])
