@@ -47,7 +47,7 @@ def _report(diags: list[Diagnostic], sources: dict[str, SourceFile], fmt: Output
     if ordered:
         print_diagnostics(ordered, sources, color=_color(color))
     noun = "file" if files == 1 else "files"
-    typer.echo(f"{render_summary(ordered)} in {files} {noun}", err=True)
+    typer.echo(render_summary(ordered) + (f" in {files} {noun}" if files else ""), err=True)
 
 
 PathsArg = Annotated[list[str], typer.Argument(help="SkriptND files or model folders (with main.sknd).")]
