@@ -320,7 +320,36 @@ def _worker() -> _Worker:
 # Worker side: build the graph and run it.
 
 
+_ACC_TYPES = {"int32": "INT32", "int48": "INT48", "fp16": "FP16", "fp32": "FP32"}
+_CONV_ATTRIBUTES = {"CONV2D": "Conv2dAttribute", "DEPTHWISE_CONV2D": "DepthwiseConv2dAttribute",
+                    "CONV3D": "Conv3dAttribute"}
+
+
+def _tensor_attribute(ts, op: str, attributes: dict[str, Any]):
+    """Attributes of the tensor operators (convolutions, pools, MATMUL), or None for other ops."""
+    attr = ts.TosaSerializerAttribute()
+    acc = getattr(ts.DType, _ACC_TYPES.get(attributes.get("acc_type") or "", "FP32"))
+    if op in _CONV_ATTRIBUTES:
+        getattr(attr, _CONV_ATTRIBUTES[op])(list(attributes["pad"]), list(attributes["stride"]),
+                                            list(attributes["dilation"]), False, acc)
+    elif op == "TRANSPOSE_CONV2D":
+        attr.TransposeConv2dAttribute(list(attributes["out_pad"]), list(attributes["stride"]), False, acc)
+    elif op == "MATMUL":
+        attr.MatMulAttribute()
+    elif op == "MAX_POOL2D":
+        attr.MaxPool2dAttribute(list(attributes["kernel"]), list(attributes["stride"]), list(attributes["pad"]),
+                                getattr(ts.NanPropagationMode, attributes.get("nan_mode", "PROPAGATE")))
+    elif op == "AVG_POOL2D":
+        attr.AvgPool2dAttribute(list(attributes["kernel"]), list(attributes["stride"]), list(attributes["pad"]), acc)
+    else:
+        return None
+    return attr
+
+
 def _attribute(ts, op: str, attributes: dict[str, Any], input_type: str):
+    tensor_attr = _tensor_attribute(ts, op, attributes)
+    if tensor_attr is not None:
+        return tensor_attr
     attr = ts.TosaSerializerAttribute()
     method = next(
         name for name in dir(attr)

@@ -7,14 +7,15 @@ every operator takes ``version="1.0"`` (default) or ``"0.30"``. ERROR_IF conditi
 :class:`TosaError`, failed REQUIREs raise :class:`TosaUnpredictable`.
 
 Covered: the element-wise, reduction, data-layout, gather/scatter, type-conversion and data-node
-operators. Not covered: convolutions, pooling, MATMUL, FFT, RESIZE, control flow, CUSTOM, fp8 types.
+operators, and the tensor operators MATMUL, CONV2D, DEPTHWISE_CONV2D, CONV3D, TRANSPOSE_CONV2D,
+AVG_POOL2D, MAX_POOL2D. Not covered: FFT, RESIZE, FULLY_CONNECTED, control flow, CUSTOM, fp8 types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import data_layout, elementwise, quantization, reduction
+from . import data_layout, elementwise, quantization, reduction, tensor_ops
 from .dtypes import BF16Array, bf16
 from .errors import TosaError, TosaUnpredictable
 
@@ -86,6 +87,14 @@ OPS: dict[str, Callable[..., object]] = {
     # type conversion
     "CAST": quantization.cast,
     "RESCALE": quantization.rescale,
+    # tensor operators
+    "MATMUL": tensor_ops.matmul,
+    "CONV2D": tensor_ops.conv2d,
+    "DEPTHWISE_CONV2D": tensor_ops.depthwise_conv2d,
+    "CONV3D": tensor_ops.conv3d,
+    "TRANSPOSE_CONV2D": tensor_ops.transpose_conv2d,
+    "AVG_POOL2D": tensor_ops.avg_pool2d,
+    "MAX_POOL2D": tensor_ops.max_pool2d,
 }
 
 
