@@ -1,13 +1,17 @@
-"""Model-zoo latency: skriptnd vs onnxruntime .
+"""Model-zoo latency: skriptnd vs onnxruntime (and PyTorch eager for ResNet-18).
 
-    python benchmarks/models.py [--threads 2] [--repeat 20] [--no-write] [--baseline]
+    python benchmarks/models.py [--threads 1 2] [--repeat 20] [--no-write] [--baseline]
 
 For ResNet-18 (224x224, batch 1), MobileNetV2 (224x224, batch 1), the LSTM and the Transformer
 (the shapes of tests/test_model_zoo.py): weights from each model's make_weights.py in a temporary
 folder; the ONNX reference graphs are the test's builders (tests/test_model_zoo.py), with the same
 weights. Both run with the same thread count: threadpoolctl limits numpy's BLAS, onnxruntime gets
 intra_op_num_threads. `--baseline` also times skriptnd without the fast kernels of
-skriptnd/execute/kernels.py (the @lower plans). Writes a markdown table to docs/performance.md.
+skriptnd/execute/kernels.py (the @lower plans). When torch is installed, ResNet-18 also runs in
+PyTorch eager mode (a functional torchvision-style ResNet-18 on the same weights, batch norm unfused,
+`torch.inference_mode()`, `torch.set_num_threads`). "peak run MB" is the largest amount of memory
+numpy allocated during one skriptnd run (tracemalloc), on top of the weights the executor holds.
+Writes a markdown table (one row per model and thread count) to docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,6 +75,52 @@ def _session(ort: Any, builder: zoo.Onnx, inputs: dict[str, np.ndarray], outputs
     return lambda: session.run(names, inputs)
 
 
+def _torch_resnet18(w: dict[str, np.ndarray], threads: int) -> Callable[[np.ndarray], Any] | None:
+    """torchvision's resnet18 in PyTorch eager (functional, BatchNorm in eval mode), or None without torch."""
+    try:
+        import torch
+        import torch.nn.functional as F  # noqa: N812
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    p = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in w.items()}
+
+    def conv_bn(x: Any, name: str, stride: int, relu: bool = False) -> Any:
+        f = p[f"{name}.filter"]
+        x = F.conv2d(x, f, stride=stride, padding=f.shape[-1] // 2)
+        x = F.batch_norm(x, p[f"{name}.mean"], p[f"{name}.variance"], p[f"{name}.scale"], p[f"{name}.bias"],
+                         training=False, eps=1e-5)
+        return F.relu(x, inplace=True) if relu else x
+
+    def forward(x: Any) -> Any:
+        x = conv_bn(x, "conv1", 2, relu=True)
+        x = F.max_pool2d(x, 3, 2, 1)
+        for stage, stride in [(1, 1), (2, 2), (3, 2), (4, 2)]:
+            for block in range(2):
+                name, s = f"layer{stage}_{block}", stride if block == 0 else 1
+                y = conv_bn(conv_bn(x, f"{name}.conv1", s, relu=True), f"{name}.conv2", 1)
+                shortcut = conv_bn(x, f"{name}.downsample", s) if f"{name}.downsample.filter" in p else x
+                x = F.relu(y + shortcut, inplace=True)
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+        return F.linear(x, p["fc_filter"], p["fc_bias"])
+
+    def run(x: np.ndarray) -> Any:
+        with torch.inference_mode():
+            return forward(torch.from_numpy(x)).numpy()
+
+    return run
+
+
+def _peak_mb(fn: Callable[[], Any]) -> float:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
 def _cases(folder: Path) -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     cases = []
@@ -92,7 +143,7 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--baseline", action="store_true", help="also time the @lower plans (no fast kernels)")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/performance.md")
@@ -101,35 +152,56 @@ def main() -> None:
     import onnxruntime as ort
 
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, threadpool_limits(args.threads):
-        for case in _cases(Path(tmp)):
-            if args.models and case["name"] not in args.models:
-                continue
-            start = time.perf_counter()
-            graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
-            graph.run(case["inputs"])  # builds the plans of the operations without a kernel
-            setup = time.perf_counter() - start
-            sknd = _median_ms(lambda g=graph, c=case: g.run(c["inputs"]), args.repeat)
-            base = None
-            if args.baseline:
-                variables = {t.name: graph.variable_source(t) for t in graph.variables}
-                plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items() if k not in FAST_KERNELS})
-                base = _median_ms(lambda e=plain, c=case: e.run(c["inputs"]), max(3, args.repeat // 4))
-            builder = case["build"](case["params"])
-            onnx = _median_ms(_session(ort, builder, case["inputs"], case["outputs"](builder), args.threads),
-                              args.repeat)
-            rows.append({"model": case["name"], "shape": " ".join("x".join(map(str, v.shape))
-                                                                  for v in case["inputs"].values()),
-                         "sknd": sknd, "base": base, "ort": onnx, "setup": setup})
-            r = rows[-1]
-            print(f"{r['model']:12s} skriptnd {sknd:8.2f} ms   onnxruntime {onnx:8.2f} ms   ratio {sknd / onnx:5.2f}x"
-                  + (f"   @lower plans {base:8.2f} ms" if base is not None else "")
-                  + f"   compose+plans {setup:5.2f} s", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = _cases(Path(tmp))
+        for threads in args.threads:
+            with threadpool_limits(threads):
+                for case in cases:
+                    if args.models and case["name"] not in args.models:
+                        continue
+                    rows.append(_measure(case, threads, args, ort))
     if not args.no_write:
         _write(rows, args.threads)
 
 
-def _write(rows: list[dict[str, Any]], threads: int) -> None:
+def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[str, Any]:
+    start = time.perf_counter()
+    graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
+    result = graph.run(case["inputs"])  # builds the execution plan (and the plans of operations without a kernel)
+    setup = time.perf_counter() - start
+    sknd = _median_ms(lambda g=graph, c=case: g.run(c["inputs"]), args.repeat)
+    peak = _peak_mb(lambda g=graph, c=case: g.run(c["inputs"]))
+    weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
+    base = None
+    if args.baseline:
+        variables = {t.name: graph.variable_source(t) for t in graph.variables}
+        plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items() if k not in FAST_KERNELS},
+                         optimize=False)
+        base = _median_ms(lambda e=plain, c=case: e.run(c["inputs"]), max(3, args.repeat // 4))
+    torch_ms = None
+    if case["name"] == "resnet18":
+        forward = _torch_resnet18(case["params"], threads)
+        if forward is not None:
+            x = case["inputs"]["input"]
+            expected = next(iter(result.values()))
+            got = forward(x)
+            error = float(np.abs(got - expected).max() / max(np.abs(expected).max(), 1e-12))
+            print(f"  torch vs skriptnd: max relative difference {error:.1e}", flush=True)
+            torch_ms = _median_ms(lambda f=forward, v=x: f(v), args.repeat)
+    builder = case["build"](case["params"])
+    onnx = _median_ms(_session(ort, builder, case["inputs"], case["outputs"](builder), threads), args.repeat)
+    r = {"model": case["name"], "threads": threads,
+         "shape": " ".join("x".join(map(str, v.shape)) for v in case["inputs"].values()),
+         "sknd": sknd, "base": base, "ort": onnx, "torch": torch_ms, "setup": setup, "peak": peak,
+         "weights": weights}
+    print(f"{r['model']:12s} threads {threads}  skriptnd {sknd:8.2f} ms   onnxruntime {onnx:8.2f} ms   "
+          f"ratio {sknd / onnx:5.2f}x" + (f"   torch {torch_ms:8.2f} ms" if torch_ms is not None else "")
+          + (f"   @lower plans {base:8.2f} ms" if base is not None else "")
+          + f"   compose+plans {setup:5.2f} s   peak run {peak:6.1f} MB (weights {weights:.1f} MB)", flush=True)
+    return r
+
+
+def _write(rows: list[dict[str, Any]], threads: list[int]) -> None:
     import onnxruntime as ort
 
     def ms(v: float | None) -> str:
@@ -147,25 +219,36 @@ def _write(rows: list[dict[str, Any]], threads: int) -> None:
         "",
         f"Measured {datetime.date.today().isoformat()} with `python benchmarks/models.py` on {cpu}, "
         f"{os.cpu_count()} logical CPUs (a shared VM; load average {load:.1f} at the end of the run), "
-        f"{threads} threads for numpy's BLAS (threadpoolctl) and onnxruntime {ort.__version__} "
-        f"(`intra_op_num_threads`); numpy {np.__version__}. Median latency of repeated runs, batch 1 "
-        "unless the shape says otherwise. PyTorch eager is not installed here and has no column yet.",
+        f"{' and '.join(map(str, threads))} threads (the same for numpy's BLAS via threadpoolctl, onnxruntime "
+        f"{ort.__version__}'s `intra_op_num_threads` and `torch.set_num_threads`); numpy {np.__version__}"
+        f"{_torch_version()}. Median latency of repeated runs, batch 1 unless the shape says otherwise; "
+        "'peak run MB': memory numpy allocates during one skriptnd run (tracemalloc), besides the weights.",
         "",
         "Targets (from the issue): ResNet-18 at most 1.25x onnxruntime and faster than PyTorch eager; "
         "composition + plan build under 0.5 s.",
         "",
-        "| model | input | skriptnd (ms) | @lower plans only (ms) | onnxruntime (ms) | skriptnd / ORT | compose + plans (s) |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| model | input | threads | skriptnd (ms) | @lower plans only (ms) | onnxruntime (ms) | "
+        "PyTorch eager (ms) | skriptnd / ORT | compose + plans (s) | peak run MB (weights MB) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['shape']} | {ms(r['sknd'])} | {ms(r['base'])} | {ms(r['ort'])} | "
-                     f"{r['sknd'] / r['ort']:.2f}x | {r['setup']:.2f} |")
+        lines.append(f"| {r['model']} | {r['shape']} | {r['threads']} | {ms(r['sknd'])} | {ms(r['base'])} | "
+                     f"{ms(r['ort'])} | {ms(r['torch'])} | {r['sknd'] / r['ort']:.2f}x | {r['setup']:.2f} | "
+                     f"{r['peak']:.1f} ({r['weights']:.1f}) |")
     lines.append("")
     path = ROOT / "docs" / "performance.md"
     notes = path.read_text().split("<!-- notes -->", 1)[1] if path.exists() and "<!-- notes -->" in \
         path.read_text() else "\n"
     path.write_text("\n".join(lines) + "\n<!-- notes -->" + notes)
     print(f"wrote {path}")
+
+
+def _torch_version() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "; PyTorch not installed (no eager column)"
+    return f", PyTorch {torch.__version__}"
 
 
 if __name__ == "__main__":

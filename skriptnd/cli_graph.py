@@ -200,8 +200,8 @@ def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray]) -> dict[str, A
     """Run the graph; on a terminal, a progress bar over its operations (rich)."""
     from .execute import Executor
 
-    variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    executor = Executor(graph, variables)
+    executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables}
+                        if graph.variable_source else {})
     if not sys.stderr.isatty() or len(graph.operations) < 2:
         return executor.run(inputs)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -209,7 +209,7 @@ def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray]) -> dict[str, A
     columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task(graph.name, total=len(graph.operations))
-        executor.on_operation = lambda done, total: progress.update(task, completed=done)
+        executor.on_operation = lambda done, total: progress.update(task, completed=done, total=total)
         return executor.run(inputs)
 
 

@@ -109,6 +109,13 @@ def _check(name: str, attribs: dict[str, Any], inputs: list[np.ndarray | None]) 
     assert actual.shape == expected.shape == tuple(op.outputs[0].shape)
     assert actual.dtype == np.float32
     np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=RTOL * _scale(expected))
+    prepare = getattr(KERNELS[name], "prepare", None)  # the executor plan's specialised kernel
+    call = prepare(op, {}) if prepare is not None else None
+    if call is not None:
+        for _ in range(2):  # twice: its buffers are reused
+            (prepared,) = call(list(inputs))
+            assert prepared.shape == expected.shape and prepared.dtype == np.float32
+            np.testing.assert_allclose(prepared, expected, rtol=RTOL, atol=RTOL * _scale(expected))
     return actual
 
 
@@ -174,6 +181,30 @@ def test_conv_model_cases(shape: tuple[int, ...], groups: int, stride: int, padd
     size = 3 if padding[0] else 1
     inputs = [_rand(rng, *shape), _rand(rng, 2 * c if groups else c, fc, size, size), None]
     _check("nn.conv", {"groups": groups, "stride": [stride, stride], "padding": padding}, inputs)
+
+
+def test_prepared_conv_paths_and_fused_relu() -> None:
+    """The prepared convolution: im2col into the shared scratch, 1x1 stride-1 as a plain product,
+    depthwise, and the relu that skriptnd.execute.optimize fuses (`fused_relu`: True or a max)."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(5)
+    scratch: dict[str, Any] = {}
+    cases = [((1, 8, 6, 6), 1, 1, 3, [1, 1, 1, 1]), ((2, 8, 5, 5), 1, 1, 1, [0, 0, 0, 0]),
+             ((1, 8, 7, 7), 0, 2, 3, [1, 1, 1, 1]), ((1, 8, 6, 6), 2, 2, 3, [0, 1, 0, 1])]
+    for shape, groups, stride, size, padding in cases:
+        c = shape[1]
+        fc = 1 if groups == 0 else c // groups
+        inputs = [_rand(rng, *shape), _rand(rng, c, fc, size, size), _rand(rng, c)]
+        op = _operation("nn.conv", {"groups": groups, "stride": [stride, stride], "padding": padding}, inputs)
+        expected = _reference(op, inputs)
+        for fused, ref in ((None, expected), (True, np.maximum(expected, 0)), (0.5, np.clip(expected, 0, 0.5))):
+            special = replace(op, attribs={**op.attribs, "fused_relu": fused})
+            call = fast.conv.prepare(special, scratch)
+            assert call is not None
+            (actual,) = call(list(inputs))
+            np.testing.assert_allclose(actual, ref, rtol=RTOL, atol=RTOL * _scale(expected))
+        assert call([inputs[0].astype(np.float64), *inputs[1:]]) is NotImplemented
 
 
 # ----------------------------------------------------------------------------- matrix products

@@ -92,8 +92,9 @@ class Graph:
 
         executor = getattr(self, "_executor", None)
         if executor is None:
-            variables = {t.name: self.variable_source(t) for t in self.variables} if self.variable_source else {}
-            executor = Executor(self, variables)
+            # no reference kept here: the executor may fold and drop variables (skriptnd.execute.optimize)
+            executor = Executor(self, {t.name: self.variable_source(t) for t in self.variables}
+                                if self.variable_source else {})
             self._executor = executor
         return executor.run(inputs)
 

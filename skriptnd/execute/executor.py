@@ -3,7 +3,9 @@
 Operations run in order: an atomic operation dispatches to a registered kernel when there is
 one (intrinsics have to have one), otherwise to the compiled plan of its `@lower` formulas;
 `if` and `loop` operations run their subgraphs. Plans are built once per operation and kept,
-so repeated runs do no analysis.
+so repeated runs do no analysis. The top-level graph runs from an execution plan built on the
+first run (`Executor.prepare`): callables resolved up front, intermediates freed after their last
+use, and (with `optimize`) batch norms folded into convolutions (skriptnd.execute.optimize).
 """
 
 from __future__ import annotations
@@ -55,6 +57,63 @@ class Executor:
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
     #: (operation, actual argument shapes) -> the operation rebound to those shapes (see _specialised)
     _specials: dict[tuple[int, Any], Operation] = field(default_factory=dict, repr=False)
+    #: Plan-time graph rewrites (skriptnd.execute.optimize: batch-norm folding, relu fusion)
+    optimize: bool = True
+    #: The execution plan of the top-level graph (see prepare), built on the first run
+    _program: list[tuple[Any, ...]] | None = field(default=None, repr=False)
+    _constants: dict[int, Any] = field(default_factory=dict, repr=False)
+    #: Scratch buffers the prepared kernels share (they run one at a time), e.g. im2col columns
+    _scratch: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Variables folded into constants by prepare (no longer read)
+    _released: set[str] = field(default_factory=set, repr=False)
+
+    def prepare(self) -> None:
+        """Build the execution plan once: each top-level operation's callable resolved up front
+        (a kernel, specialised by its `prepare(op, scratch)` hook when it has one, else the
+        operation's plan),
+        its argument / result keys, and the intermediates whose last use it is (freed after it,
+        which bounds peak memory by the live activations). With `optimize`, batch norms are first
+        folded into the preceding convolutions (skriptnd.execute.optimize). Built once: later
+        calls do nothing."""
+        if self._program is not None:
+            return
+        operations = list(self.graph.operations)
+        self._constants = {}
+        if self.optimize and not self.graph.updates:
+            from .optimize import optimize_operations
+
+            operations, constants = optimize_operations(operations, self.graph, self.variables, self.kernels)
+            self._constants = {id(t): t.value for t in constants}
+            if constants:
+                # the variables only the folded operations read are released (a new mapping, the
+                # caller's is untouched): the folded constants replace them, memory is not doubled
+                read = {key for op in operations for key in _uses(op)}
+                self._released = {t.name for t in self.graph.variables if id(t) not in read}
+                self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
+        keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
+        last: dict[int, int] = {}
+        for i, op in enumerate(operations):
+            for key in _uses(op):
+                last[key] = i
+        program: list[tuple[Any, ...]] = []
+        for i, op in enumerate(operations):
+            simple = (op.op not in ("if", "loop") and not op.subgraphs
+                      and not any(isinstance(v, list) for v in op.inputs + op.outputs))
+            produced = [id(t) for t in _flat(op.outputs)]
+            frees = tuple(k for k in set(_uses(op)) | set(produced) if last.get(k, i) <= i and k not in keep)
+            if simple:
+                fn = self.kernels.get(op.op)
+                call = None
+                if fn is not None:
+                    prep = getattr(fn, "prepare", None)
+                    call = prep(op, self._scratch) if prep is not None else None
+                    if call is None:
+                        call = _bound_kernel(fn, op)
+                program.append((0, op, call, tuple(None if v is None else id(v) for v in op.inputs),
+                                tuple(None if v is None else id(v) for v in op.outputs), frees))
+            else:
+                program.append((1, op, None, (), (), frees))
+        self._program = program
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         values: dict[int, Any] = {}
@@ -72,11 +131,16 @@ class Executor:
             if t.kind == "constant":
                 values[id(t)] = t.value
             elif t.kind == "variable":
+                if t.name in self._released:
+                    continue
                 if t.name not in self.variables:
                     raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
                                                       span=_where(t))])
                 values[id(t)] = self.variables[t.name]
-        self._run_graph(self.graph, values)
+        if self._program is None:
+            self.prepare()
+        values.update(self._constants)
+        self._run_program(values)
         if self.graph.updates:  # @update (§2.11): the next run sees the new variable values
             variables = dict(self.variables)
             for name, new in self.graph.updates.items():  # graph-level variables: unscoped names
@@ -85,6 +149,44 @@ class Executor:
         return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)}
 
     # ------------------------------------------------------------ operations
+
+    def _run_program(self, values: dict[int, Any]) -> None:
+        for t in self.graph.tensors:
+            if t.kind == "constant" and id(t) not in values:
+                values[id(t)] = t.value
+        op = None
+        program = self._program
+        assert program is not None
+        report = self.on_operation
+        try:
+            for done, (kind, op, call, ins, outs, frees) in enumerate(program):
+                if report is not None:
+                    report(done, len(program))
+                if kind == 0:
+                    args = [None if k is None else values[k] for k in ins]
+                    results = call(args) if call is not None else NotImplemented
+                    if results is NotImplemented:
+                        results = self._atomic_plan(op, args)
+                    for k, r in zip(outs, results, strict=False):
+                        if k is not None:
+                            values[k] = r
+                elif op.op == "if":
+                    self._run_if(op, values)
+                elif op.op == "loop":
+                    self._run_loop(op, values)
+                else:
+                    results = self._atomic(op, [_get(values, v) for v in op.inputs])
+                    for out, result in zip(op.outputs, results, strict=False):
+                        _put(values, out, result)
+                for k in frees:
+                    values.pop(k, None)
+        except DiagnosticError:
+            raise
+        except (ArithmeticError, ValueError, IndexError) as err:
+            assert op is not None
+            raise DiagnosticError([Diagnostic(
+                code="E0713", message=f"{op.op} failed: {err}", span=_span(op),
+                notes=(Note(f"in operation '{op.label}'"),) if op.label else ())]) from None
 
     def _run_graph(self, graph: Graph, values: dict[int, Any]) -> None:
         for t in graph.tensors:
@@ -117,6 +219,9 @@ class Executor:
             results = fn(op, args)
             if results is not NotImplemented:  # a kernel declines a case it does not handle: the plan runs
                 return results
+        return self._atomic_plan(op, args)
+
+    def _atomic_plan(self, op: Operation, args: list[Any]) -> list[Any]:
         if op.definition is None or operator_kind(op.definition) == "intrinsic":
             raise DiagnosticError([Diagnostic(code="E0712", message=f"operator '{op.op}' has no @lower formulas "
                                               "and no native kernel is registered for it", span=_span(op))])
@@ -135,7 +240,11 @@ class Executor:
         from ..lower import LoweringError
 
         try:
-            return plan.run(args)
+            results = plan.run(args)
+            fused = op.attribs.get("fused_relu")  # see skriptnd.execute.optimize
+            if fused is not None and fused is not False:
+                results = [np.maximum(results[0], 0) if fused is True else np.clip(results[0], 0, fused)]
+            return results
         except LoweringError as err:
             raise DiagnosticError([Diagnostic(code="E0710", message=err.message, span=err.span,
                                               notes=(Note(f"while running '{op.op}' ({op.label})", _span(op)),))]) \
@@ -257,6 +366,24 @@ class Executor:
     def _condition(self, graph: Graph, values: dict[int, Any]) -> bool:
         self._run_graph(graph, values)
         return bool(np.asarray(values[id(graph.outputs[0])]).reshape(-1)[0])
+
+
+def _bound_kernel(fn: Kernel, op: Operation) -> Callable[[list[Any]], Any]:
+    return lambda args: fn(op, args)
+
+
+def _flat(values: list[Value]) -> list[Tensor]:
+    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
+
+
+def _uses(op: Operation) -> list[int]:
+    """The keys of the tensors an operation reads, its subgraphs' reads of enclosing values included."""
+    keys = [id(t) for t in _flat(op.inputs)]
+    for sub in op.subgraphs.values():
+        keys.extend(id(t) for t in sub.outputs)
+        for inner in sub.operations:
+            keys.extend(_uses(inner))
+    return keys
 
 
 def _regroup(outputs: list[Value], flat: list[Any]) -> list[Any]:

@@ -18,6 +18,13 @@ plan. The kernels below compute the same values with a few large numpy / BLAS ca
 * `nn.batch_norm`: the `@compose` chain (sub, div by sqrt(variance + epsilon), mul, add) in float32
   with the same operation order, so the result is bit-identical; `nn.relu`: min / max.
 
+Inside the executor's plan (`Executor.prepare`) `nn.conv` is specialised once per operation by
+`conv.prepare(op, scratch)`: a padded input buffer of its own, the im2col columns in a scratch
+buffer the plan's convolutions share, 1x1 stride-1 convolutions as a plain product, depthwise ones
+as a per-channel product on the columns, the product written by `np.matmul(..., out=...)`, and the
+relu that `skriptnd.execute.optimize` fused into it (`fused_relu`) applied in place. Max pooling
+reduces one pooled axis at a time (exact: the window is a box).
+
 The floating-point summation order of the matrix products differs from the reference einsum (so
 results agree to float32 rounding, not bit-for-bit); everything else is computed as the
 definitions do. A kernel that meets a case it does not handle (another dtype, an argument whose
@@ -92,25 +99,37 @@ def _windowed(x: np.ndarray, axes: list[int], offset: list[int], stride: list[in
               out: list[int], fill: float) -> np.ndarray:
     """A copy of `x` along `axes` whose index k is x's index k - offset, covering the indices
     [0, (out - 1) * stride + fd) that the windows read; out-of-range positions hold `fill`."""
+    plan = _window_plan(x.shape, axes, offset, stride, fd, out)
+    if plan is None:
+        return x  # no padding needed: the windows only read x itself
+    shape, src, dst = plan
+    buf = np.full(shape, fill, dtype=x.dtype)
+    buf[dst] = x[src]
+    return buf
+
+
+def _window_plan(xshape: Any, axes: list[int], offset: list[int], stride: list[int], fd: list[int],
+                 out: list[int]) -> tuple[list[int], tuple[slice, ...], tuple[slice, ...]] | None:
+    """The padded buffer of _windowed: (its shape, the part of x copied, where it goes), None when
+    the windows only read x itself."""
     starts = [-o for o in offset]
     ends = [(n - 1) * s + f - o for n, s, f, o in zip(out, stride, fd, offset, strict=True)]
-    if all(s == 0 for s in starts) and all(e <= x.shape[a] for a, e in zip(axes, ends, strict=True)):
-        return x  # no padding needed: the windows only read x itself
-    shape = list(x.shape)
-    src: list[slice] = [slice(None)] * x.ndim
-    dst: list[slice] = [slice(None)] * x.ndim
+    if all(s == 0 for s in starts) and all(e <= xshape[a] for a, e in zip(axes, ends, strict=True)):
+        return None
+    ndim = len(xshape)
+    shape = list(xshape)
+    src: list[slice] = [slice(None)] * ndim
+    dst: list[slice] = [slice(None)] * ndim
     for a, s, e in zip(axes, starts, ends, strict=True):
         shape[a] = e - s
-        lo, hi = max(s, 0), min(e, x.shape[a])
+        lo, hi = max(s, 0), min(e, xshape[a])
         if hi <= lo:  # every window lies entirely outside the input
             src[a] = slice(0, 0)
             dst[a] = slice(0, 0)
         else:
             src[a] = slice(lo, hi)
             dst[a] = slice(lo - s, hi - s)
-    buf = np.full(shape, fill, dtype=x.dtype)
-    buf[tuple(dst)] = x[tuple(src)]
-    return buf
+    return shape, tuple(src), tuple(dst)
 
 
 def _tap(buf: np.ndarray, axes: list[int], tap: tuple[int, ...], dilation: list[int], stride: list[int],
@@ -204,7 +223,98 @@ def conv(op: Operation, args: list[Any]) -> Any:
         out = np.matmul(wn.reshape(g, m, fc * taps), cols).reshape(b, n, *ox)
     if bias is not None:
         out += bias.reshape((1, n) + (1,) * d)
+    _fused_relu(op, out)
     return [_data_from_ncx(out, data_format)]
+
+
+def _prepare_conv(op: Operation, scratch: dict[str, Any]) -> Any:
+    """A convolution specialised once for the executor's plan (Executor.prepare): NCX data and filter,
+    static shapes. Depthwise convolutions too: one (1 x taps) by (taps x positions) product per
+    channel on the im2col columns is several times faster than the generic kernel's tap loop. Its padded input buffer (zero border written once) is its own;
+    the im2col columns go to a scratch buffer shared by the plan's convolutions (they run one after
+    the other), so they are allocated once, not per run. A 1x1, stride-1, unpadded convolution is a
+    plain matrix product of the filter with the input. The product writes straight into the output
+    (`np.matmul(..., out=...)`); bias and a fused relu are added in place. None: not specialised
+    (the generic kernel runs)."""
+    if (op.binding is None or _sym(op, "data_format", "NCX") != "NCX" or _sym(op, "filter_format", "NCX") != "NCX"
+            or not op.inputs or len(op.inputs) > 3):
+        return None
+    x_t, w_t = op.inputs[0], op.inputs[1] if len(op.inputs) > 1 else None
+    if x_t is None or w_t is None or isinstance(x_t, list) or isinstance(w_t, list):
+        return None
+    xs, ws, os_ = _ints(x_t.shape), _ints(w_t.shape), _output_shape(op)
+    stride, dilation = _ints(_sym(op, "stride")), _ints(_sym(op, "dilation"))
+    offset, fx, fd, g = _ints(_sym(op, "offset")), _ints(_sym(op, "fx")), _ints(_sym(op, "fd")), _sym(op, "g")
+    if None in (xs, ws, os_, stride, dilation, offset, fx, fd) or not isinstance(g, int) or g <= 0:
+        return None
+    d = len(xs) - 2
+    if not (d >= 1 and len(ws) == d + 2 and len(stride) == len(dilation) == len(offset) == len(fx) == len(fd) == d):
+        return None
+    if min(stride) <= 0 or min(dilation) <= 0:
+        return None
+    b, ic = xs[:2]
+    n, fc = ws[:2]
+    if ic != fc * g or n % g or os_[:2] != (b, n):
+        return None
+    m, ox = n // g, list(os_[2:])
+    positions, taps = int(np.prod(ox)), int(np.prod(fx))
+    k = fc * taps
+    axes = list(range(2, d + 2))
+    out_shape, bias_shape = (b, n, *ox), (1, n) + (1,) * d
+    pointwise = taps == 1 and all(s == 1 for s in stride) and not any(offset) and ox == xs[2:]
+    window = _window_plan(xs, axes, offset, stride, fd, ox)
+    pad = None
+    if window is not None and not pointwise:
+        pad = np.zeros(window[0], dtype=_F32)
+        pad_view = pad[window[2]]
+
+    def columns(src: np.ndarray) -> np.ndarray:
+        st = src.strides
+        view = as_strided(src, shape=(b, ic, *fx, *ox),
+                          strides=(st[0], st[1], *(st[2 + i] * dilation[i] for i in range(d)),
+                                   *(st[2 + i] * stride[i] for i in range(d))), writeable=False)
+        size = b * ic * taps * positions
+        flat = scratch.get("cols")
+        if flat is None or flat.size < size:
+            flat = scratch["cols"] = np.empty(size, dtype=_F32)
+        cols = flat[:size].reshape(view.shape)
+        np.copyto(cols, view)
+        return cols.reshape(b, g, k, positions)
+
+    def call(args: list[Any]) -> Any:
+        checked = _arguments(op, args, 3)
+        if checked is None:
+            return NotImplemented
+        x, w, bias = checked
+        if pointwise:
+            cols = x.reshape(b, g, k, positions)
+        elif pad is not None:
+            np.copyto(pad_view, x[window[1]])
+            cols = columns(pad)
+        else:
+            cols = columns(x)
+        out = np.empty(out_shape, dtype=_F32)
+        np.matmul(w.reshape(g, m, k), cols, out=out.reshape(b, g, m, positions))
+        if bias is not None:
+            out += bias.reshape(bias_shape)
+        _fused_relu(op, out)
+        return [out]
+
+    return call
+
+
+conv.prepare = _prepare_conv  # type: ignore[attr-defined]
+
+
+def _fused_relu(op: Operation, out: np.ndarray) -> None:
+    """The relu that skriptnd.execute.optimize fused into the operation, in place (`fused_relu`:
+    True, or the relu's `max`)."""
+    fused = op.attribs.get("fused_relu")
+    if fused is None or fused is False:
+        return
+    np.maximum(out, np.float32(0.0), out=out)
+    if fused is not True:
+        np.minimum(out, np.float32(fused), out=out)
 
 
 # ============================================================================ matrix products
@@ -279,6 +389,22 @@ def _pool_params(op: Operation, x: np.ndarray) -> tuple[list[int], ...] | None:
 def _tap_reduce(x: np.ndarray, params: tuple[list[int], ...], fill: float, ufunc: Any) -> np.ndarray:
     axes, size, stride, dilation, fd, offset, out = params
     buf = _windowed(x, axes, offset, stride, fd, out, fill)
+    if ufunc is np.maximum and len(axes) > 1:
+        # the window is a box: the maximum over it is the maximum over each axis in turn (exact),
+        # sum(size) passes instead of prod(size)
+        for a, f, dl, st, n in zip(axes, size, dilation, stride, out, strict=True):
+            result1: np.ndarray | None = None
+            for j in range(f):
+                index: list[slice] = [slice(None)] * buf.ndim
+                index[a] = slice(j * dl, j * dl + (n - 1) * st + 1, st)
+                view = buf[tuple(index)]
+                if result1 is None:
+                    result1 = view.copy()
+                else:
+                    ufunc(result1, view, out=result1)
+            assert result1 is not None
+            buf = result1
+        return buf if buf is not x else buf.copy()
     result: np.ndarray | None = None
     for tap in itertools.product(*(range(s) for s in size)):
         view = _tap(buf, axes, tap, dilation, stride, out)
