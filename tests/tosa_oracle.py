@@ -15,7 +15,9 @@ How the reference model is driven (the wheel is installed with ``--no-deps``, so
    the constant payloads are patched in as little-endian byte lists (int48 = 6 bytes, bool = 1 byte,
    bf16 = the upper 16 bits of the fp32 pattern). ``shape_t`` operands (PAD padding, RESHAPE shape,
    SLICE start/size, TILE multiples) are not tensors: they go to the block's ``shapes`` list (int64
-   bytes) and are produced by a ``CONST_SHAPE`` operator.
+   bytes) and are produced by a ``CONST_SHAPE`` operator. RESIZE ``scale``/``offset``/``border`` are
+   shape operands too (output shape inferred from them unless given). FFT2D/RFFT2D get two outputs of
+   the same shape and return a ``(real, imag)`` tuple.
 3. A second ``TosaSerializer`` created for version 1.0.0 (non-draft) loads the JSON
    (``loadTosaJson``) and ``serialize()`` returns the flatbuffer bytes.
 4. ``tosa_reference_model.run(flatbuffer, [])`` returns ``([outputs], GraphStatus)``; status is
@@ -70,7 +72,10 @@ _NUMPY_TO_TYPE = {
 }
 
 # Operands (by position) that are shape_t values rather than tensors.
-_SHAPE_OPERANDS = {"PAD": {1}, "RESHAPE": {1}, "SLICE": {1, 2}, "TILE": {1}}
+_SHAPE_OPERANDS = {"PAD": {1}, "RESHAPE": {1}, "SLICE": {1, 2}, "TILE": {1}, "RESIZE": {1, 2, 3}}
+
+# Operators with two outputs of the same shape (returned by run_reference as a tuple).
+_TWO_OUTPUTS = {"FFT2D", "RFFT2D"}
 
 # Attribute order of each operator's TosaSerializerAttribute method (TOSA 1.0 attribute names).
 _ATTRIBUTE_ORDER = {
@@ -170,6 +175,13 @@ def _infer_output_shape(op: str, inputs: list[np.ndarray], attributes: dict[str,
         return tuple(d * int(m) for d, m in zip(inputs[0].shape, inputs[1], strict=False))
     if op == "TRANSPOSE":
         return tuple(inputs[0].shape[p] for p in attributes["perms"])
+    if op == "RESIZE":
+        n, ih, iw, c = inputs[0].shape
+        (yn, yd, xn, xd), (oy, ox), (by, bx) = ([int(v) for v in a] for a in inputs[1:4])
+        return (n, ((ih - 1) * yn - oy + by) // yd + 1, ((iw - 1) * xn - ox + bx) // xd + 1, c)
+    if op == "RFFT2D":
+        n, h, w = inputs[0].shape
+        return (n, h, w // 2 + 1)
     if op == "GATHER":
         n, _, c = inputs[0].shape
         return (n, inputs[1].shape[1], c)
@@ -341,6 +353,13 @@ def _tensor_attribute(ts, op: str, attributes: dict[str, Any]):
                                 getattr(ts.NanPropagationMode, attributes.get("nan_mode", "PROPAGATE")))
     elif op == "AVG_POOL2D":
         attr.AvgPool2dAttribute(list(attributes["kernel"]), list(attributes["stride"]), list(attributes["pad"]), acc)
+    elif op == "RESIZE":
+        mode = {"NEAREST_NEIGHBOR": "NEAREST"}.get(attributes["mode"], attributes["mode"])
+        attr.ResizeAttribute(getattr(ts.ResizeMode, mode))
+    elif op == "FFT2D":
+        attr.FFT2dAttribute(bool(attributes.get("inverse", False)), bool(attributes.get("local_bound", False)))
+    elif op == "RFFT2D":
+        attr.RFFT2dAttribute(bool(attributes.get("local_bound", False)))
     else:
         return None
     return attr
@@ -392,9 +411,11 @@ def _run(request: _Request, workdir: str) -> np.ndarray:
             payload[name] = data
         names.append(name)
     first_type = next((t for (_, t, _, s) in request.operands if not s), "int32")
-    out = ser.addOutput(list(request.output_shape), getattr(ts.DType, _TYPES[request.output_type][0]))
+    n_out = 2 if request.op in _TWO_OUTPUTS else 1
+    outs = [ser.addOutput(list(request.output_shape), getattr(ts.DType, _TYPES[request.output_type][0]))
+            for _ in range(n_out)]
     attr = _attribute(ts, request.op, request.attributes, first_type)
-    ser.addOperator(getattr(ts.Op, request.op), names, [out.name], attr)
+    ser.addOperator(getattr(ts.Op, request.op), names, [o.name for o in outs], attr)
     path = os.path.join(workdir, "graph.json")
     if ser.saveFileJson(path) != ts.TosaError.TOSA_OK:
         raise RuntimeError("saveFileJson failed")
@@ -420,6 +441,8 @@ def _run(request: _Request, workdir: str) -> np.ndarray:
         raise _Status("INVALID_GRAPH", str(exc)) from None
     if status != trm.GraphStatus.TOSA_VALID:
         raise _Status({1: "UNPREDICTABLE", 2: "ERROR"}.get(int(status), str(status)), "")
+    if n_out > 1:
+        return tuple(np.asarray(o).reshape(request.output_shape) for o in outputs)
     result = outputs[0]
     if request.output_type == "bf16":
         result = (np.frombuffer(result.tobytes(), "<u2").astype(np.uint32) << 16).view(np.float32)

@@ -8,14 +8,15 @@ every operator takes ``version="1.0"`` (default) or ``"0.30"``. ERROR_IF conditi
 
 Covered: the element-wise, reduction, data-layout, gather/scatter, type-conversion and data-node
 operators, and the tensor operators MATMUL, CONV2D, DEPTHWISE_CONV2D, CONV3D, TRANSPOSE_CONV2D,
-AVG_POOL2D, MAX_POOL2D. Not covered: FFT, RESIZE, FULLY_CONNECTED, control flow, CUSTOM, fp8 types.
+AVG_POOL2D, MAX_POOL2D, FFT2D, RFFT2D, RESIZE, and the TOSA 0.30 FULLY_CONNECTED (``version="0.30"``).
+Not covered: control flow, CUSTOM, fp8 types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import data_layout, elementwise, quantization, reduction, tensor_ops
+from . import data_layout, elementwise, quantization, reduction, resize_fft, tensor_ops
 from .dtypes import BF16Array, bf16
 from .errors import TosaError, TosaUnpredictable
 
@@ -95,6 +96,11 @@ OPS: dict[str, Callable[..., object]] = {
     "TRANSPOSE_CONV2D": tensor_ops.transpose_conv2d,
     "AVG_POOL2D": tensor_ops.avg_pool2d,
     "MAX_POOL2D": tensor_ops.max_pool2d,
+    "FFT2D": resize_fft.fft2d,
+    "RFFT2D": resize_fft.rfft2d,
+    "FULLY_CONNECTED": resize_fft.fully_connected,  # TOSA 0.30 only (version="0.30")
+    # image
+    "RESIZE": resize_fft.resize,
 }
 
 
