@@ -378,6 +378,11 @@ def _conv_check(op: Any) -> str | None:
     g, ic, fc = int(_env(op, "g")), int(_env(op, "ic")), int(_env(op, "fc"))
     if g != 1 and not (g == ic and fc == 1):
         return f"grouped convolution (groups={g}, not 1 or depthwise)"
+    shape = _shape(op.inputs[0])
+    crop = _geometry(shape[2:], _offsets(op, _ints(_env(op, "paddings"))), _ints(_env(op, "fd")),
+                     _pair(op.attribs.get("stride")), _shape(op.outputs[0])[2:])[2]
+    if any(c <= 0 for c in crop):
+        return "convolution windows that lie wholly in the padding (TOSA SLICE cannot produce an empty crop)"
     return None
 
 
@@ -423,8 +428,10 @@ def _pool_check(op: Any) -> str | None:
         return "dilated pooling (TOSA pools have no dilation)"
     paddings = _ints(_env(op, "paddings"))
     size = _pair(op.attribs["size"])
-    pads = _geometry(shape[2:], _offsets(op, paddings), size, _pair(op.attribs.get("stride")),
-                     _shape(op.outputs[0])[2:])[0]
+    pads, _, crop = _geometry(shape[2:], _offsets(op, paddings), size, _pair(op.attribs.get("stride")),
+                              _shape(op.outputs[0])[2:])
+    if any(c <= 0 for c in crop):
+        return "pooling windows that lie wholly in the padding (TOSA SLICE cannot produce an empty crop)"
     if op.op == "nn.avg_pool" and op.attribs.get("ignore_border", True):
         if any(p >= k for p, k in zip(pads, [size[0], size[0], size[1], size[1]], strict=True)):
             return "avg_pool padding >= window size (TOSA AVG_POOL2D requires pad < kernel)"
