@@ -95,11 +95,16 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
                     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file; "
                                                                 "a .png/.svg/.pdf with --format dot is rendered "
                                                                 "by graphviz when installed.")] = None,
+                    tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA "
+                                                       "and which fall back to @lower.")] = False,
                     color: ColorOpt = "auto") -> None:
     """Compose a model's graph and print it."""
     from .compose.render import to_dot, to_json_text, to_text
 
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
+    if tosa:
+        _tosa_coverage(composed)
+        return
     text = {GraphFormat.text: to_text, GraphFormat.json: to_json_text, GraphFormat.dot: to_dot}[format](composed)
     if output is None:
         sys.stdout.write(text)
@@ -119,6 +124,24 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
     else:
         write_atomic(output, text)
     typer.echo(f"wrote {output}", err=True)
+
+
+def _tosa_coverage(graph: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .tosa.legalize import coverage
+
+    rows = coverage(graph)
+    table = Table(title=f"TOSA coverage of graph {graph.name}")
+    for col in ("operation", "label", "TOSA", "rule or reason"):
+        table.add_column(col)
+    for op, ok, reason in rows:
+        table.add_row(op.op, op.label, "yes" if ok else "no: @lower", reason, style=None if ok else "yellow")
+    console = Console()
+    console.print(table)
+    done = sum(ok for _, ok, _ in rows)
+    console.print(f"{done} of {len(rows)} operations map to TOSA; {len(rows) - done} fall back to @lower")
 
 
 def _load_array(spec: str, name: str) -> np.ndarray:
@@ -162,8 +185,15 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 rtol: Annotated[float, typer.Option("--rtol")] = 1e-4,
                 atol: Annotated[float, typer.Option("--atol")] = 1e-5,
                 decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False,
+                via: Annotated[str, typer.Option("--via", help="kernels (fast numpy kernels, default), lower "
+                                                 "(the @lower formulas) or tosa (TOSA subgraphs on the TOSA "
+                                                 "kernels, @lower where there is no mapping)")] = "kernels",
                 color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs."""
+    from .execute.backends import VIAS
+
+    if via not in VIAS:
+        raise typer.BadParameter(f"choose one of {', '.join(VIAS)}", param_hint="--via")
     colour = _color(color)
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, random_weights, seed, colour)
     rng = np.random.default_rng(seed)
@@ -180,7 +210,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                          "--random-inputs", param_hint="--input")
             given[t.name] = _random_input(rng, t)
     try:
-        outputs = _run_with_progress(composed, given)
+        outputs = _run_with_progress(composed, given, via)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if save_inputs is not None:
@@ -196,12 +226,14 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         _compare(outputs, expect, rtol, atol)
 
 
-def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray], via: str = "kernels") -> dict[str, Any]:
     """Run the graph; on a terminal, a progress bar over its operations (rich)."""
     from .execute import Executor
+    from .execute.backends import kernels_for
 
+    kernels, optimize = kernels_for(via)
     executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables}
-                        if graph.variable_source else {})
+                        if graph.variable_source else {}, kernels=kernels, optimize=optimize)
     if not sys.stderr.isatty() or len(graph.operations) < 2:
         return executor.run(inputs)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
