@@ -14,6 +14,7 @@ from .checking import check_paths, expand_paths
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
 from .source import SourceFile
+from .tosa.export import export_command
 
 app = typer.Typer(
     add_completion=False,
@@ -140,6 +141,7 @@ def lsp() -> None:
 
 app.command("compose")(cli_graph.compose_command)
 app.command("run")(cli_graph.run_command)
+app.command("export")(export_command)
 
 
 @app.command()

@@ -1,0 +1,266 @@
+"""Export a composed graph to TOSA 1.0 MLIR (generic op form) and, through ``tosa-opt``, to a flatbuffer.
+
+:func:`to_mlir` writes one ``func.func @main`` whose arguments are the graph inputs and whose results are
+the graph outputs. Every operation must be legalized (:func:`skriptnd.tosa.legalize.legalize`); variables,
+graph constants and the subgraphs' own constants become ``tosa.const`` (fp32 payloads as exact hex
+``dense<"0x…">``), shape operands ``tosa.const_shape`` (``!tosa.shape<N>``). Operand order is TOSA 1.0
+(CONV2D: input, weight, bias, input_zp, weight_zp; MUL: shift; PAD/RESHAPE/SLICE/TILE: shape values).
+Intermediate types come from running the subgraphs once on the TOSA numpy operators (inputs set to 1),
+so the exported graph is fully static. A non-legalized operation (or an unsupported input/output type,
+state updates, control flow) is reported as a located ``E0750`` diagnostic.
+
+:func:`to_flatbuffer` turns the MLIR into a TOSA flatbuffer with the ``tosa-opt`` of the tosa-tools wheel
+(``--tosa-attach-target``, ``--tosa-validate``, ``--tosa-serialize``); the flatbuffer's inputs are the
+graph inputs in order, as ``tosa_reference_model.run(fb, inputs)`` expects.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from ..diagnostics import Diagnostic, DiagnosticError, register_codes
+from ..source import Span
+from . import OPS
+from .legalize import coverage, legalize
+
+register_codes({"E0750": "operation cannot be exported to TOSA"})
+
+_ELEM = {np.dtype(np.float32): "f32", np.dtype(np.bool_): "i1", np.dtype(np.int8): "i8",
+         np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
+_NAN_MODE_OPS = {"CLAMP", "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "MAX_POOL2D"}
+
+
+class ExportError(Exception):
+    """tosa-opt is missing or rejected the MLIR."""
+
+
+def _type(a: np.ndarray) -> str:
+    dims = "".join(f"{int(d)}x" for d in a.shape)
+    return f"tensor<{dims}{_ELEM[a.dtype]}>"
+
+
+def _f32(v: float) -> str:
+    return f"0x{int(np.asarray(v, np.float32).view(np.uint32)):08X} : f32"
+
+
+def _bool_literal(a: np.ndarray) -> str:
+    if a.ndim == 0:
+        return "true" if a else "false"
+    return "[" + ", ".join(_bool_literal(x) for x in a) + "]"
+
+
+def _dense(a: np.ndarray) -> str:
+    if a.dtype == np.bool_:
+        body = _bool_literal(a) if a.size and a.any() != a.all() else ("true" if a.size and a.all() else "false")
+    else:
+        body = '"0x' + np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes().hex().upper() + '"'
+    return f"dense<{body}> : {_type(a)}"
+
+
+def _attrs(name: str, attrs: dict[str, Any]) -> str:
+    out = []
+    for k, v in sorted(attrs.items()):
+        if k in ("pad", "stride", "dilation", "kernel"):
+            out.append(f"{k} = array<i64: {', '.join(str(int(x)) for x in v)}>")
+        elif k == "perms":
+            out.append(f"perms = array<i32: {', '.join(str(int(x)) for x in v)}>")
+        elif k == "axis":
+            out.append(f"axis = {int(v)} : i32")
+        elif k == "acc_type":
+            out.append(f"acc_type = {_ELEM[np.dtype(np.float32)] if v == 'fp32' else v}")
+        elif k in ("min_val", "max_val"):
+            out.append(f"{k} = {_f32(v)}")
+        elif k == "nan_mode":
+            out.append(f"nan_mode = #tosa.nan_mode<{v}>")
+        else:
+            raise ValueError(f"no MLIR form for attribute {k} of {name}")
+    if name in _NAN_MODE_OPS and "nan_mode" not in attrs:
+        out.append("nan_mode = #tosa.nan_mode<PROPAGATE>")
+    return " <{" + ", ".join(sorted(out)) + "}>" if out else ""
+
+
+def _span(x: Any) -> Span | None:
+    span = getattr(x, "span", None)
+    return span if isinstance(span, Span) else None
+
+
+def _fail(message: str, span: Span | None) -> Diagnostic:
+    return Diagnostic(code="E0750", message=message, span=span or Span("<graph>", 1, 1, 1, 1))
+
+
+def check_exportable(graph: Any) -> list[Diagnostic]:
+    """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
+    diags = []
+    for t in list(graph.inputs) + list(graph.outputs):
+        if t.dtype not in ("real", "bool") or any(d is None for d in t.shape):
+            diags.append(_fail(f"graph {'input' if t in graph.inputs else 'output'} '{t.name}' is "
+                               f"{t.dtype}{list(t.shape)} (only static real/bool tensors map to TOSA)", _span(t)))
+    if getattr(graph, "updates", None):
+        diags.append(_fail("the graph updates variables (stateful graphs cannot be exported)", None))
+    for op, ok, reason in coverage(graph):
+        if not ok:
+            diags.append(_fail(f"operation '{op.op}' ({op.label}) is not legalized to TOSA: {reason}", _span(op)))
+    return diags
+
+
+def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
+    """TOSA 1.0 MLIR (generic form) of ``graph``; ``variables`` by name (default: the model's files).
+    Raises :class:`DiagnosticError` when the graph cannot be exported."""
+    diags = check_exportable(graph)
+    if diags:
+        raise DiagnosticError(diags)
+    if variables is None:
+        variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+    lines: list[str] = []
+    ssa: dict[int, str] = {}  # id(tensor) -> SSA name
+    vals: dict[int, np.ndarray] = {}  # id(tensor) -> value (for types)
+    counter = [0]
+
+    def fresh() -> str:
+        counter[0] += 1
+        return f"%{counter[0] - 1}"
+
+    def emit_const(a: np.ndarray) -> str:
+        name = fresh()
+        if a.dtype == np.int64:
+            lines.append(f'    {name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
+                         f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
+        else:
+            lines.append(f'    {name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}')
+        return name
+
+    def value_of(t: Any) -> str:
+        if id(t) in ssa:
+            return ssa[id(t)]
+        if t.kind == "variable":
+            a = variables[t.name]
+        elif t.kind == "constant":
+            a = t.value
+        else:
+            raise ValueError(f"tensor '{t.name}' is used before it is computed")
+        a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
+        ssa[id(t)], vals[id(t)] = emit_const(a), a
+        return ssa[id(t)]
+
+    args = []
+    for i, t in enumerate(graph.inputs):
+        ssa[id(t)] = f"%arg{i}"
+        vals[id(t)] = np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32)
+        args.append(f"%arg{i}: {_type(vals[id(t)])}")
+
+    for op in graph.operations:
+        sg, _ = legalize(op)
+        assert sg is not None
+        env: dict[str, str] = {}
+        nv: dict[str, np.ndarray] = {}
+        for names, t in zip(sg.inputs, op.inputs, strict=False):
+            if names is None or t is None:
+                continue
+            for n, tt in zip(names, t, strict=True) if isinstance(names, list) else [(names, t)]:
+                env[n] = value_of(tt)
+                nv[n] = vals[id(tt)]
+        for n, a in sg.constants.items():
+            env[n], nv[n] = emit_const(a), a
+        for o in sg.ops:
+            operands = [nv[i] for i in o.inputs]
+            with np.errstate(all="ignore"):
+                result = OPS[o.name](operands, **o.attrs) if o.name == "CONCAT" else OPS[o.name](*operands, **o.attrs)
+            result = np.asarray(result)
+            in_types = ", ".join(f"!tosa.shape<{nv[i].size}>" if nv[i].dtype == np.int64 else _type(nv[i])
+                                 for i in o.inputs)
+            name = fresh()
+            lines.append(f'    {name} = "tosa.{o.name.lower()}"({", ".join(env[i] for i in o.inputs)})'
+                         f"{_attrs(o.name, o.attrs)} : ({in_types}) -> {_type(result)}")
+            env[o.output], nv[o.output] = name, result
+        for n, t in zip(sg.outputs, op.outputs, strict=True):
+            ssa[id(t)], vals[id(t)] = env[n], nv[n]
+
+    results = []
+    for t in graph.outputs:
+        if t.kind in ("input", "variable", "constant"):  # a function result must be an operation's value
+            src = value_of(t)
+            name = fresh()
+            lines.append(f'    {name} = "tosa.identity"({src}) : ({_type(vals[id(t)])}) -> {_type(vals[id(t)])}')
+            results.append((name, vals[id(t)]))
+        else:
+            results.append((ssa[id(t)], vals[id(t)]))
+    res_types = ", ".join(_type(a) for _, a in results)
+    head = (f'  "func.func"() <{{function_type = ({", ".join(_type(vals[id(t)]) for t in graph.inputs)}) -> '
+            f'({res_types}), sym_name = "main"}}> ({{\n  ^bb0({", ".join(args)}):')
+    ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
+    return "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,
+                      *lines, ret, "  }) : () -> ()", "}) : () -> ()", ""])
+
+
+def tosa_opt_path() -> str | None:
+    """The tosa-tools ``tosa-opt`` (next to this interpreter first, then on PATH)."""
+    here = Path(sys.executable).parent / "tosa-opt"
+    return str(here) if here.is_file() else shutil.which("tosa-opt")
+
+
+def to_flatbuffer(mlir: str, profile: str = "pro_fp", timeout: float = 300.0) -> bytes:
+    """Validate ``mlir`` (TOSA 1.0, ``profile``) and serialize it with ``tosa-opt``; :class:`ExportError`
+    carries tosa-opt's message when it is missing or refuses the module."""
+    tool = tosa_opt_path()
+    if tool is None:
+        raise ExportError("tosa-opt not found (pip install --no-deps tosa-tools)")
+    with tempfile.TemporaryDirectory(prefix="sknd_tosa_") as tmp:
+        src, fb = os.path.join(tmp, "model.mlir"), os.path.join(tmp, "model.tosa")
+        Path(src).write_text(mlir, encoding="utf-8")
+        done = subprocess.run([tool, src, f"--tosa-attach-target=profiles={profile}", "--tosa-validate",
+                               "--tosa-serialize", f"--tosa-flatbuffer-filename={fb}", "-o", os.devnull],
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0 or not os.path.isfile(fb):
+            raise ExportError(f"tosa-opt rejected the module:\n{done.stderr.strip()}")
+        return Path(fb).read_bytes()
+
+
+# -- `sknd export` ---------------------------------------------------------------------------------
+
+
+def export_command(
+    path: Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")],
+    tosa_mlir: Annotated[Path | None, typer.Option("--tosa-mlir", help="Write TOSA 1.0 MLIR (generic form).")]
+    = None,
+    tosa_flatbuffer: Annotated[Path | None, typer.Option("--tosa-flatbuffer", help="Write a TOSA flatbuffer "
+                                                         "(validated and serialized by tosa-opt).")] = None,
+    graph: Annotated[str | None, typer.Option("--graph", help="The graph to export (default: the first).")] = None,
+    attrib: Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value.")]
+    = None,
+    random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for variables "
+                                                 "without tensor files.")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+) -> None:
+    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer)."""
+    from ..cli_graph import _color, fail, load_and_compose, parse_attribs
+    from ..fileio import write_atomic
+
+    if tosa_mlir is None and tosa_flatbuffer is None:
+        raise typer.BadParameter("give --tosa-mlir FILE and/or --tosa-flatbuffer FILE", param_hint="--tosa-mlir")
+    colour = _color(color)
+    composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
+    try:
+        mlir = to_mlir(composed)
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, colour)
+    if tosa_flatbuffer is not None:
+        try:
+            fb = to_flatbuffer(mlir)
+        except (ExportError, subprocess.TimeoutExpired, OSError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(1) from None
+        write_atomic(tosa_flatbuffer, fb)
+        typer.echo(f"wrote {tosa_flatbuffer}", err=True)
+    if tosa_mlir is not None:
+        write_atomic(tosa_mlir, mlir)
+        typer.echo(f"wrote {tosa_mlir}", err=True)

@@ -1,0 +1,113 @@
+"""`sknd export --tosa-mlir/--tosa-flatbuffer` (skriptnd.tosa.export).
+
+The digits model is exported to TOSA 1.0 MLIR; tosa-tools' ``tosa-opt`` parses and validates it and
+serializes it to a flatbuffer, which the TOSA reference model executes (in a subprocess: it may abort the
+process) on sample images; its outputs must match ``compose().run`` (rtol 1e-4). A graph with an operation
+that is not legalized is refused with a located diagnostic (exit 1, no traceback, nothing written).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skriptnd
+from skriptnd.tosa.export import to_flatbuffer, to_mlir, tosa_opt_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tosa_oracle import require_oracle  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS = ROOT / "models" / "digits"
+SAMPLES = DIGITS / "samples"
+
+_RUN_REFERENCE = """
+import sys, numpy as np, tosa_reference_model as trm
+fb, out, *inputs = sys.argv[1:]
+outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
+assert status == trm.GraphStatus.TOSA_VALID, status
+np.save(out, np.asarray(outputs[0]))
+"""
+
+
+def sknd(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def reference_run(fb: Path, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
+    paths = []
+    for i, x in enumerate(inputs):
+        paths.append(tmp / f"in{i}.npy")
+        np.save(paths[-1], x)
+    out = tmp / "out.npy"
+    proc = subprocess.run([sys.executable, "-c", _RUN_REFERENCE, str(fb), str(out), *map(str, paths)],
+                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return np.load(out)
+
+
+@pytest.fixture(scope="module")
+def tools() -> None:
+    require_oracle()
+    if tosa_opt_path() is None:
+        pytest.skip("tosa-opt (tosa-tools) is not installed")
+
+
+def test_digits_mlir_is_accepted_and_matches_sknd_run(tmp_path: Path, tools: None) -> None:
+    out = tmp_path / "digits.mlir"
+    proc = sknd("export", str(DIGITS), "--tosa-mlir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert 'func.func"() <{function_type = (tensor<1x1x8x8xf32>) -> (tensor<1x10xf32>), sym_name = "main"}>' in text
+    for op in ("tosa.conv2d", "tosa.clamp", "tosa.max_pool2d", "tosa.reshape", "tosa.matmul", "tosa.reduce_max",
+               "tosa.exp", "tosa.reciprocal", "tosa.mul", "tosa.const", "tosa.const_shape"):
+        assert f'"{op}"(' in text, op
+    fb = tmp_path / "digits.tosa"
+    fb.write_bytes(to_flatbuffer(text))  # tosa-opt: parse, --tosa-validate (pro_fp), --tosa-serialize
+    graph = skriptnd.load(DIGITS).compose()
+    for sample in ("3.npy", "7.npy"):
+        x = np.load(SAMPLES / sample).astype(np.float32).reshape(1, 1, 8, 8)
+        expected = np.asarray(graph.run({"image": x})["probabilities"])
+        got = reference_run(fb, [x], tmp_path)
+        np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
+
+
+def test_flatbuffer_option_batch_attribute(tmp_path: Path, tools: None) -> None:
+    fb, mlir = tmp_path / "d.tosa", tmp_path / "d.mlir"
+    proc = sknd("export", str(DIGITS), "--attrib", "batch=2", "--tosa-flatbuffer", str(fb), "--tosa-mlir", str(mlir))
+    assert proc.returncode == 0, proc.stderr
+    assert "tensor<2x1x8x8xf32>" in mlir.read_text()
+    graph = skriptnd.load(DIGITS).compose(attribs={"batch": 2})
+    x = np.stack([np.load(SAMPLES / f"{i}.npy").astype(np.float32).reshape(1, 8, 8) for i in (1, 2)])
+    expected = np.asarray(graph.run({"image": x})["probabilities"])
+    np.testing.assert_allclose(reference_run(fb, [x], tmp_path).reshape(expected.shape), expected,
+                               rtol=1e-4, atol=1e-7)
+
+
+def test_unlegalized_operation_is_a_located_diagnostic(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import nn;\ngraph G {\n    @input { x: real[1,2,8]; w: real[4,2,3]; }\n    @output { y: real[1,4,8]; }\n"
+        "    @compose {\n        y = nn.conv(x, w);\n    }\n}\n")
+    out = tmp_path / "out.mlir"
+    out.write_text("old")
+    proc = sknd("export", str(model), "--tosa-mlir", str(out), "--color", "never")
+    assert proc.returncode == 1, proc.stderr
+    assert "E0750" in proc.stderr and "nn.conv" in proc.stderr and "1-D convolution" in proc.stderr
+    assert "main.sknd:6:" in proc.stderr
+    assert out.read_text() == "old"  # nothing written
+    with pytest.raises(skriptnd.diagnostics.DiagnosticError):
+        to_mlir(skriptnd.load(model).compose())
+
+
+def test_needs_an_output_option() -> None:
+    proc = sknd("export", str(DIGITS))
+    assert proc.returncode == 2
