@@ -7,7 +7,7 @@ model folders: `<module>.<graph>.<scoped variable name>.dat` (e.g. `main.G.filte
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,25 @@ class Model:
 
         composed.variable_source = source
         return composed
+
+
+def weights_main(description: str, make: Callable[[int], Mapping[str, np.ndarray]], graphs: Sequence[str],
+                 default_folder: Path, default_seed: int = 0, module: str = "main") -> None:
+    """The command line of a model folder's weight script: `--output DIR --seed N`, then the
+    tensor files of every graph (all share the variables), and a one-line summary."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description.strip().splitlines()[0])
+    parser.add_argument("--output", type=Path, default=default_folder,
+                        help="folder for the .dat files (default: beside main.sknd)")
+    parser.add_argument("--seed", type=int, default=default_seed)
+    args = parser.parse_args()
+    params = make(args.seed)
+    for graph in graphs:
+        save_weights(args.output, graph, params, module=module)
+    count = sum(int(a.size) for a in params.values())
+    print(f"wrote {len(params)} tensors ({count:,} parameters, {4 * count / 1e6:.1f} MB) for "
+          f"{', '.join(graphs)} to {args.output}")
 
 
 def _random(rng: np.random.Generator, t: Tensor) -> np.ndarray:

@@ -13,7 +13,6 @@ files, about 120 KB.
 
 from __future__ import annotations
 
-import argparse
 import zlib
 from pathlib import Path
 
@@ -47,13 +46,9 @@ def save(params: dict[str, np.ndarray], folder: Path = HERE) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=HERE, help="folder for the .dat files (default: beside main.sknd)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    params = weights(args.seed)
-    save(params, args.output)
-    print(f"wrote {len(params)} tensors for each of {', '.join(GRAPHS)} to {args.output}")
+    from skriptnd.model import weights_main
+
+    weights_main(__doc__, weights, GRAPHS, HERE, SEED, MODULE)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Files: float32 NNEF tensor files `main.Transformer.<scoped variable>.dat` (`bloc
 
 from __future__ import annotations
 
-import argparse
 import zlib
 from pathlib import Path
 
@@ -65,17 +64,14 @@ def weights(seed: int = SEED, dim: int = DIM, ffn: int = FFN) -> dict[str, np.nd
 def save(params: dict[str, np.ndarray], folder: Path = HERE) -> None:
     from skriptnd.model import save_weights
 
-    save_weights(folder, GRAPH, params, module=MODULE)
+    for graph in [GRAPH]:
+        save_weights(folder, graph, params, module=MODULE)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=HERE, help="folder for the .dat files (default: beside main.sknd)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args()
-    params = weights(args.seed)
-    save(params, args.output)
-    print(f"wrote {len(params)} tensors ({sum(a.size for a in params.values()):,} parameters) to {args.output}")
+    from skriptnd.model import weights_main
+
+    weights_main(__doc__, weights, [GRAPH], HERE, SEED, MODULE)
 
 
 if __name__ == "__main__":
