@@ -107,6 +107,10 @@ def weights_main(description: str, make: Callable[[int], Mapping[str, np.ndarray
 
 def _random(rng: np.random.Generator, t: Tensor) -> np.ndarray:
     shape = tuple(d or 1 for d in t.shape)
+    last = t.name.rsplit(".", 1)[-1].lower()
+    if t.dtype == "real" and ("variance" in last or last.endswith("var")):
+        # a normalisation's variance must be positive, or the model computes sqrt of a negative
+        return rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
     if t.dtype == "real":
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
         return (rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))).astype(np.float32)

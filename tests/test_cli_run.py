@@ -92,3 +92,12 @@ def test_usage_errors(tmp_path: Path) -> None:
     unknown = sknd("run", str(DIGITS), "--input", f"image={SAMPLES / '1.npy'}", "--input",
                    f"other={SAMPLES / '1.npy'}")
     assert unknown.returncode == 1 and "no input 'other'" in unknown.stderr
+
+
+def test_random_weights_keep_normalisation_variances_positive() -> None:
+    # batch-norm variances drawn like other weights would be negative half the time (NaN outputs)
+    import skriptnd
+
+    graph = skriptnd.load(ROOT / "models" / "resnet18").compose(random_weights=True, seed=3)
+    variances = [graph.variable_source(t) for t in graph.variables if t.name.endswith(".variance")]
+    assert len(variances) == 20 and all((v > 0).all() for v in variances)
