@@ -5,9 +5,6 @@ All results are exact (data movement only; float values compared bit for bit).
 
 from __future__ import annotations
 
-import os
-import zlib
-
 import numpy as np
 import pytest
 from tosa_oracle import (
@@ -18,6 +15,7 @@ from tosa_oracle import (
     rand_shape,
     require_oracle,
     run_reference,
+    seeded_rng,
 )
 
 from skriptnd.tosa import OPS, TosaError, TosaUnpredictable
@@ -33,7 +31,7 @@ def _oracle():
 
 
 def _rng(*key: object) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(repr(("tosa-dl", os.environ.get("TOSA_TEST_SEED", "")) + key).encode()))
+    return seeded_rng("tosa-dl", *key)
 
 
 def _data(rng: np.random.Generator, t: str, shape: tuple[int, ...]):

@@ -21,9 +21,6 @@ Integer and bool results are bit-exact.
 
 from __future__ import annotations
 
-import os
-import zlib
-
 import numpy as np
 import pytest
 from tosa_oracle import (
@@ -38,6 +35,7 @@ from tosa_oracle import (
     require_oracle,
     run_reference,
     same_bits,
+    seeded_rng,
 )
 
 from skriptnd.tosa import OPS, TosaError, TosaUnpredictable, bf16
@@ -53,7 +51,7 @@ def _oracle():
 
 
 def _rng(*key: object) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(repr(("tosa-ew", os.environ.get("TOSA_TEST_SEED", "")) + key).encode()))
+    return seeded_rng("tosa-ew", *key)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,6 @@ fp32, this implementation in float64 rounded once); REDUCE_PRODUCT: relative err
 
 from __future__ import annotations
 
-import os
-import zlib
-
 import numpy as np
 import pytest
 from tosa_oracle import (
@@ -21,6 +18,7 @@ from tosa_oracle import (
     rand_shape,
     require_oracle,
     run_reference,
+    seeded_rng,
     ulp_distance,
 )
 
@@ -38,7 +36,7 @@ def _oracle():
 
 
 def _rng(*key: object) -> np.random.Generator:
-    return np.random.default_rng(zlib.crc32(repr(("tosa-red", os.environ.get("TOSA_TEST_SEED", "")) + key).encode()))
+    return seeded_rng("tosa-red", *key)
 
 
 @pytest.mark.parametrize("op", ["REDUCE_ALL", "REDUCE_ANY"])

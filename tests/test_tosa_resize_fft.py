@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 import numpy as np
 import pytest
@@ -31,9 +30,8 @@ def oracle():
     to.require_oracle()
 
 
-def _rng(*key):
-    return np.random.default_rng(zlib.crc32(repr(("tosa-resize-fft", os.environ.get("TOSA_TEST_SEED", "")) + key)
-                                            .encode()))
+def _rng(*key: object) -> np.random.Generator:
+    return to.seeded_rng("tosa-resize-fft", *key)
 
 
 def _ulp(r64, t):

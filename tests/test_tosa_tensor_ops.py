@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 import numpy as np
 import pytest
@@ -33,8 +32,8 @@ def reference(op, inputs, attributes, out_type, out_shape):
                             output_shape=tuple(int(d) for d in out_shape))
 
 
-def _rng(*key):
-    return np.random.default_rng(zlib.crc32(repr(("tosa-tensor", os.environ.get("TOSA_TEST_SEED", "")) + key).encode()))
+def _rng(*key: object) -> np.random.Generator:
+    return to.seeded_rng("tosa-tensor", *key)
 
 
 def _zp(v, t):

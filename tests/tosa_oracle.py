@@ -503,6 +503,13 @@ if __name__ == "__main__" and "--worker" in sys.argv:
 # Test helpers: availability, random data, ulp comparison.
 
 
+def seeded_rng(tag: str, *key: object) -> np.random.Generator:
+    """A generator per (test file tag, case key), varied by the TOSA_TEST_SEED environment variable."""
+    import zlib
+
+    return np.random.default_rng(zlib.crc32(repr((tag, os.environ.get("TOSA_TEST_SEED", "")) + key).encode()))
+
+
 def require_oracle() -> None:
     """Skip the calling test when the wheel is missing locally; in CI (``CI`` set) fail instead."""
     if available():
