@@ -231,13 +231,18 @@ def describe_symbol(sym: Symbol, definition: ast.Definition | None = None) -> st
     return text
 
 
-def hover(ws: Workspace, uri: str, position: types.Position) -> types.Hover | None:
+def _target(ws: Workspace, uri: str, position: types.Position) -> tuple[Analysis, Target] | None:
+    """The open document's analysis and the operator or symbol under the cursor, if any."""
     analysis = ws.analysis(uri)
-    if analysis is None:
+    target = target_at(analysis, position) if analysis is not None else None
+    return None if target is None else (analysis, target)
+
+
+def hover(ws: Workspace, uri: str, position: types.Position) -> types.Hover | None:
+    found = _target(ws, uri, position)
+    if found is None:
         return None
-    target = target_at(analysis, position)
-    if target is None:
-        return None
+    analysis, target = found
     if target.kind == "operator" and target.operator is not None:
         module, defn = target.operator
         text = render_operator(module.name, defn)
@@ -270,12 +275,10 @@ def _symbol_span(analysis: Analysis, sym: Symbol) -> Span:
 
 
 def definition(ws: Workspace, uri: str, position: types.Position) -> list[types.Location] | None:
-    analysis = ws.analysis(uri)
-    if analysis is None:
+    found = _target(ws, uri, position)
+    if found is None:
         return None
-    target = target_at(analysis, position)
-    if target is None:
-        return None
+    analysis, target = found
     if target.kind == "operator" and target.operator is not None:
         return [_location(ws, target.operator[1].name_span)]
     if target.kind == "symbol" and target.symbol is not None:
@@ -382,12 +385,10 @@ def _symbol_references(ws: Workspace, analysis: Analysis, target: Target,
 
 def references(ws: Workspace, uri: str, position: types.Position,
                include_declaration: bool = True) -> list[types.Location] | None:
-    analysis = ws.analysis(uri)
-    if analysis is None:
+    found = _target(ws, uri, position)
+    if found is None:
         return None
-    target = target_at(analysis, position)
-    if target is None:
-        return None
+    analysis, target = found
     if target.kind == "operator" and target.operator is not None:
         return _operator_references(ws, analysis, target.operator, include_declaration)
     if target.kind == "symbol" and target.symbol is not None:
