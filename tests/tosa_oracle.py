@@ -27,6 +27,15 @@ How the reference model is driven (the wheel is installed with ``--no-deps``, so
    are not returned at all. ``precise_mode=1`` computes floating-point operators in FP64 and returns
    float64 outputs (used here to measure the ulp error of float results).
 
+``run_reference_graph(regions)`` runs a graph of several regions (one basic block each), for the control
+flow operators: a COND_IF / WHILE_LOOP operator names its then/else or cond/body graph by *region* name
+(``CondIfAttribute(then_graph, else_graph)``, ``WhileLoopAttribute(cond_graph, body_graph)``; the
+reference model looks them up with ``GetRegionByName``). That graph's JSON is written directly (the
+serializer only encodes each operator's attribute, through a throw-away one-operator graph): every tensor
+is declared with its shape and type, a region's block inputs/outputs are its graph inputs/outputs, CONST
+operators come first in each block (the reference model asserts otherwise), and the first region
+("main") takes its operands as CONST tensors.
+
 The reference model aborts the whole process on internal assertions (and tries to attach gdb unless
 ``TOSA_MODEL_NO_BACKTRACE`` is set), so it runs in a persistent worker subprocess that is restarted
 if it dies; its stdout/stderr go to a log whose new text is attached to every :class:`ReferenceError`.
@@ -43,7 +52,7 @@ import struct
 import subprocess
 import sys
 import tempfile
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -247,6 +256,43 @@ def run_reference(
     return _worker().call(request, timeout)
 
 
+@dataclass
+class Region:
+    """One region (a single basic block) of a graph for :func:`run_reference_graph`.
+
+    ``inputs``/``outputs`` name the block's graph inputs/outputs; ``tensors`` declares the shape and TOSA
+    type of every other tensor (constants may be left out: they take their shape and type from the
+    array); ``operators`` are ``(op, input_names, output_names, attributes)`` in execution order, with
+    the attributes of :func:`run_reference` (COND_IF: ``then_graph``/``else_graph``, WHILE_LOOP:
+    ``cond_graph``/``body_graph``: region names); ``constants`` become CONST operators.
+    """
+
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    tensors: dict[str, tuple[tuple[int, ...], str]]
+    operators: list[tuple[str, list[str], list[str], dict[str, Any]]]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def encode(self) -> dict[str, Any]:
+        tensors = {n: (tuple(int(d) for d in s), t) for n, (s, t) in self.tensors.items()}
+        data = {}
+        for n, v in self.constants.items():
+            carrier = input_types_of([v])[0]
+            v = np.asarray(v)
+            t = tensors[n][1] if n in tensors else carrier or type_of(v)
+            tensors[n] = (tuple(int(d) for d in v.shape), t)
+            data[n] = to_bytes(v, t)
+        return {"name": self.name, "inputs": list(self.inputs), "outputs": list(self.outputs), "tensors": tensors,
+                "operators": [(op, list(i), list(o), dict(a)) for op, i, o, a in self.operators], "data": data}
+
+
+def run_reference_graph(regions: list[Region], timeout: float = 120.0) -> list[np.ndarray] | ReferenceError:
+    """Run a multi-region TOSA 1.0 graph; ``regions[0]`` is the main graph (no inputs: its operands are
+    constants). Returns the main graph's outputs (bf16 as float32 carriers; int48 is not returned)."""
+    return _worker().call(("__graph__", [r.encode() for r in regions]), timeout)
+
+
 # --------------------------------------------------------------------------------------------------
 # Parent side: a persistent worker process.
 
@@ -270,11 +316,11 @@ class _Worker:
             self.proc.wait()
         self.proc = None
 
-    def call(self, request: _Request, timeout: float) -> np.ndarray | ReferenceError:
+    def call(self, request: _Request | tuple, timeout: float) -> Any:
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         assert self.proc is not None and self.proc.stdin and self.proc.stdout
-        payload = pickle.dumps(astuple(request))
+        payload = pickle.dumps(astuple(request) if isinstance(request, _Request) else request)
         try:
             self.proc.stdin.write(struct.pack("<Q", len(payload)) + payload)
             self.proc.stdin.flush()
@@ -450,6 +496,74 @@ def _run(request: _Request, workdir: str) -> np.ndarray:
     return np.asarray(result).reshape(request.output_shape)
 
 
+_GRAPH_ATTRIBUTES = {"COND_IF": ("CondIfAttribute", ("then_graph", "else_graph")),
+                     "WHILE_LOOP": ("WhileLoopAttribute", ("cond_graph", "body_graph"))}
+
+
+def _attribute_json(ts, fbs: str, workdir: str, op: str, attributes: dict[str, Any], input_type: str):
+    """(attribute_type, attribute) of one operator as the serializer writes them in JSON."""
+    import json
+
+    if op in _GRAPH_ATTRIBUTES:
+        kind, names = _GRAPH_ATTRIBUTES[op]
+        return kind, {n: attributes[n] for n in names}
+    if op == "CONST":
+        return "ConstAttribute", {}
+    ser = ts.TosaSerializer(workdir, targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
+    ser.loadFileSchema(fbs)
+    ser.addOperator(getattr(ts.Op, op), [], [], _attribute(ts, op, attributes, input_type))
+    path = os.path.join(workdir, "attribute.json")
+    if ser.saveFileJson(path) != ts.TosaError.TOSA_OK:
+        raise RuntimeError("saveFileJson failed")
+    with open(path) as f:
+        operator = json.load(f)["regions"][0]["blocks"][0]["operators"][-1]
+    return operator["attribute_type"], operator["attribute"]
+
+
+def _run_graph(regions: list[dict[str, Any]], workdir: str) -> list[np.ndarray]:
+    import json
+
+    import tosa_reference_model as trm
+    import tosa_serializer as ts
+
+    fbs = os.path.join(os.path.dirname(os.path.dirname(ts.__file__)), "bin", "tosa.fbs")
+    out_regions = []
+    for r in regions:
+        tensors = [{"name": n, "shape": list(shape), "type": _TYPES[t][0], "data": r["data"].get(n, []),
+                    "variable_name": "", "scale_data": []} for n, (shape, t) in r["tensors"].items()]
+        operators = [{"op": "CONST", "attribute_type": "ConstAttribute", "attribute": {}, "inputs": [],
+                      "outputs": [n]} for n in r["data"]]
+        for op, ins, outs, attributes in r["operators"]:
+            first = next((r["tensors"][i][1] for i in ins if i in r["tensors"]), "int32")
+            kind, attr = _attribute_json(ts, fbs, workdir, op, attributes, first)
+            operators.append({"op": op, "attribute_type": kind, "attribute": attr, "inputs": ins, "outputs": outs})
+        block = {"name": r["name"], "operators": operators, "tensors": tensors, "inputs": r["inputs"],
+                 "outputs": r["outputs"], "shapes": []}
+        out_regions.append({"name": r["name"], "blocks": [block]})
+    graph = {"version": {"_major": 1, "_minor": 0, "_patch": 0, "_draft": False}, "regions": out_regions}
+    path = os.path.join(workdir, "graph.json")
+    with open(path, "w") as f:
+        json.dump(graph, f)
+    loader = ts.TosaSerializer(workdir, targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
+    loader.loadFileSchema(fbs)
+    if not loader.loadTosaJson(path):
+        raise RuntimeError("loadTosaJson failed")
+    try:
+        outputs, status = trm.run(loader.serialize(), [])
+    except ValueError as exc:
+        raise _Status("INVALID_GRAPH", str(exc)) from None
+    if status != trm.GraphStatus.TOSA_VALID:
+        raise _Status({1: "UNPREDICTABLE", 2: "ERROR"}.get(int(status), str(status)), "")
+    main = regions[0]
+    results = []
+    for name, value in zip(main["outputs"], outputs, strict=False):
+        shape, t = main["tensors"][name]
+        if t == "bf16":
+            value = (np.frombuffer(value.tobytes(), "<u2").astype(np.uint32) << 16).view(np.float32)
+        results.append(np.asarray(value).reshape(shape))
+    return results
+
+
 class _Status(Exception):
     def __init__(self, status: str, message: str) -> None:
         super().__init__(message)
@@ -476,10 +590,13 @@ def _serve(workdir: str) -> None:
             if not chunk:
                 return
             data += chunk
-        request = _Request(*pickle.loads(data))
+        message_in = pickle.loads(data)
         start = os.lseek(log_fd, 0, os.SEEK_END)
         try:
-            reply = ("ok", _run(request, workdir), "")
+            if message_in[0] == "__graph__":
+                reply = ("ok", _run_graph(message_in[1], workdir), "")
+            else:
+                reply = ("ok", _run(_Request(*message_in), workdir), "")
         except _Status as exc:
             reply = (exc.status, None, str(exc))
         except Exception as exc:  # oracle bug: report, keep serving

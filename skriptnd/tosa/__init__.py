@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import data_layout, elementwise, quantization, reduction, resize_fft, tensor_ops
+from . import control_flow, data_layout, elementwise, quantization, reduction, resize_fft, tensor_ops
 from .dtypes import BF16Array, bf16
 from .errors import TosaError, TosaUnpredictable
 
@@ -101,6 +101,10 @@ OPS: dict[str, Callable[..., object]] = {
     "FULLY_CONNECTED": resize_fft.fully_connected,  # TOSA 0.30 only (version="0.30")
     # image
     "RESIZE": resize_fft.resize,
+    # control flow, custom
+    "COND_IF": control_flow.cond_if,
+    "WHILE_LOOP": control_flow.while_loop,
+    "CUSTOM": control_flow.custom,
 }
 
 
