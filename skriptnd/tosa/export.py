@@ -2,9 +2,13 @@
 
 :func:`to_mlir` writes one ``func.func @main`` whose arguments are the graph inputs and whose results are
 the graph outputs. Every operation must be legalized (:func:`skriptnd.tosa.legalize.legalize`); variables,
-graph constants and the subgraphs' own constants become ``tosa.const`` (fp32 payloads as exact hex
-``dense<"0x…">``), shape operands ``tosa.const_shape`` (``!tosa.shape<N>``). Operand order is TOSA 1.0
-(CONV2D: input, weight, bias, input_zp, weight_zp; MUL: shift; PAD/RESHAPE/SLICE/TILE: shape values).
+graph constants and the subgraphs' own constants become ``tosa.const``, shape operands ``tosa.const_shape``
+(``!tosa.shape<N>``). Numeric constants of at least :data:`RESOURCE_MIN_BYTES` bytes are
+``dense_resource<name>`` blobs in a trailing ``{-# dialect_resources: { builtin: { … } } #-}`` section
+(little-endian hex after the 4-byte alignment header), which MLIR parses without building a literal;
+``inline_constants=True`` (``--inline-constants``) writes every payload as an exact hex ``dense<"0x…">``
+literal instead. Operand order is TOSA 1.0 (CONV2D: input, weight, bias, input_zp, weight_zp; MUL: shift;
+PAD/RESHAPE/SLICE/TILE: shape values).
 Intermediate types come from running the subgraphs once on the TOSA numpy operators (inputs set to 1),
 so the exported graph is fully static. A non-legalized operation (or an unsupported input/output type,
 state updates, control flow) is reported as a located ``E0750`` diagnostic.
@@ -37,6 +41,7 @@ register_codes({"E0750": "operation cannot be exported to TOSA"})
 _ELEM = {np.dtype(np.float32): "f32", np.dtype(np.bool_): "i1", np.dtype(np.int8): "i8",
          np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
 _NAN_MODE_OPS = {"CLAMP", "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "MAX_POOL2D"}
+RESOURCE_MIN_BYTES = 64  # smaller payloads stay inline literals (readable, and not worth a blob)
 
 
 class ExportError(Exception):
@@ -58,11 +63,32 @@ def _bool_literal(a: np.ndarray) -> str:
     return "[" + ", ".join(_bool_literal(x) for x in a) + "]"
 
 
+def _le_bytes(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
+def _resource_key(hint: str, taken: set[str]) -> str:
+    """An MLIR resource key (bare identifier) from a tensor name, unique among ``taken``."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "const"
+    base = base if base[0].isalpha() or base[0] == "_" else "_" + base
+    key, n = base, 1
+    while key in taken:
+        key, n = f"{base}_{n}", n + 1
+    taken.add(key)
+    return key
+
+
+def _resource_blob(a: np.ndarray) -> str:
+    """``"0x<alignment: uint32 LE><payload>"``, the builtin dialect's hex form of a blob."""
+    align = max(4, a.dtype.itemsize)
+    return '"0x' + align.to_bytes(4, "little").hex().upper() + _le_bytes(a).hex().upper() + '"'
+
+
 def _dense(a: np.ndarray) -> str:
     if a.dtype == np.bool_:
         body = _bool_literal(a) if a.size and a.any() != a.all() else ("true" if a.size and a.all() else "false")
     else:
-        body = '"0x' + np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes().hex().upper() + '"'
+        body = '"0x' + _le_bytes(a).hex().upper() + '"'
     return f"dense<{body}> : {_type(a)}"
 
 
@@ -112,8 +138,9 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
     return diags
 
 
-def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
+def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
     """TOSA 1.0 MLIR (generic form) of ``graph``; ``variables`` by name (default: the model's files).
+    Large constants are ``dense_resource`` blobs unless ``inline_constants``.
     Raises :class:`DiagnosticError` when the graph cannot be exported."""
     diags = check_exportable(graph)
     if diags:
@@ -124,14 +151,21 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
     ssa: dict[int, str] = {}  # id(tensor) -> SSA name
     vals: dict[int, np.ndarray] = {}  # id(tensor) -> value (for types)
     counter = [0]
+    blobs: list[tuple[str, str]] = []  # (resource key, hex blob) in order of use
+    keys: set[str] = set()
 
     def fresh() -> str:
         counter[0] += 1
         return f"%{counter[0] - 1}"
 
-    def emit_const(a: np.ndarray) -> str:
+    def emit_const(a: np.ndarray, hint: str = "const") -> str:
         name = fresh()
-        if a.dtype == np.int64:
+        if not inline_constants and a.dtype not in (np.int64, np.bool_) and a.nbytes >= RESOURCE_MIN_BYTES:
+            key = _resource_key(hint, keys)
+            blobs.append((key, _resource_blob(a)))
+            lines.append(f'    {name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> '
+                         f"{_type(a)}")
+        elif a.dtype == np.int64:
             lines.append(f'    {name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
                          f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
         else:
@@ -148,7 +182,7 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
         else:
             raise ValueError(f"tensor '{t.name}' is used before it is computed")
         a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
-        ssa[id(t)], vals[id(t)] = emit_const(a), a
+        ssa[id(t)], vals[id(t)] = emit_const(a, t.name), a
         return ssa[id(t)]
 
     args = []
@@ -169,7 +203,7 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
                 env[n] = value_of(tt)
                 nv[n] = vals[id(tt)]
         for n, a in sg.constants.items():
-            env[n], nv[n] = emit_const(a), a
+            env[n], nv[n] = emit_const(a, n), a
         for o in sg.ops:
             operands = [nv[i] for i in o.inputs]
             with np.errstate(all="ignore"):
@@ -197,8 +231,10 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None) -> str:
     head = (f'  "func.func"() <{{function_type = ({", ".join(_type(vals[id(t)]) for t in graph.inputs)}) -> '
             f'({res_types}), sym_name = "main"}}> ({{\n  ^bb0({", ".join(args)}):')
     ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
+    tail = ["{-#", "  dialect_resources: {", "    builtin: {",
+            ",\n".join(f"      {key}: {blob}" for key, blob in blobs), "    }", "  }", "#-}"] if blobs else []
     return "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,
-                      *lines, ret, "  }) : () -> ()", "}) : () -> ()", ""])
+                      *lines, ret, "  }) : () -> ()", "}) : () -> ()", *tail, ""])
 
 
 def tosa_opt_path() -> str | None:
@@ -239,9 +275,21 @@ def export_command(
     random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for variables "
                                                  "without tensor files.")] = False,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
+                                                   "literals instead of dense_resource blobs.")] = False,
     color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
 ) -> None:
-    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer)."""
+    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer).
+
+    The MLIR is one func.func @main in the generic op form
+    ("tosa.conv2d"(...) <{...}>); weights are dense_resource blobs in the
+    file's dialect_resources section (--inline-constants: dense literals).
+    tosa-opt (tosa-tools) validates and serializes it (--tosa-flatbuffer),
+    the TOSA reference model runs the flatbuffer, and
+    iree-compile --iree-input-type=tosa compiles the MLIR.
+
+    Only fully legalized graphs with static real/bool inputs and outputs
+    export; anything else is a located E0750 diagnostic."""
     from ..cli_graph import _color, fail, load_and_compose, parse_attribs
     from ..fileio import write_atomic
 
@@ -250,7 +298,7 @@ def export_command(
     colour = _color(color)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     try:
-        mlir = to_mlir(composed)
+        mlir = to_mlir(composed, inline_constants=inline_constants)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if tosa_flatbuffer is not None:
