@@ -9,6 +9,10 @@ type and rounds half up (``2 * r >= scale_n`` picks the next sample). Float inpu
 type): ``dy = ry / scale_y_n`` is rounded to resize_t, the bilinear sum is evaluated as written in float64
 (so ``inf * 0`` gives NaN) and rounded once to the output type.
 
+With ``version="0.30"`` RESIZE takes the 0.30 attributes instead: ``output_size`` [OH,OW], ``stride``,
+``offset`` (int16 fixed point with ``shift`` fractional bits for int8/int16 inputs, fp32 for float inputs),
+``border``, ``shift`` and ``mode`` NEAREST/BILINEAR, and follows the 0.30 pseudocode (:func:`_resize_030`).
+
 FFT2D / RFFT2D (fp32 only, H and W powers of two) are computed with ``numpy.fft`` in complex128 and rounded
 once to fp32. Forward uses ``exp(-2πi(...))``, ``inverse=True`` uses ``exp(+2πi(...))``, and neither direction
 is normalised (inverse = ``ifft2 * H * W``). RFFT2D returns ``[N, H, W/2+1]`` (TOSA 1.0); with
@@ -28,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .common import shape_operand, tensor
-from .dtypes import INT_RANGES, round_float
+from .dtypes import INT_RANGES, BF16Array, round_float
 from .errors import check_version, error_if, require
 from .tensor_ops import _acc_type, _zero_point
 
@@ -63,13 +67,22 @@ def _resize_coords(op: str, out: int, size: int, n: int, d: int, offset: int) ->
     return i0, i1, r
 
 
-def resize(input: Any, scale: Any, offset: Any, border: Any, *, mode: str, version: str = "1.0") -> np.ndarray:
-    """RESIZE: input [N,IH,IW,C] → [N,OH,OW,C], ``mode`` NEAREST_NEIGHBOR (or NEAREST) / BILINEAR."""
+def resize(input: Any, scale: Any = None, offset: Any = None, border: Any = None, *, mode: str,
+           version: str = "1.0", output_size: Any = None, stride: Any = None, shift: int = 0) -> np.ndarray:
+    """RESIZE: input [N,IH,IW,C] → [N,OH,OW,C], ``mode`` NEAREST_NEIGHBOR (or NEAREST) / BILINEAR.
+
+    TOSA 1.0: ``scale``, ``offset``, ``border`` operands. TOSA 0.30 (``version="0.30"``): the attributes
+    ``output_size``, ``stride``, ``offset``, ``border``, ``shift`` (see :func:`_resize_030`).
+    """
     op = "RESIZE"
     check_version(version)
-    if version == "0.30":
-        raise NotImplementedError("RESIZE: only the TOSA 1.0 form (scale/offset/border operands) is implemented")
     error_if(str(mode) not in _RESIZE_MODES, f"mode {mode!r} is not NEAREST_NEIGHBOR or BILINEAR", op)
+    if version == "0.30":
+        error_if(scale is not None, "scale is not a TOSA 0.30 RESIZE argument (use stride and shift)", op)
+        return _resize_030(input, output_size, stride, offset, border, shift, _RESIZE_MODES[str(mode)])
+    error_if(scale is None or offset is None or border is None, "RESIZE needs scale, offset and border operands", op)
+    error_if(output_size is not None or stride is not None or shift != 0,
+             "output_size, stride and shift are TOSA 0.30 RESIZE attributes", op)
     mode = _RESIZE_MODES[str(mode)]
     x, t = tensor(input, op)
     error_if(t not in ("int8", "int16", "fp16", "bf16", "fp32"), f"unsupported type {t}", op)
@@ -110,6 +123,104 @@ def resize(input: Any, scale: Any, offset: Any, border: Any, *, mode: str, versi
         if is_int:
             out_t = _RESIZE_OUT[(t, mode)]
             return acc.astype(_NP_OUT[out_t])
+        return round_float(acc, t)
+
+
+def _pair(value: Any, name: str, floats: bool) -> list[Any]:
+    op = "RESIZE"
+    error_if(value is None, f"missing attribute {name}", op)
+    a = np.asarray(value)
+    error_if(a.shape != (2,), f"shape({name}) != [2]", op)
+    if floats:
+        error_if(a.dtype.kind not in "fiu", f"{name} must hold numbers", op)
+        return [np.float32(v) for v in a]
+    error_if(a.dtype.kind not in "iu" and not (a.dtype.kind == "f" and np.all(a == np.round(a))),
+             f"{name} must hold integers", op)
+    return [int(v) for v in a]
+
+
+def _resize_030_axis(op: str, size: int, stride: Any, offset: Any, border: int, shift: int, is_int: bool) -> int:
+    """OH = idiv((IH-1)*(1<<shift) - offset_y, stride_y) + 1 + border_y (idiv truncates toward zero)."""
+    if is_int:
+        num = (size - 1) * (1 << shift) - offset
+        q = abs(num) // stride * (1 if num >= 0 else -1)
+    else:  # resize_t = fp32: the float quotient, truncated (the spec writes idiv for both)
+        q = int(np.trunc((float(size - 1) - float(offset)) / float(stride)))
+    return q + 1 + border
+
+
+def _resize_030(input: Any, output_size: Any, stride: Any, offset: Any, border: Any, shift: int,
+                mode: str) -> np.ndarray:
+    """RESIZE as written in TOSA 0.30 §2.12.1.
+
+    Integer inputs (int8/int16; resize_t = int16): ``stride``/``offset`` are fixed point with ``shift``
+    fractional bits, ``y = oy * stride_y + offset_y``, ``iy = y >> shift``, ``dy = y - (iy << shift)``;
+    BILINEAR is unnormalised (scale ``1 << (2 * shift)``): int8 → int32, int16 → int48 (int64 carrier);
+    NEAREST picks the next sample when ``dy >= unit / 2``. Float inputs (fp16/bf16/fp32; resize_t = fp32):
+    ``stride``/``offset`` are fp32, ``y`` is computed in fp32 (product, then sum, each rounded),
+    ``iy = floor(y)``, ``dy = y - iy``; the bilinear sum is evaluated in float64 and rounded once to the
+    input type. The output size is derived as in the pseudocode (for floats ``trunc((IH-1-offset)/stride)``);
+    ``output_size`` (optional) must equal it. Edges clamp; a sample row/column outside [-1, IH-1] /
+    [-1, IW-1] fails the REQUIRE.
+    """
+    op = "RESIZE"
+    x, t = tensor(input, op)
+    error_if(t not in ("int8", "int16", "fp16", "bf16", "fp32"), f"unsupported type {t}", op)
+    error_if(x.ndim != 4, "rank(input) != 4", op)
+    is_int = t.startswith("int")
+    (sy, sx), (oy_, ox_) = _pair(stride, "stride", not is_int), _pair(offset, "offset", not is_int)
+    by, bx = _pair(border, "border", False)
+    shift = int(shift)
+    nb, ih, iw, c = x.shape
+    error_if(sx <= 0 or sy <= 0, "stride_x <= 0 || stride_y <= 0", op)
+    if is_int:
+        error_if(shift < 1 or shift > 11, "shift < 1 || shift > 11", op)
+        error_if(sx >= (16 << shift), "stride_x >= (16 << shift)", op)
+        error_if(sy >= (16 << shift), "stride_y >= (16 << shift)", op)
+        error_if(ox_ <= (-16 << shift) or ox_ >= (16 << shift), "offset_x <= (-16 << shift) || offset_x >= (16 << shift)",
+                 op)
+        error_if(oy_ <= (-16 << shift) or oy_ >= (16 << shift), "offset_y <= (-16 << shift) || offset_y >= (16 << shift)",
+                 op)
+    else:
+        error_if(shift != 0, "shift != 0", op)
+        error_if(sx > iw or sy > ih, "stride_x > IW || stride_y > IH", op)
+    oh = _resize_030_axis(op, ih, sy, oy_, by, shift, is_int)
+    ow = _resize_030_axis(op, iw, sx, ox_, bx, shift, is_int)
+    error_if(max(oh, ow, ih, iw) >= 16384, "max(OH, OW, IH, IW) >= 16384", op)
+    error_if(oh < 1 or ow < 1, "OH < 1 || OW < 1", op)
+    if output_size is not None:
+        osz = _pair(output_size, "output_size", False)
+        error_if(osz != [oh, ow], f"output_size {osz} != [OH, OW] = {[oh, ow]}", op)
+
+    def axis(out: int, size: int, st: Any, off: Any) -> tuple[np.ndarray, ...]:
+        if is_int:
+            pos = np.arange(out, dtype=_I64) * st + off
+            i = pos >> shift
+            d = pos - (i << shift)
+        else:
+            pos = np.arange(out).astype(np.float32) * np.float32(st) + np.float32(off)  # fp32 steps
+            i = np.floor(pos).astype(_I64)
+            d = (pos - i.astype(np.float32)).astype(np.float64)
+        i0, i1 = np.maximum(i, 0), np.minimum(i + 1, size - 1)
+        require(bool(np.all(i0 <= i1)), "ix0 <= ix1 && iy0 <= iy1", op)
+        return i0, i1, d
+
+    y0, y1, dy = axis(oh, ih, sy, oy_)
+    x0, x1, dx = axis(ow, iw, sx, ox_)
+    unit = (1 << shift) if is_int else 1.0
+    if mode == "NEAREST":
+        half = unit // 2 if is_int else 0.5
+        iy, ix = np.where(dy >= half, y1, y0), np.where(dx >= half, x1, x0)
+        out = x[:, iy[:, None], ix[None, :], :].copy()
+        return out.view(BF16Array) if t == "bf16" else out
+    v = x.astype(_I64 if is_int else np.float64)
+    dy, dx = dy[:, None, None], dx[None, :, None]
+    yi0, yi1, xi0, xi1 = y0[:, None], y1[:, None], x0[None, :], x1[None, :]
+    with np.errstate(all="ignore"):
+        acc = (v[:, yi0, xi0, :] * (unit - dy) * (unit - dx) + v[:, yi0, xi1, :] * (unit - dy) * dx
+               + v[:, yi1, xi0, :] * dy * (unit - dx) + v[:, yi1, xi1, :] * dy * dx)
+        if is_int:
+            return acc.astype(_NP_OUT[_RESIZE_OUT[(t, mode)]])
         return round_float(acc, t)
 
 
