@@ -3,9 +3,12 @@
     python benchmarks/models.py [--threads 1 2] [--repeat 20] [--no-write] [--baseline]
 
 For ResNet-18 (224x224, batch 1), MobileNetV2 (224x224, batch 1), the LSTM and the Transformer
-(the shapes of tests/test_model_zoo.py): weights from each model's make_weights.py in a temporary
-folder; the ONNX reference graphs are the test's builders (tests/test_model_zoo.py), with the same
-weights. Both run with the same thread count: threadpoolctl limits numpy's BLAS, onnxruntime gets
+(the shapes of tests/test_model_zoo.py), and the LSTM of issue #7 (models/lstm's graph LSTM with
+seq 128, batch 8, input and hidden 256: two stacked nn.lstm layers against two stacked ONNX LSTM
+operators): weights from each model's make_weights.py in a temporary folder; the ONNX reference
+graphs are the test's builders (tests/test_model_zoo.py), with the same weights. The LSTMs and the
+Transformer are timed interleaved (skriptnd and onnxruntime alternate, run by run, so load changes
+on a shared machine hit both alike) after checking that their outputs agree. Both run with the same thread count: threadpoolctl limits numpy's BLAS, onnxruntime gets
 intra_op_num_threads. `--baseline` also times skriptnd without the fast kernels of
 skriptnd/execute/kernels.py (the @lower plans). When torch is installed, ResNet-18 also runs in
 PyTorch eager mode (a functional torchvision-style ResNet-18 on the same weights, batch norm unfused,
@@ -40,6 +43,10 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 import skriptnd  # noqa: E402
 from skriptnd.execute import KERNELS, Executor  # noqa: E402
 from skriptnd.execute.kernels import FAST_KERNELS  # noqa: E402
+from skriptnd.execute.recurrent import RECURRENT_KERNELS  # noqa: E402
+
+#: The LSTM configuration of issue #7 (target: within 2x of onnxruntime's LSTM operator)
+LSTM_LARGE = {"seq": 128, "batch": 8, "input": 256, "hidden": 256}
 
 
 def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
@@ -50,6 +57,28 @@ def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return 1000.0 * statistics.median(times)
+
+
+def _interleaved_ms(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
+    """Median latency of each function, timed alternately (one run of each per round)."""
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, t in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            t.append(time.perf_counter() - start)
+    return [1000.0 * statistics.median(t) for t in times]
+
+
+def _lstm_large(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
+    """models/lstm copied to `folder` with make_weights.py's weights for input = hidden = 256."""
+    path, _ = zoo._copy_with_weights("lstm", folder)
+    make = zoo._make_weights("lstm")
+    params = make.weights(input=LSTM_LARGE["input"], hidden=LSTM_LARGE["hidden"])
+    make.save(params, path)
+    return path, params
 
 
 def _session(ort: Any, builder: zoo.Onnx, inputs: dict[str, np.ndarray], outputs: dict[str, str],
@@ -133,11 +162,17 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
          lambda w: zoo.lstm_onnx(w, with_steps=False), lambda b: {"Y": b.Y, "hN": b.hN, "cN": b.cN}),
         ("transformer", {"batch": 2, "seq": 16}, None, {"tokens": (2, 16, 64)},
          lambda w: zoo.transformer_onnx(w, heads=4), lambda b: {"output": b.output}),
+        ("lstm-large", LSTM_LARGE, "LSTM", {"X": (LSTM_LARGE["seq"], LSTM_LARGE["batch"], LSTM_LARGE["input"])},
+         lambda w: zoo.lstm_onnx(w, with_steps=False), lambda b: {"Y": b.Y, "hN": b.hN, "cN": b.cN}),
     ]:
-        path, params = zoo._copy_with_weights(name, folder / name)
+        if name == "lstm-large":
+            path, params = _lstm_large(folder / name)
+        else:
+            path, params = zoo._copy_with_weights(name, folder / name)
         arrays = {k: rng.standard_normal(s).astype(np.float32) for k, s in inputs.items()}
         cases.append({"name": name, "path": path, "params": params, "attribs": attribs, "graph": graph_name,
-                      "inputs": arrays, "build": build, "outputs": outputs})
+                      "inputs": arrays, "build": build, "outputs": outputs,
+                      "interleave": name in ("lstm", "lstm-large", "transformer")})
     return cases
 
 
@@ -169,14 +204,22 @@ def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[st
     graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
     result = graph.run(case["inputs"])  # builds the execution plan (and the plans of operations without a kernel)
     setup = time.perf_counter() - start
-    sknd = _median_ms(lambda g=graph, c=case: g.run(c["inputs"]), args.repeat)
+    builder = case["build"](case["params"])
+    session = _session(ort, builder, case["inputs"], case["outputs"](builder), threads)
+    if case.get("interleave"):
+        expected = dict(zip(case["outputs"](builder), session(), strict=True))
+        error = max(float(np.abs(result[k] - v).max() / max(np.abs(v).max(), 1e-12)) for k, v in expected.items())
+        print(f"  {case['name']}: skriptnd vs onnxruntime, max relative difference {error:.1e}", flush=True)
+        sknd, onnx = _interleaved_ms([lambda g=graph, c=case: g.run(c["inputs"]), session], args.repeat)
+    else:
+        sknd = _median_ms(lambda g=graph, c=case: g.run(c["inputs"]), args.repeat)
     peak = _peak_mb(lambda g=graph, c=case: g.run(c["inputs"]))
     weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
     base = None
     if args.baseline:
         variables = {t.name: graph.variable_source(t) for t in graph.variables}
-        plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items() if k not in FAST_KERNELS},
-                         optimize=False)
+        plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items()
+                                                    if k not in FAST_KERNELS + RECURRENT_KERNELS}, optimize=False)
         base = _median_ms(lambda e=plain, c=case: e.run(c["inputs"]), max(3, args.repeat // 4))
     torch_ms = None
     if case["name"] == "resnet18":
@@ -188,8 +231,8 @@ def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[st
             error = float(np.abs(got - expected).max() / max(np.abs(expected).max(), 1e-12))
             print(f"  torch vs skriptnd: max relative difference {error:.1e}", flush=True)
             torch_ms = _median_ms(lambda f=forward, v=x: f(v), args.repeat)
-    builder = case["build"](case["params"])
-    onnx = _median_ms(_session(ort, builder, case["inputs"], case["outputs"](builder), threads), args.repeat)
+    if not case.get("interleave"):
+        onnx = _median_ms(session, args.repeat)
     r = {"model": case["name"], "threads": threads,
          "shape": " ".join("x".join(map(str, v.shape)) for v in case["inputs"].values()),
          "sknd": sknd, "base": base, "ort": onnx, "torch": torch_ms, "setup": setup, "peak": peak,
@@ -225,7 +268,8 @@ def _write(rows: list[dict[str, Any]], threads: list[int]) -> None:
         "'peak run MB': memory numpy allocates during one skriptnd run (tracemalloc), besides the weights.",
         "",
         "Targets (from the issue): ResNet-18 at most 1.25x onnxruntime and faster than PyTorch eager; "
-        "composition + plan build under 0.5 s.",
+        "composition + plan build under 0.5 s. Issue #7: the LSTM with seq 128, batch 8, input and hidden 256 "
+        "(`lstm-large`, two layers) at most 2x onnxruntime's LSTM operator.",
         "",
         "| model | input | threads | skriptnd (ms) | @lower plans only (ms) | onnxruntime (ms) | "
         "PyTorch eager (ms) | skriptnd / ORT | compose + plans (s) | peak run MB (weights MB) |",
