@@ -78,10 +78,10 @@ def _resource_key(hint: str, taken: set[str]) -> str:
     return key
 
 
-def _resource_blob(a: np.ndarray) -> str:
-    """``"0x<alignment: uint32 LE><payload>"``, the builtin dialect's hex form of a blob."""
-    align = max(4, a.dtype.itemsize)
-    return '"0x' + align.to_bytes(4, "little").hex().upper() + _le_bytes(a).hex().upper() + '"'
+def _resource_blob(a: np.ndarray) -> tuple[str, str]:
+    """The builtin dialect's hex form of a blob, ``0x<alignment: uint32 LE><payload>``, as (head, payload)
+    so that a large payload is copied once more only, into the module text."""
+    return "0x" + max(4, a.dtype.itemsize).to_bytes(4, "little").hex().upper(), _le_bytes(a).hex().upper()
 
 
 def _dense(a: np.ndarray) -> str:
@@ -151,7 +151,7 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
     ssa: dict[int, str] = {}  # id(tensor) -> SSA name
     vals: dict[int, np.ndarray] = {}  # id(tensor) -> value (for types)
     counter = [0]
-    blobs: list[tuple[str, str]] = []  # (resource key, hex blob) in order of use
+    blobs: list[tuple[str, tuple[str, str]]] = []  # (resource key, hex blob) in order of use
     keys: set[str] = set()
 
     def fresh() -> str:
@@ -231,10 +231,15 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
     head = (f'  "func.func"() <{{function_type = ({", ".join(_type(vals[id(t)]) for t in graph.inputs)}) -> '
             f'({res_types}), sym_name = "main"}}> ({{\n  ^bb0({", ".join(args)}):')
     ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
-    tail = ["{-#", "  dialect_resources: {", "    builtin: {",
-            ",\n".join(f"      {key}: {blob}" for key, blob in blobs), "    }", "  }", "#-}"] if blobs else []
-    return "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,
-                      *lines, ret, "  }) : () -> ()", "}) : () -> ()", *tail, ""])
+    text = "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,
+                      *lines, ret, "  }) : () -> ()", "}) : () -> ()", ""])
+    if not blobs:
+        return text
+    parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
+    for i, (key, (blob_head, payload)) in enumerate(blobs):
+        parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(blobs) else '"\n']
+    parts.append("    }\n  }\n#-}\n")
+    return "".join(parts)
 
 
 def tosa_opt_path() -> str | None:
