@@ -384,3 +384,31 @@ def test_custom():
     with pytest.raises(TosaError, match="no defined semantics"):
         OPS["CUSTOM"](_i32([1]), operator_name="my_op", domain_name="vendor")
     assert OPS["CUSTOM"](_i32([1]), _i32([2]), implementation=lambda a, b: a * b)[0] == 2
+
+
+def test_nesting_at_the_limit_against_reference(oracle):
+    """MAX_NESTING COND_IFs (the outermost one included) nested: valid on both sides, same result. (The
+    reference model does not check MAX_NESTING even with tosa_level="EIGHTK": deeper graphs also run
+    there; see skriptnd/tosa/README.md.)"""
+    x = [("a", (2,), "int32")]
+    body = Body(x, [("b", (2,), "int32")], [("ADD", ["a", "one"], ["b"], {})], constants={"one": _i32([1, 1])})
+    for level in range(MAX_NESTING - 1):
+        body = Body(x, [("b", (2,), "int32")],
+                    [("COND_IF", ["t", ["a"]], ["b"], {"then_graph": body, "else_graph": body}),
+                     ], constants={"t": np.array([level % 2 == 0])})
+    mine = run_both("COND_IF", [np.array([True]), _i32([5, -5])], {"then_graph": body, "else_graph": body})
+    assert mine[0].tolist() == [6, -4]
+
+
+def test_invalid_operator_in_the_branch_not_taken(oracle):
+    """Regions are checked when they run: an int16 ADD (no such TOSA 1.0 type row) in the else branch
+    does not matter while the condition is true, on either side. (When that branch is taken, skriptnd
+    raises TosaError; the reference model aborts, so that case is not compared.)"""
+    x = [("a", (2,), "int16")]
+    ok = Body(x, [("r", (2,), "int16")], [("IDENTITY", ["a"], ["r"], {})])
+    bad = Body(x, [("r", (2,), "int16")], [("ADD", ["a", "a"], ["r"], {})])
+    a = np.array([1, -2], np.int16)
+    mine = run_both("COND_IF", [np.array([True]), a], {"then_graph": ok, "else_graph": bad})
+    assert mine[0].tolist() == [1, -2]
+    with pytest.raises(TosaError):
+        OPS["COND_IF"](np.array([False]), [a], then_graph=ok.graph(), else_graph=bad.graph())

@@ -287,10 +287,12 @@ class Region:
                 "operators": [(op, list(i), list(o), dict(a)) for op, i, o, a in self.operators], "data": data}
 
 
-def run_reference_graph(regions: list[Region], timeout: float = 120.0) -> list[np.ndarray] | ReferenceError:
+def run_reference_graph(regions: list[Region], timeout: float = 120.0, *,
+                        tosa_level: str = "NONE") -> list[np.ndarray] | ReferenceError:
     """Run a multi-region TOSA 1.0 graph; ``regions[0]`` is the main graph (no inputs: its operands are
-    constants). Returns the main graph's outputs (bf16 as float32 carriers; int48 is not returned)."""
-    return _worker().call(("__graph__", [r.encode() for r in regions]), timeout)
+    constants). Returns the main graph's outputs (bf16 as float32 carriers; int48 is not returned).
+    ``tosa_level`` ("NONE" or "EIGHTK") selects the reference model's level checks (MAX_NESTING ...)."""
+    return _worker().call(("__graph__", [r.encode() for r in regions], tosa_level), timeout)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -520,7 +522,7 @@ def _attribute_json(ts, fbs: str, workdir: str, op: str, attributes: dict[str, A
     return operator["attribute_type"], operator["attribute"]
 
 
-def _run_graph(regions: list[dict[str, Any]], workdir: str) -> list[np.ndarray]:
+def _run_graph(regions: list[dict[str, Any]], workdir: str, tosa_level: str = "NONE") -> list[np.ndarray]:
     import json
 
     import tosa_reference_model as trm
@@ -549,7 +551,7 @@ def _run_graph(regions: list[dict[str, Any]], workdir: str) -> list[np.ndarray]:
     if not loader.loadTosaJson(path):
         raise RuntimeError("loadTosaJson failed")
     try:
-        outputs, status = trm.run(loader.serialize(), [])
+        outputs, status = trm.run(loader.serialize(), [], tosa_level=tosa_level)
     except ValueError as exc:
         raise _Status("INVALID_GRAPH", str(exc)) from None
     if status != trm.GraphStatus.TOSA_VALID:
@@ -594,7 +596,7 @@ def _serve(workdir: str) -> None:
         start = os.lseek(log_fd, 0, os.SEEK_END)
         try:
             if message_in[0] == "__graph__":
-                reply = ("ok", _run_graph(message_in[1], workdir), "")
+                reply = ("ok", _run_graph(message_in[1], workdir, *message_in[2:]), "")
             else:
                 reply = ("ok", _run(_Request(*message_in), workdir), "")
         except _Status as exc:

@@ -6,17 +6,33 @@
 every operator takes ``version="1.0"`` (default) or ``"0.30"``. ERROR_IF conditions raise
 :class:`TosaError`, failed REQUIREs raise :class:`TosaUnpredictable`.
 
-Covered: the element-wise, reduction, data-layout, gather/scatter, type-conversion and data-node
-operators, and the tensor operators MATMUL, CONV2D, DEPTHWISE_CONV2D, CONV3D, TRANSPOSE_CONV2D,
-AVG_POOL2D, MAX_POOL2D, FFT2D, RFFT2D, RESIZE, and the TOSA 0.30 FULLY_CONNECTED (``version="0.30"``).
-Not covered: control flow, CUSTOM, fp8 types.
+Covered: the 66 operators of the TOSA 1.0 SPIR-V instruction set (element-wise, reduction, data-layout,
+gather/scatter, type-conversion, the tensor operators MATMUL, CONV2D, DEPTHWISE_CONV2D, CONV3D,
+TRANSPOSE_CONV2D, AVG_POOL2D, MAX_POOL2D, FFT2D, RFFT2D, and RESIZE, whose TOSA 0.30 form with
+``output_size``/``stride``/``offset``/``border``/``shift`` attributes is taken with ``version="0.30"``),
+the data nodes CONST and IDENTITY, the TOSA 0.30 FULLY_CONNECTED (``version="0.30"``), the control flow
+operators COND_IF and WHILE_LOOP (regions are :class:`control_flow.Graph` objects: declared signatures
+plus a callable or a list of :class:`control_flow.Node` s), the TOSA 1.0 variable operators VARIABLE,
+VARIABLE_WRITE, VARIABLE_READ (persistent state in a :class:`variable.VariableStore` passed as ``store=``)
+and CUSTOM (no defined semantics: a :class:`TosaError` unless an ``implementation`` callable is given).
+Not covered: fp8 types, TOSA 1.0 levels other than MAX_NESTING (no MAX_RANK/MAX_KERNEL limits), the
+shape operators of later TOSA versions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import control_flow, data_layout, elementwise, quantization, reduction, resize_fft, tensor_ops
+from . import (
+    control_flow,
+    data_layout,
+    elementwise,
+    quantization,
+    reduction,
+    resize_fft,
+    tensor_ops,
+    variable,
+)
 from .dtypes import BF16Array, bf16
 from .errors import TosaError, TosaUnpredictable
 
@@ -105,6 +121,10 @@ OPS: dict[str, Callable[..., object]] = {
     "COND_IF": control_flow.cond_if,
     "WHILE_LOOP": control_flow.while_loop,
     "CUSTOM": control_flow.custom,
+    # variables (TOSA 1.0 EXT-VARIABLE; state in a variable.VariableStore passed as store=)
+    "VARIABLE": variable.variable,
+    "VARIABLE_WRITE": variable.variable_write,
+    "VARIABLE_READ": variable.variable_read,
 }
 
 
