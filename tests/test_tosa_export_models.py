@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -124,8 +125,9 @@ def resources(text: str) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def alexnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, np.ndarray]:
-    """(exported MLIR, the input, sknd run's output) for AlexNet with random weights of seed SEED."""
+def alexnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, np.ndarray, np.ndarray]]:
+    """(exported MLIR, the input, sknd run's output) for AlexNet with random weights of seed SEED. The
+    folder (~800 MB with the flatbuffer and the IREE module the tests put beside the MLIR) is removed after."""
     tmp = tmp_path_factory.mktemp("alexnet")
     sknd("run", str(ALEXNET), "--random-weights", "--random-inputs", "--seed", str(SEED),
          "--save-inputs", str(tmp / "in"), "--output-dir", str(tmp / "out"))
@@ -133,7 +135,8 @@ def alexnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray,
     sknd("export", str(ALEXNET), "--random-weights", "--seed", str(SEED), "--tosa-mlir", str(mlir))
     x, expected = np.load(tmp / "in" / "input.npy"), np.load(tmp / "out" / "output.npy")
     assert x.shape == (1, 3, 224, 224) and expected.shape == (1, 1000)
-    return mlir, x, expected
+    yield mlir, x, expected
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_alexnet_mlir_runs_in_the_reference_model(alexnet: tuple[Path, np.ndarray, np.ndarray],
@@ -144,16 +147,16 @@ def test_alexnet_mlir_runs_in_the_reference_model(alexnet: tuple[Path, np.ndarra
         head = fh.read(4000)
     assert "(tensor<1x3x224x224xf32>) -> (tensor<1x1000xf32>)" in head
     assert "dense_resource<kernel1> : tensor<64x3x11x11xf32>" in head
-    fb = tmp_path / "alexnet.tosa"
+    fb = mlir.with_suffix(".tosa")
     tosa_opt_serialize(mlir, fb)
     got = reference_run(fb, [x], tmp_path)
     np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
 
-def test_alexnet_compiles_and_runs_with_iree(alexnet: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+def test_alexnet_compiles_and_runs_with_iree(alexnet: tuple[Path, np.ndarray, np.ndarray]) -> None:
     require_iree()
     mlir, x, expected = alexnet
-    vmfb = tmp_path / "alexnet.vmfb"
+    vmfb = mlir.with_suffix(".vmfb")
     iree_compile(mlir, vmfb)
     np.testing.assert_allclose(iree_run(vmfb, [x]).reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
