@@ -309,6 +309,8 @@ def test_while_loop_zero_iterations_returns_inputs():
     x = np.array([5, -5], np.int8)
     out = OPS["WHILE_LOOP"]([x], cond_graph=never, body_graph=body)
     assert len(out) == 1 and out[0].dtype == np.int8 and np.array_equal(out[0], x)
+    out[0][0] = 0  # output_list = list[0] is a copy of the input list
+    assert x[0] == 5
 
 
 def test_while_loop_signature_errors(oracle):

@@ -169,6 +169,11 @@ def execute_graph(graph: Graph, input_list: Sequence[Any], *, version: str = "1.
     return outputs
 
 
+def _copies(values: list[Any]) -> list[Any]:
+    """The output list holds new tensors (a region may pass an input through; zero loop iterations)."""
+    return [np.array(v, copy=True, subok=True) for v in values]
+
+
 def _check_graph(g: Any, name: str, op: str) -> Graph:
     if not isinstance(g, Graph):
         raise TosaError(f"{name} must be a tosa_graph_t (skriptnd.tosa.control_flow.Graph), got {type(g).__name__}", op)
@@ -206,7 +211,7 @@ def cond_if(condition: Any, input_list: Sequence[Any], *, then_graph: Graph, els
     token = _enter(op, version, max_nesting)
     try:
         branch = then_graph if bool(c.reshape(-1)[0]) else else_graph
-        return execute_graph(branch, inputs, version=version, op=op, max_nesting=max_nesting)
+        return _copies(execute_graph(branch, inputs, version=version, op=op, max_nesting=max_nesting))
     finally:
         _DEPTH.reset(token)
 
@@ -240,7 +245,7 @@ def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Grap
         while bool(np.asarray(execute_graph(cond_graph, current, version=version, op=op,
                                             max_nesting=max_nesting)[0]).reshape(-1)[0]):
             current = execute_graph(body_graph, current, version=version, op=op, max_nesting=max_nesting)
-        return current
+        return _copies(current)
     finally:
         _DEPTH.reset(token)
 
