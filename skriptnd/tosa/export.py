@@ -297,18 +297,23 @@ def export_command(
     export; anything else is a located E0750 diagnostic."""
     from ..cli_graph import _color, fail, load_and_compose, parse_attribs
     from ..fileio import write_atomic
+    from .quantized import export_mlir, has_quantization
 
     if tosa_mlir is None and tosa_flatbuffer is None:
         raise typer.BadParameter("give --tosa-mlir FILE and/or --tosa-flatbuffer FILE", param_hint="--tosa-mlir")
     colour = _color(color)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
+    profile = "pro_fp"
     try:
-        mlir = to_mlir(composed, inline_constants=inline_constants)
+        if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.quantized)
+            mlir, profile = export_mlir(composed)
+        else:
+            mlir = to_mlir(composed, inline_constants=inline_constants)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if tosa_flatbuffer is not None:
         try:
-            fb = to_flatbuffer(mlir)
+            fb = to_flatbuffer(mlir, profile=profile)
         except (ExportError, subprocess.TimeoutExpired, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1) from None
