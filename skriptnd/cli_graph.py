@@ -210,7 +210,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                          "--random-inputs", param_hint="--input")
             given[t.name] = _random_input(rng, t)
     try:
-        outputs = _run_with_progress(composed, given, via)
+        if _has_quantize(composed):
+            outputs = _run_quantized(composed, given, via)
+        else:
+            outputs = _run_with_progress(composed, given, via)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if save_inputs is not None:
@@ -243,6 +246,28 @@ def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray], via: str = "ke
         task = progress.add_task(graph.name, total=len(graph.operations))
         executor.on_operation = lambda done, total: progress.update(task, completed=done, total=total)
         return executor.run(inputs)
+
+
+def _has_quantize(graph: Any) -> bool:
+    from .execute.quantize import has_quantization
+
+    return has_quantization(graph)
+
+
+def _run_quantized(graph: Any, inputs: dict[str, np.ndarray], via: str) -> dict[str, Any]:
+    """A graph with @quantize entries: --via tosa runs its integer TOSA graph on the numpy TOSA operators
+    (skriptnd.tosa.quantized: real inputs quantized by their quantize operator, real outputs); the other
+    backends run the float graph with fake quantization (each quantized tensor through its quantize
+    operator, skriptnd.execute.quantize)."""
+    if via == "tosa":
+        from .tosa.quantized import lower_quantized
+
+        integer = lower_quantized(graph)
+        typer.echo(f"running the integer TOSA graph of {graph.name} ({len(integer.ops)} TOSA operations)", err=True)
+        return integer.run(inputs)
+    from .execute.quantize import fake_quantize
+
+    return _run_with_progress(fake_quantize(graph), inputs, via)
 
 
 def _save(path: Path, array: np.ndarray) -> None:
