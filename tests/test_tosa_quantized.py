@@ -1,0 +1,393 @@
+"""Quantized execution (issue #5): @quantize → integer TOSA graph (skriptnd.tosa.quantized).
+
+- RESCALE parameters (``rescale_parameters``) against values derived by hand and exact rational
+  arithmetic (``fractions``), and RESCALE with them against exact rounding of ``v * S``;
+- the quant operators' numpy semantics (``skriptnd.execute.quantize``) against the operators' own
+  @lower formulas run by the executor (fake quantization);
+- models/digits_int8: the integer graph against the float graph with fake quantization (the @lower
+  semantics of the quantize operators, ``--via lower``): every quantized tensor within one quantization
+  step, accuracy on the digits test split within 1 % of the float model;
+- the exported MLIR: accepted by tosa-opt (validate + serialize), run by the TOSA reference model
+  bit-exactly equal to our numpy integer execution (int8 logits) and equal to ``sknd run --via tosa``;
+- refusals with located diagnostics.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import skriptnd
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.execute import Executor
+from skriptnd.execute.backends import kernels_for
+from skriptnd.execute.quantize import dequantize, fake_quantize, qparams, quantize
+from skriptnd.tosa import OPS
+from skriptnd.tosa.export import to_flatbuffer, tosa_opt_path
+from skriptnd.tosa.quantized import lower_quantized, rescale_parameters, to_mlir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tosa_oracle import require_oracle  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "models" / "digits_int8"
+FLOAT_MODEL = ROOT / "models" / "digits"
+SAMPLES = FLOAT_MODEL / "samples"
+REFERENCE = json.loads((FLOAT_MODEL / "reference_accuracy.json").read_text())
+
+
+def _train_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("digits_train_q", FLOAT_MODEL / "train.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sknd(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return proc
+
+
+# -- RESCALE parameters ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("scale", "scale32", "expected"), [
+    (1.0, True, (1 << 30, 30)),  # the TOSA spec's "scale 1.0 = (1<<30, 30)"
+    (0.5, True, (1 << 30, 31)),
+    (0.25, True, (1 << 30, 32)),
+    (0.75, True, (3 << 29, 31)),
+    (1 / 3, True, (1431655765, 32)),  # round(2/3 * 2^31) = 1431655765.33 -> ...765
+    (2 / 3, True, (1431655765, 31)),
+    (3.0, True, (3 << 29, 29)),
+    (2.0 ** -40, True, (1 << 22, 62)),  # 2^30 * 2^-70: shift 70 > 62, the multiplier loses 8 bits
+    (1.0, False, (1 << 14, 14)),  # and (1<<14, 14) for 16-bit multipliers
+    (1 / 3, False, (21845, 16)),  # round(2/3 * 2^15) = 21845.33
+    (1 - 2.0 ** -40, True, (1 << 30, 30)),  # rounds up to 2^31: renormalised
+])
+def test_rescale_parameters_known_values(scale: float, scale32: bool, expected: tuple[int, int]) -> None:
+    assert rescale_parameters(scale, scale32) == expected
+
+
+@pytest.mark.parametrize("scale", [0.0, -0.5, math.inf, math.nan, 2.0 ** 30])
+def test_rescale_parameters_refuse(scale: float) -> None:
+    with pytest.raises(ValueError):
+        rescale_parameters(scale)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=2.0 ** -31, max_value=2.0 ** 28, allow_nan=False, allow_infinity=False))
+def test_rescale_parameters_are_the_nearest_normalised_multiplier(scale: float) -> None:
+    m, n = rescale_parameters(scale)
+    assert 1 << 30 <= m < 1 << 31 and 2 <= n <= 62
+    exact = Fraction(scale) * (1 << n)  # the ideal multiplier at this shift
+    assert abs(Fraction(m) - exact) <= Fraction(1, 2)
+    assert Fraction(1 << 30) - Fraction(1, 2) <= exact < Fraction(1 << 31)  # normalised: no better shift
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=2.0 ** -20, max_value=4.0, allow_nan=False, allow_infinity=False),
+       st.lists(st.integers(min_value=-(1 << 24), max_value=(1 << 24) - 1), min_size=1, max_size=16),
+       st.integers(min_value=-128, max_value=127))
+def test_rescale_with_derived_parameters_rounds_v_times_s(scale: float, values: list[int], zp: int) -> None:
+    """RESCALE int32 → int8 computes clamp(round(v * S) + zp): exact rounding (half toward +inf) of the
+    real product, except within the multiplier's error of a tie."""
+    m, n = rescale_parameters(scale)
+    v = np.array(values, np.int32)
+    got = OPS["RESCALE"](v, np.array([m], np.int32), np.array([n], np.int8), np.array([0], np.int32),
+                         np.array([zp], np.int8), output_dtype="int8", scale32=True)
+    err = abs(Fraction(m, 1 << n) - Fraction(scale))  # |M 2^-n - S|
+    for x, y in zip(values, got.tolist(), strict=True):
+        exact = Fraction(x) * Fraction(scale)
+        rounded = math.floor(exact + Fraction(1, 2))
+        if abs(exact - math.floor(exact) - Fraction(1, 2)) <= abs(x) * err:
+            continue  # v*S is within the approximation error of a tie: either neighbour is right
+        assert y == max(-128, min(127, rounded + zp)), (x, scale)
+
+
+# -- the quant operators' semantics -------------------------------------------------------------------
+
+_IDENTITY = """import quant;
+graph G {{
+    @input {{ x: real[3,40]; }}
+    @output {{ y: real[3,40]; }}
+    @compose {{ y = x; }}
+    @quantize {{ x: {quant}; }}
+}}
+"""
+
+
+@pytest.mark.parametrize("quant", [
+    "quant.zero_point_linear_quantize{zero_point=-128, scale=0.00392156862745098, bits=8}",
+    "quant.zero_point_linear_quantize{zero_point=3, scale=0.0625, bits=8, symmetric=true}",
+    "quant.zero_point_linear_quantize{zero_point=100, scale=0.02, bits=8, signed=false}",
+    "quant.zero_point_linear_quantize{zero_point=0, scale=0.001, bits=16}",
+    "quant.min_max_linear_quantize{min=-1.0, max=1.0, bits=8, symmetric=true}",
+    "quant.min_max_linear_quantize{min=0.0, max=2.0, bits=8}",
+    "quant.min_max_linear_quantize{min=0.0, max=3.0, bits=8, signed=false}",
+])
+def test_quantize_matches_the_operator_lowering(tmp_path: Path, quant: str) -> None:
+    """dequantize(quantize(x)) equals the quantize operator's @lower output, exactly (ties included:
+    x = k/16 with scale 1/255 hits 127.5), and the integers lie in the operator's range."""
+    (tmp_path / "main.sknd").write_text(_IDENTITY.format(quant=quant))
+    graph = skriptnd.load(tmp_path).compose()
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 40)) * 1.5).astype(np.float32)
+    x[0, :17] = np.arange(17) / 16
+    x[1, :3] = [1e9, -1e9, 0.0]
+    kernels, optimize = kernels_for("lower")
+    expected = Executor(fake_quantize(graph), {}, kernels=kernels, optimize=optimize).run({"x": x})["y"]
+    qp = qparams(graph.tensor("x"))
+    q = quantize(x, qp)
+    assert q.dtype == {"int8": np.int8, "int16": np.int16}[qp.dtype]
+    assert q.min() >= qp.qmin and q.max() <= qp.qmax
+    np.testing.assert_array_equal(dequantize(q, qp), expected)
+
+
+def test_min_max_with_a_fractional_zero_point_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "main.sknd").write_text(_IDENTITY.format(quant="quant.min_max_linear_quantize{min=-1.0, max=1.0, "
+                                                         "bits=8}"))
+    graph = skriptnd.load(tmp_path).compose()
+    with pytest.raises(DiagnosticError) as err:
+        qparams(graph.tensor("x"))
+    assert err.value.diagnostics[0].code == "E0760" and "-0.5" in err.value.diagnostics[0].message
+
+
+# -- models/digits_int8 ----------------------------------------------------------------------------------
+
+_INHERITED = {"relu1": "conv1", "pool1": "conv1", "relu2": "conv2", "pool2": "conv2", "flat": "conv2"}
+_CHECKED = ["image", "conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flat", "logits"]
+
+
+@pytest.fixture(scope="module")
+def split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    pytest.importorskip("sklearn")
+    return _train_module().load_split()
+
+
+def _fake_quant_values(graph: skriptnd.compose.Graph, x: np.ndarray) -> dict[str, np.ndarray]:
+    """The fake-quantized float values of the checked tensors and the probabilities (--via lower)."""
+    fq = fake_quantize(graph)
+    by_name = {t.name: t for t in fq.tensors}
+    outs = [by_name.get(f"{n}~q", by_name[n]) for n in _CHECKED]
+    fq = replace(fq, outputs=[*outs, fq.outputs[0]], output_names=[*_CHECKED, "probabilities"])
+    kernels, optimize = kernels_for("lower")
+    variables = {t.name: graph.variable_source(t) for t in graph.variables}
+    return Executor(fq, variables, kernels=kernels, optimize=optimize).run({"image": x})
+
+
+def test_integer_graph_is_within_one_step_of_fake_quantization_and_as_accurate(split: tuple) -> None:
+    _, x_test, _, y_test = split
+    graph = skriptnd.load(MODEL).compose(attribs={"batch": len(x_test)})
+    integer = lower_quantized(graph)
+    names = {op.op for op, _ in integer.notes}
+    assert {"nn.conv", "nn.linear", "nn.relu", "nn.max_pool"} <= names
+    ops = [o.name for o in integer.ops]
+    assert ops.count("CONV2D") == 2 and ops.count("RESCALE") == 3 and "MATMUL" in ops and "MAX_POOL2D" in ops
+    ints = integer.run({"image": x_test}, outputs=[integer.values[n].name for n in _CHECKED])
+    fake = _fake_quant_values(graph, x_test)
+    for name in _CHECKED:
+        qp = qparams(graph.tensor(_INHERITED.get(name, name)))
+        got = ints[integer.values[name].name]
+        assert got.dtype == np.int8, name
+        expected = quantize(fake[name], qp)  # the fake-quantized reals are on the grid: exact integers
+        np.testing.assert_array_equal(dequantize(expected, qp), fake[name])
+        diff = np.abs(got.astype(np.int64) - expected.astype(np.int64))
+        assert diff.max() <= 1, (name, int(diff.max()))
+        assert np.mean(diff > 0) < 0.01, name  # off by one only near ties
+    probabilities = integer.run({"image": x_test})["probabilities"]
+    assert probabilities.dtype == np.float32
+    int_accuracy = float(np.mean(probabilities.argmax(1) == y_test))
+    fake_accuracy = float(np.mean(fake["probabilities"].argmax(1) == y_test))
+    assert abs(int_accuracy - REFERENCE["test_accuracy"]) <= 0.01, int_accuracy
+    assert abs(fake_accuracy - REFERENCE["test_accuracy"]) <= 0.01, fake_accuracy
+    np.testing.assert_allclose(probabilities, fake["probabilities"], atol=0.02)
+
+
+def test_weights_are_the_float_model_and_the_integers_derive_from_them() -> None:
+    """Float weights + quantization parameters: the files are the float model's; the int8 filters and
+    int32 biases in the integer graph are the quantize operators applied to them."""
+    graph = skriptnd.load(MODEL).compose()
+    float_graph = skriptnd.load(FLOAT_MODEL).compose()
+    integer = lower_quantized(graph)
+    for t in graph.variables:
+        values = graph.variable_source(t)
+        np.testing.assert_array_equal(values, float_graph.variable_source(float_graph.tensor(t.name)))
+        qp = qparams(t)
+        assert qp.dtype == ("int32" if t.name.endswith("bias") else "int8") and qp.axis == 0
+    consts = list(integer.constants.values())
+    w = quantize(graph.variable_source(graph.tensor("conv1_filter")), qparams(graph.tensor("conv1_filter")))
+    assert any(c.dtype == np.int8 and c.shape == w.shape and np.array_equal(c, w) for c in consts)
+    b = quantize(graph.variable_source(graph.tensor("fc_bias")), qparams(graph.tensor("fc_bias")))
+    assert any(c.dtype == np.int32 and np.array_equal(c.reshape(-1), b) for c in consts)
+
+
+def test_sknd_run_via_tosa_is_integer_and_agrees_with_fake_quantization(tmp_path: Path) -> None:
+    out_int, out_fake = tmp_path / "int", tmp_path / "fake"
+    sample = str(SAMPLES / "3.npy")
+    proc = sknd("run", str(MODEL), "--input", f"image={sample}", "--via", "tosa", "-o", str(out_int))
+    assert proc.returncode == 0, proc.stderr
+    assert "integer TOSA graph" in proc.stderr
+    proc = sknd("run", str(MODEL), "--input", f"image={sample}", "--via", "lower", "-o", str(out_fake))
+    assert proc.returncode == 0, proc.stderr
+    p_int = np.load(out_int / "probabilities.npy")
+    p_fake = np.load(out_fake / "probabilities.npy")
+    assert p_int.argmax() == p_fake.argmax() == 3
+    np.testing.assert_allclose(p_int, p_fake, atol=1e-3)
+    graph = skriptnd.load(MODEL).compose()
+    np.testing.assert_array_equal(p_int, lower_quantized(graph).run({"image": np.load(sample)})["probabilities"])
+
+
+# -- MLIR, tosa-opt and the reference model ------------------------------------------------------------
+
+_RUN_REFERENCE = """
+import sys, numpy as np, tosa_reference_model as trm
+fb, out, *inputs = sys.argv[1:]
+outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
+assert status == trm.GraphStatus.TOSA_VALID, status
+np.save(out, np.asarray(outputs[0]))
+"""
+
+
+def reference_run(fb: bytes, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
+    (tmp / "model.tosa").write_bytes(fb)
+    paths = []
+    for i, x in enumerate(inputs):
+        paths.append(tmp / f"in{i}.npy")
+        np.save(paths[-1], x)
+    out = tmp / "out.npy"
+    proc = subprocess.run([sys.executable, "-c", _RUN_REFERENCE, str(tmp / "model.tosa"), str(out), *map(str, paths)],
+                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return np.load(out)
+
+
+@pytest.fixture(scope="module")
+def tools() -> None:
+    require_oracle()
+    if tosa_opt_path() is None:
+        pytest.skip("tosa-opt (tosa-tools) is not installed")
+
+
+def _samples() -> np.ndarray:
+    return np.concatenate([np.load(SAMPLES / f"{d}.npy") for d in range(10)]).astype(np.float32)
+
+
+def test_exported_int8_mlir_runs_bit_exactly_in_the_reference_model(tmp_path: Path, tools: None) -> None:
+    x = _samples()
+    graph = skriptnd.load(MODEL).compose(attribs={"batch": 10})
+    integer = lower_quantized(graph)
+    logits = integer.values["logits"].name
+    mlir = to_mlir(integer, outputs=[logits])  # the integer part alone: int8 in, int8 logits out
+    assert "(tensor<10x1x8x8xi8>) -> (tensor<10x10xi8>)" in mlir and "f32" not in mlir
+    fb = to_flatbuffer(mlir, profile="pro_int")  # tosa-opt: parse, --tosa-validate (pro_int), serialize
+    inputs = integer.quantize_inputs({"image": x})
+    got = reference_run(fb, inputs, tmp_path)
+    ours = integer.run({"image": x}, outputs=[logits])[logits]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, ours)
+    assert list(got.argmax(1)) == list(range(10))
+
+
+def test_sknd_export_int8_matches_sknd_run_in_the_reference_model(tmp_path: Path, tools: None) -> None:
+    out, fbpath = tmp_path / "digits_int8.mlir", tmp_path / "digits_int8.tosa"
+    proc = sknd("export", str(MODEL), "--attrib", "batch=10", "--tosa-mlir", str(out), "--tosa-flatbuffer",
+                str(fbpath))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert '<{function_type = (tensor<10x1x8x8xi8>) -> (tensor<10x10xf32>), sym_name = "main"}>' in text
+    for op in ("tosa.conv2d", "tosa.rescale", "tosa.clamp", "tosa.max_pool2d", "tosa.matmul", "tosa.cast",
+               "tosa.exp"):
+        assert f'"{op}"(' in text, op
+    assert "acc_type = i32" in text and "rounding_mode = #tosa.rounding_mode<SINGLE_ROUND>" in text
+    assert "per_channel = true" in text
+    x = _samples()
+    graph = skriptnd.load(MODEL).compose(attribs={"batch": 10})
+    integer = lower_quantized(graph)
+    got = reference_run(fbpath.read_bytes(), integer.quantize_inputs({"image": x}), tmp_path)
+    ours = integer.run({"image": x})["probabilities"]
+    np.testing.assert_allclose(got, ours, rtol=1e-5, atol=1e-7)  # fp32 softmax: exp may differ in ulps
+    np.save(tmp_path / "x.npy", x)
+    proc = sknd("run", str(MODEL), "--attrib", "batch=10", "--input", f"image={tmp_path / 'x.npy'}", "--via",
+                "tosa", "-o", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(got, np.load(tmp_path / "run" / "probabilities.npy"), rtol=1e-5, atol=1e-7)
+    assert list(got.argmax(1)) == list(range(10))
+
+
+# -- refusals --------------------------------------------------------------------------------------------
+
+_SMALL = """import nn;
+import quant;
+graph G {{
+    @input {{ x: real[1,2,4,4]; }}
+    @output {{ y: real[1,3,4,4]; }}
+    @variable {{ w: real[3,2,3,3]; }}
+    @compose {{
+        c = nn.conv{{padding=[1,1,1,1]}}(x, w);
+        y = {tail};
+    }}
+    @quantize {{
+        x: quant.zero_point_linear_quantize{{zero_point=0, scale=0.05, bits=8}};
+        w: quant.zero_point_linear_quantize{{zero_point=0, scale=0.01, bits=8, symmetric=true}};
+{more}
+    }}
+}}
+"""
+
+
+def _small(tmp_path: Path, tail: str, more: str) -> Path:
+    folder = tmp_path / "m"
+    folder.mkdir(exist_ok=True)
+    (folder / "main.sknd").write_text(_SMALL.format(tail=tail, more=more))
+    return folder
+
+
+def test_small_conv_relu_without_bias_runs_and_matches(tmp_path: Path) -> None:
+    folder = _small(tmp_path, "nn.relu(c)", "        c: quant.zero_point_linear_quantize{zero_point=-10, "
+                    "scale=0.02, bits=8};")
+    graph = skriptnd.load(folder).compose()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-3, 3, (1, 2, 4, 4)).astype(np.float32)
+    variables = {"w": rng.uniform(-1, 1, (3, 2, 3, 3)).astype(np.float32)}
+    got = lower_quantized(graph, variables).run({"x": x})["y"]
+    kernels, optimize = kernels_for("lower")
+    fake = Executor(fake_quantize(graph), variables, kernels=kernels, optimize=optimize).run({"x": x})["y"]
+    assert np.abs(got - fake).max() <= 0.02 + 1e-6  # within one step of c's scale
+    assert got.min() >= 0
+
+
+def test_conv_output_without_quantize_is_a_located_diagnostic(tmp_path: Path) -> None:
+    folder = _small(tmp_path, "nn.relu(c)", "")
+    proc = sknd("export", str(folder), "--tosa-mlir", str(tmp_path / "o.mlir"), "--random-weights", "--color",
+                "never")
+    assert proc.returncode == 1
+    assert "E0761" in proc.stderr and "has no @quantize entry" in proc.stderr and "main.sknd:8:" in proc.stderr
+    assert not (tmp_path / "o.mlir").exists()
+
+
+def test_quantized_output_of_a_float_operation_is_refused(tmp_path: Path) -> None:
+    folder = _small(tmp_path, "nn.sigmoid(c)", "        c: quant.zero_point_linear_quantize{zero_point=0, "
+                    "scale=0.02, bits=8};\n        y: quant.zero_point_linear_quantize{zero_point=-128, "
+                    "scale=0.004, bits=8};")
+    graph = skriptnd.load(folder).compose(random_weights=True)
+    with pytest.raises(DiagnosticError) as err:
+        lower_quantized(graph)
+    diag = err.value.diagnostics[0]
+    assert diag.code == "E0761" and "nn.sigmoid" in diag.message and "fp32" in diag.message
+    proc = sknd("run", str(folder), "--random-inputs", "--random-weights", "--via", "tosa", "--color", "never")
+    assert proc.returncode == 1 and "E0761" in proc.stderr
