@@ -185,9 +185,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 rtol: Annotated[float, typer.Option("--rtol")] = 1e-4,
                 atol: Annotated[float, typer.Option("--atol")] = 1e-5,
                 decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False,
-                via: Annotated[str, typer.Option("--via", help="kernels (fast numpy kernels, default), lower "
-                                                 "(the @lower formulas) or tosa (TOSA subgraphs on the TOSA "
-                                                 "kernels, @lower where there is no mapping)")] = "kernels",
+                via: Annotated[str, typer.Option("--via", help="tosa (default: TOSA programs on the numpy TOSA "
+                                                 "kernels; native kernels or @lower for operations without a "
+                                                 "TOSA mapping), kernels (native numpy kernels, no TOSA) or "
+                                                 "lower (the @lower formulas)")] = "tosa",
                 color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs."""
     from .execute.backends import VIAS
@@ -229,7 +230,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         _compare(outputs, expect, rtol, atol)
 
 
-def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray], via: str = "kernels") -> dict[str, Any]:
+def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray], via: str = "tosa") -> dict[str, Any]:
     """Run the graph; on a terminal, a progress bar over its operations (rich)."""
     from .execute import Executor
     from .execute.backends import kernels_for

@@ -1,4 +1,4 @@
-"""`sknd run --via kernels|lower|tosa` give the same results; `sknd compose --tosa` reports coverage."""
+"""`sknd run --via tosa|kernels|lower` give the same results; `sknd compose --tosa` reports coverage."""
 
 from __future__ import annotations
 
@@ -30,23 +30,32 @@ def digits_run() -> dict[str, np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("via", ["lower", "tosa"])
+@pytest.mark.parametrize("via", ["lower", "kernels"])
 def test_backends_agree_with_the_default(digits_run: dict[str, np.ndarray], via: str) -> None:
-    np.testing.assert_allclose(digits_run[via], digits_run["kernels"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(digits_run[via], digits_run["tosa"], rtol=1e-4, atol=1e-6)
     assert digits_run[via].argmax(axis=1).tolist() == [0, 3, 7, 9]
 
 
-def test_tosa_backend_really_runs_tosa_subgraphs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skriptnd.tosa import legalize
+def test_tosa_backend_really_runs_tosa_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skriptnd import tosa
 
-    ran: list[int] = []
-    original = legalize.run_subgraph
-    monkeypatch.setattr(legalize, "run_subgraph", lambda sg, args: ran.append(1) or original(sg, args))
+    ran: list[str] = []
+    for name in ("CONV2D", "MAX_POOL2D", "MATMUL"):
+        original = tosa.OPS[name]
+        monkeypatch.setitem(tosa.OPS, name, lambda *a, _f=original, _n=name, **k: ran.append(_n) or _f(*a, **k))
+    monkeypatch.setattr("skriptnd.tosa.program.specialise", lambda *a, **k: None)  # generic kernels only
     graph = skriptnd.load(DIGITS).compose()
     kernels, optimize = kernels_for("tosa")
     variables = {t.name: graph.variable_source(t) for t in graph.variables}
-    Executor(graph, variables, kernels=kernels, optimize=optimize).run({"image": np.load(DIGITS / "samples" / "1.npy")})
-    assert len(ran) == len(graph.operations) == 9
+    executor = Executor(graph, variables, kernels=kernels, optimize=optimize)
+    out = executor.run({"image": np.load(DIGITS / "samples" / "1.npy")})
+    assert int(out["probabilities"].argmax()) == 1
+    assert sorted(ran) == ["CONV2D", "CONV2D", "MATMUL", "MAX_POOL2D", "MAX_POOL2D"]
+    (step,) = executor._program or []  # all nine operations are one TOSA program (the relus fused)
+    assert step[1].op == "tosa.program"
+    assert [op.op for op in step[1].attribs["operations"]] == [op.op for op in graph.operations
+                                                               if op.op != "nn.relu"]
+    assert [op.attribs.get("fused_relu") for op in step[1].attribs["operations"]][:4] == [True, None, True, None]
 
 
 def sknd(*args: str) -> subprocess.CompletedProcess[str]:

@@ -61,14 +61,20 @@ def _by_hand(x: np.ndarray, v: dict[str, np.ndarray]) -> np.ndarray:
 
 def test_tiny_conv_bn_relu_folds_into_one_operation(tiny: Any) -> None:
     graph, variables, inputs = tiny
-    plain = Executor(graph, variables, optimize=False).run(inputs)["y"]
-    fast = Executor(graph, variables)
+    plain = Executor(graph, variables, kernels=KERNELS, optimize=False).run(inputs)["y"]
+    fast = Executor(graph, variables, kernels=KERNELS)
     y = fast.run(inputs)["y"]
     assert fast._program is not None and len(fast._program) == 1  # conv + batch_norm + relu -> one conv
     assert fast._program[0][1].attribs["fused_relu"] is True
     _close(y, plain)
     _close(y, _by_hand(inputs["x"], variables).astype(np.float32))
     assert (y >= 0).all()
+    # the default (TOSA) backend folds too: one program made of the one rewritten convolution
+    tosa = Executor(graph, variables)
+    _close(tosa.run(inputs)["y"], y)
+    assert tosa._program is not None and len(tosa._program) == 1
+    (conv,) = tosa._program[0][1].attribs["operations"]
+    assert conv.op == "nn.conv" and conv.attribs["fused_relu"] is True
 
 
 def test_folding_without_conv_kernel_runs_the_plan(tiny: Any) -> None:
@@ -90,9 +96,9 @@ def test_no_folding_when_the_conv_output_is_used_twice(tmp_path: Path) -> None:
     variables = {k: rng.uniform(0.5, 1.5, s).astype(np.float32)
                  for k, s in {"w": (4, 3, 3, 3), "m": 4, "v": 4, "b": 4, "s": 4}.items()}
     inputs = {"x": rng.standard_normal((2, 3, 9, 9)).astype(np.float32)}
-    ex = Executor(graph, variables)
+    ex = Executor(graph, variables, kernels=KERNELS)
     out = ex.run(inputs)
-    ref = Executor(graph, variables, optimize=False).run(inputs)
+    ref = Executor(graph, variables, kernels=KERNELS, optimize=False).run(inputs)
     assert ex._program is not None and len(ex._program) == 4  # nothing folded or fused
     for k in ("y", "z"):
         _close(out[k], ref[k])
@@ -104,9 +110,9 @@ def test_digits_model_unchanged() -> None:
     variables = {t.name: graph.variable_source(t) for t in graph.variables}
     x = graph.inputs[0]
     inputs = {x.name: np.random.default_rng(3).uniform(0, 16, (5, *x.shape[1:])).astype(np.float32)}
-    ex = Executor(graph, variables)
+    ex = Executor(graph, variables, kernels=KERNELS)
     out = ex.run(inputs)
-    ref = Executor(graph, variables, optimize=False).run(inputs)
+    ref = Executor(graph, variables, kernels=KERNELS, optimize=False).run(inputs)
     assert ex._program is not None and len(ex._program) < len(graph.operations)  # the relus are fused
     for k in ref:
         _close(out[k], ref[k])
@@ -119,9 +125,9 @@ def test_resnet18_folded(tmp_path_factory: pytest.TempPathFactory) -> None:
     graph = skriptnd.load(folder).compose(attribs={"height": 64, "width": 64})
     variables = {t.name: graph.variable_source(t) for t in graph.variables}
     inputs = {"input": np.random.default_rng(4).standard_normal((1, 3, 64, 64)).astype(np.float32)}
-    ex = Executor(graph, variables)
+    ex = Executor(graph, variables, kernels=KERNELS)
     out = ex.run(inputs)
-    ref = Executor(graph, variables, optimize=False).run(inputs)
+    ref = Executor(graph, variables, kernels=KERNELS, optimize=False).run(inputs)
     batch_norms = sum(op.op == "nn.batch_norm" for op in graph.operations)
     assert batch_norms == 20
     assert ex._program is not None and not any(step[1].op == "nn.batch_norm" for step in ex._program)

@@ -43,6 +43,13 @@ def kernel(name: str) -> Callable[[Kernel], Kernel]:
     return register
 
 
+def default_kernels() -> Mapping[str, Kernel]:
+    """The default backend: TOSA programs, native kernels for what does not legalize, else @lower."""
+    from .tosa_backend import TosaKernels
+
+    return TosaKernels(KERNELS)
+
+
 def _span(op: Operation) -> Span:
     return op.span if isinstance(op.span, Span) else NO_SPAN
 
@@ -51,7 +58,8 @@ def _span(op: Operation) -> Span:
 class Executor:
     graph: Graph
     variables: Mapping[str, np.ndarray] = field(default_factory=dict)
-    kernels: Mapping[str, Kernel] = field(default_factory=lambda: KERNELS)
+    #: The default is the TOSA backend (skriptnd.execute.backends)
+    kernels: Mapping[str, Kernel] = field(default_factory=lambda: default_kernels())
     #: Called after each top-level operation with (operations done, operations in all): progress bars.
     on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
@@ -79,18 +87,21 @@ class Executor:
             return
         operations = list(self.graph.operations)
         self._constants = {}
+        keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
         if self.optimize and not self.graph.updates:
             from .optimize import optimize_operations
 
-            operations, constants = optimize_operations(operations, self.graph, self.variables, self.kernels)
+            operations, constants = optimize_operations(operations, self.graph, self.variables)
             self._constants = {id(t): t.value for t in constants}
-            if constants:
-                # the variables only the folded operations read are released (a new mapping, the
-                # caller's is untouched): the folded constants replace them, memory is not doubled
-                read = {key for op in operations for key in _uses(op)}
-                self._released = {t.name for t in self.graph.variables if id(t) not in read}
-                self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
-        keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
+        segmenter = getattr(self.kernels, "compile_segments", None)
+        if segmenter is not None:  # a backend compiling runs of operations (see tosa_backend)
+            operations = segmenter(operations, self._known, keep)
+        if operations is not self.graph.operations:
+            # the variables only rewritten operations read are released (a new mapping, the caller's
+            # is untouched): folded constants replace them, memory is not doubled
+            read = {key for op in operations for key in _uses(op)}
+            self._released = {t.name for t in self.graph.variables if id(t) not in read}
+            self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
         last: dict[int, int] = {}
         for i, op in enumerate(operations):
             for key in _uses(op):
@@ -114,6 +125,14 @@ class Executor:
             else:
                 program.append((1, op, None, (), (), frees))
         self._program = program
+
+    def _known(self, t: Tensor) -> np.ndarray | None:
+        """A tensor's value at plan time: constants, and variables unless the graph updates them."""
+        if t.kind == "constant":
+            return self._constants.get(id(t), t.value)
+        if t.kind == "variable" and not self.graph.updates:
+            return self.variables.get(t.name)
+        return None
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         values: dict[int, Any] = {}

@@ -134,12 +134,10 @@ def _relu_fusion(relu: Operation) -> Any:
     return True if top is None else float(top)
 
 
-def optimize_operations(operations: list[Operation], graph: Graph, variables: Mapping[str, np.ndarray],
-                        kernels: Mapping[str, Any]) -> tuple[list[Operation], list[Tensor]]:
+def optimize_operations(operations: list[Operation], graph: Graph, variables: Mapping[str, np.ndarray]
+                        ) -> tuple[list[Operation], list[Tensor]]:
     """The operations with batch norms folded into convolutions and relus fused, and the new
     constant tensors (folded filters and biases) the rewritten operations read."""
-    if "nn.conv" not in kernels:
-        return operations, []
     counts: Counter[int] = Counter()
     _count_uses(operations, counts)
     for t in list(graph.outputs) + list(graph.updates.values()):

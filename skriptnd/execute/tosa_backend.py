@@ -1,0 +1,181 @@
+"""The TOSA backend of the executor: standard operations run as compiled TOSA programs.
+
+At plan time (Executor.prepare) every maximal run of consecutive operations that legalize
+(skriptnd.tosa.legalize) becomes one ``tosa.program`` operation: their TOSA subgraphs spliced into a
+:class:`skriptnd.tosa.program.Program`, with the graph's variables and constants as TOSA constants
+(so filters are re-laid out once, and layout transposes between operations cancel). Operations that
+do not legalize (and intrinsics) run as before: their @lower plans, or native kernels for intrinsics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..compose.ir import Operation, Tensor, Value
+from ..semantics.intrinsics import STDLIB_INTRINSICS
+
+PROGRAM_OP = "tosa.program"
+Kernel = Callable[[Operation, list[Any]], Any]
+
+
+def _flat(values: list[Value]) -> list[Tensor]:
+    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
+
+
+def _subgraph(op: Operation) -> Any:
+    from ..tosa.legalize import legalize
+
+    if op.subgraphs or op.op in ("if", "loop") or any(isinstance(v, list) for v in op.outputs):
+        return None
+    return legalize(op)[0]
+
+
+def _uses(op: Operation) -> list[int]:
+    keys = [id(t) for t in _flat(op.inputs)]
+    for sub in op.subgraphs.values():
+        keys.extend(id(t) for t in sub.outputs)
+        for inner in sub.operations:
+            keys.extend(_uses(inner))
+    return keys
+
+
+def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.ndarray | None],
+                     keep: set[int]) -> list[Operation]:
+    """``operations`` with every run of legalizable ones replaced by a ``tosa.program`` operation.
+
+    ``known(t)``: a tensor's plan-time value (variables, constants) or None; ``keep``: ids of tensors
+    that must stay visible (graph outputs, @update values)."""
+    from ..tosa.program import Builder
+
+    last_use: dict[int, int] = {}
+    #: items of packs that may be shorter at run time (the scan outputs of loops, §2.10.1)
+    dynamic_items: set[int] = set()
+    for i, op in enumerate(operations):
+        for key in _uses(op):
+            last_use[key] = i
+        if op.subgraphs:
+            dynamic_items.update(id(t) for v in op.outputs if isinstance(v, list) for t in v)
+    result: list[Operation] = []
+    run: list[tuple[int, Operation, Any]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        end = run[-1][0]
+        builder = Builder()
+        names: dict[int, str] = {}
+        external: list[Tensor] = []
+
+        def name_of(t: Tensor) -> str:
+            name = names.get(id(t))
+            if name is None:
+                value = known(t)
+                if value is not None:
+                    name = builder.constant(np.asarray(value))
+                else:
+                    name = builder.input()
+                    external.append(t)
+                names[id(t)] = name
+            return name
+
+        produced: list[Tensor] = []
+        for _, op, sg in run:
+            args = [None if v is None else [name_of(t) for t in v] if isinstance(v, list) else name_of(v)
+                    for v in op.inputs]
+            outs = builder.splice(sg, args)
+            fused = op.attribs.get("fused_relu")  # skriptnd.execute.optimize applied a relu here
+            if fused is not None and fused is not False and outs:
+                hi = float("inf") if fused is True else float(fused)
+                outs[0] = builder.emit("CLAMP", [outs[0]], {"min_val": 0.0, "max_val": hi})
+            for t, name in zip(_flat(op.outputs), outs, strict=True):
+                names[id(t)] = name
+                produced.append(t)
+        results = [t for t in produced if id(t) in keep or last_use.get(id(t), -1) > end]
+        for t in results:
+            builder.output(names[id(t)])
+        program = builder.finish()
+        first = run[0][1]
+        result.append(Operation(op=PROGRAM_OP, definition=None, inputs=list(external), outputs=list(results),
+                                attribs={"program": program, "operations": [op for _, op, _ in run]},
+                                label=first.label, span=first.span))
+        run.clear()
+
+    for i, op in enumerate(operations):
+        packs = [t for v in op.inputs if isinstance(v, list) for t in v]
+        sg = None if any(id(t) in dynamic_items for t in packs) else _subgraph(op)
+        if sg is None:
+            flush()
+            result.append(op)
+        else:
+            run.append((i, op, sg))
+    flush()
+    return result
+
+
+def _run_program(op: Operation, args: list[Any]) -> list[Any]:
+    return op.attribs["program"](args)
+
+
+def _composed_shapes(op: Operation, args: list[Any]) -> bool:
+    """Whether the arguments have the shapes the operation was composed (and legalized) for; in a
+    loop, a dynamic extent or pack length may differ at run time (then the @lower plan rebinds)."""
+    for v, a in zip(op.inputs, args, strict=True):
+        if isinstance(v, list):
+            if not isinstance(a, list) or len(a) != len(v) or any(
+                    np.shape(x) != t.shape for t, x in zip(v, a, strict=True)):
+                return False
+        elif v is not None and np.shape(a) != v.shape:
+            return False
+    return True
+
+
+def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kernel:
+    """One operation's TOSA subgraph (for operations inside control-flow subgraphs, which are not
+    compiled into programs), else the native kernel of ``fallback``, else NotImplemented (@lower)."""
+
+    def run(op: Operation, args: list[Any]) -> Any:
+        from ..tosa.legalize import legalize, run_subgraph
+
+        entry = cache.get(id(op))
+        if entry is None or entry[0] is not op:
+            entry = (op, legalize(op)[0])
+            cache[id(op)] = entry
+        subgraph = entry[1]
+        if subgraph is not None and _composed_shapes(op, args):
+            return run_subgraph(subgraph, args)
+        kernel = fallback.get(op.op)
+        return NotImplemented if kernel is None else kernel(op, args)
+
+    return run
+
+
+class TosaKernels(Mapping[str, Kernel]):
+    """TOSA first: runs of legalizable operations compile into programs (``compile_segments``, the
+    plan-time hook Executor.prepare calls); any other operation runs its ``fallback`` kernel when it
+    has one (intrinsics always do; with ``fallback=KERNELS`` also the fast native kernels), else
+    its @lower plan."""
+
+    compile_segments = staticmethod(compile_segments)
+
+    def __init__(self, fallback: Mapping[str, Kernel]) -> None:
+        self._fallback = fallback
+        self._runner = _tosa_kernel({}, fallback)
+
+    def __getitem__(self, name: str) -> Kernel:
+        if name == PROGRAM_OP:
+            return _run_program
+        if name in STDLIB_INTRINSICS and name in self._fallback:
+            return self._fallback[name]
+        return self._runner
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fallback)
+
+    def __len__(self) -> int:
+        return len(self._fallback)

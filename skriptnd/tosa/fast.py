@@ -1,0 +1,264 @@
+"""Fast fp32 forms of TOSA operators for compiled programs (skriptnd.tosa.program).
+
+The generic kernels (:data:`skriptnd.tosa.OPS`) check every ERROR_IF and compute floats in float64
+so that any TOSA type is rounded exactly once. A compiled program has already been checked, knows
+which operands are constants and runs fp32 only, so here fp32 operators are plain float32 numpy:
+
+* element-wise ADD/SUB/MUL/MAXIMUM/MINIMUM/CLAMP/... give the same bits as the generic kernels
+  (an IEEE float32 operation is what float64-then-round computes, for one operation);
+* CONV2D / DEPTHWISE_CONV2D / MATMUL / AVG_POOL2D accumulate in float32 in BLAS order, which TOSA
+  allows for fp32 (the result differs from the float64 reference by accumulation rounding only);
+  convolution weights are laid out once for one GEMM (im2col over NHWC windows), a following
+  CLAMP can be applied in place (``clamp``).
+
+:func:`specialise` returns ``None`` when an operation has no fast form here (then the program
+calls the generic kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+F32 = np.float32
+Fn = Callable[..., np.ndarray]
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "ABS": np.abs, "CEIL": np.ceil, "FLOOR": np.floor, "EXP": np.exp, "LOG": np.log, "NEGATE": np.negative,
+    "TANH": np.tanh, "SIN": np.sin, "COS": np.cos,
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "ADD": np.add, "SUB": np.subtract, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+}
+
+
+def _is_f32(a: Any) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == F32
+
+
+def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
+               clamp: tuple[float, float] | None = None) -> Fn | None:
+    """A fast callable taking all operands (constants included, as in the generic kernel) or None.
+
+    ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
+    a CLAMP to apply to the result (fused by the program)."""
+    known = [c for c in consts if c is not None]
+    if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
+        return None
+    if name == "CONV2D" and _f32_consts(consts, (1, 2)):
+        return _Conv2D(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+    if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)):
+        return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+    if clamp is not None:
+        return None
+    if name == "MAX_POOL2D" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
+        return _max_pool(attrs)
+    if name == "AVG_POOL2D" and all(_zero(c) for c in consts[1:]):
+        return _avg_pool(attrs)
+    if name == "MATMUL" and all(_zero(c) for c in consts[2:]):
+        return _checked(lambda a, b, *zp: np.matmul(a, b))
+    if name == "CLAMP" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
+        lo, hi = F32(attrs["min_val"]), F32(attrs["max_val"])
+        return _checked(lambda x: np.minimum(np.maximum(x, lo), hi))
+    if name in _UNARY and (name != "NEGATE" or all(_zero(c) for c in consts[1:])):
+        fn = _UNARY[name]
+        return _checked(lambda x, *zp: fn(x))
+    if name == "RECIPROCAL":
+        return _checked(lambda x: np.divide(F32(1), x))
+    if name == "SIGMOID":
+        return _checked(_sigmoid)
+    if name in _BINARY:
+        fn2 = _BINARY[name]
+        return _checked(lambda a, b: fn2(a, b))
+    if name == "MUL" and (len(consts) < 3 or _zero(consts[2])):
+        return _checked(lambda a, b, *shift: np.multiply(a, b))
+    if name == "RESHAPE":
+        return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
+    if name == "TRANSPOSE":
+        perms = tuple(int(p) for p in attrs["perms"])
+        return lambda x: np.ascontiguousarray(np.transpose(x, perms))
+    return None
+
+
+def _zero(c: np.ndarray | None) -> bool:
+    return c is not None and not np.any(c)
+
+
+def _f32_consts(consts: Sequence[np.ndarray | None], idx: Sequence[int]) -> bool:
+    return all(i < len(consts) and _is_f32(consts[i]) for i in idx)
+
+
+def _checked(fn: Fn) -> Fn:
+    """``fn`` for float32 operands; other types go to the generic kernel (returns NotImplemented)."""
+
+    def run(*args: Any) -> Any:
+        if not _is_f32(args[0]):
+            return NotImplemented
+        return fn(*args)
+
+    return run
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.divide(F32(1), F32(1) + np.exp(-x))
+
+
+class _Conv2D:
+    """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
+                 clamp: tuple[float, float] | None) -> None:
+        oc, kh, kw, ic = weight.shape
+        self.k = (kh, kw)
+        self.w = np.ascontiguousarray(weight.reshape(oc, kh * kw * ic).T)  # [(kh, kw, ic), oc]
+        self.b = np.broadcast_to(bias, (oc,)).astype(F32)
+        self.pad = [int(p) for p in attrs["pad"]]
+        self.stride = [int(s) for s in attrs["stride"]]
+        self.dilation = [int(d) for d in attrs["dilation"]]
+        self.clamp = clamp
+        self._shape: tuple[int, ...] | None = None
+
+    def _setup(self, shape: tuple[int, ...]) -> None:
+        n, ih, iw, ic = shape
+        (kh, kw), (t, b, left, r), (sy, sx), (dy, dx) = self.k, self.pad, self.stride, self.dilation
+        hp, wp = ih + t + b, iw + left + r
+        oh, ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
+        self.out = (n, oh, ow)
+        self.pointwise = kh == kw == 1 and not any(self.pad)
+        if self.pointwise:
+            self.padded = None
+        else:
+            self.padded = np.zeros((n, hp, wp, ic), F32)
+            s = self.padded.strides
+            self.windows = as_strided(self.padded, (n, oh, ow, kh, kw, ic),
+                                      (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+            self.cols = np.empty((n, oh, ow, kh, kw, ic), F32)
+        self._shape = shape
+
+    def __call__(self, x: np.ndarray, *rest: Any) -> Any:
+        if not _is_f32(x) or x.ndim != 4:
+            return NotImplemented
+        if x.shape != self._shape:
+            self._setup(x.shape)
+        n, oh, ow = self.out
+        if self.padded is None:
+            sy, sx = self.stride
+            src = x if sy == sx == 1 else x[:, ::sy, ::sx, :]
+            cols = src.reshape(n * oh * ow, -1)
+        else:
+            t, _, left, _ = self.pad
+            self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
+            np.copyto(self.cols, self.windows)
+            cols = self.cols.reshape(n * oh * ow, -1)
+        y = cols @ self.w
+        y += self.b
+        if self.clamp is not None:
+            np.clip(y, self.clamp[0], self.clamp[1], out=y)
+        return y.reshape(n, oh, ow, -1)
+
+
+class _Depthwise:
+    """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M]: one multiply-add over all positions per kernel tap."""
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
+                 clamp: tuple[float, float] | None) -> None:
+        kh, kw, c, m = weight.shape
+        self.w = weight.astype(F32).reshape(kh, kw, c * m)
+        self.m = m
+        self.b = np.broadcast_to(bias, (c * m,)).astype(F32)
+        self.pad = [int(p) for p in attrs["pad"]]
+        self.stride = [int(s) for s in attrs["stride"]]
+        self.dilation = [int(d) for d in attrs["dilation"]]
+        self.clamp = clamp
+        self._shape: tuple[int, ...] | None = None
+
+    def __call__(self, x: np.ndarray, *rest: Any) -> Any:
+        if not _is_f32(x) or x.ndim != 4:
+            return NotImplemented
+        n, ih, iw, c = x.shape
+        kh, kw, _ = self.w.shape
+        (t, b, left, r), (sy, sx), (dy, dx) = self.pad, self.stride, self.dilation
+        if x.shape != self._shape:
+            self.padded = np.zeros((n, ih + t + b, iw + left + r, c), F32)
+            self._shape = x.shape
+        self.padded[:, t:t + ih, left:left + iw, :] = x
+        src = self.padded if self.m == 1 else np.repeat(self.padded, self.m, axis=3)
+        oh = (ih + t + b - (kh - 1) * dy - 1) // sy + 1
+        ow = (iw + left + r - (kw - 1) * dx - 1) // sx + 1
+        y = np.empty((n, oh, ow, c * self.m), F32)
+        tmp = np.empty_like(y)
+        first = True
+        for ky in range(kh):
+            for kx in range(kw):
+                win = src[:, ky * dy:ky * dy + (oh - 1) * sy + 1:sy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx, :]
+                if first:
+                    np.multiply(win, self.w[ky, kx], out=y)
+                    first = False
+                else:
+                    np.multiply(win, self.w[ky, kx], out=tmp)
+                    y += tmp
+        y += self.b
+        if self.clamp is not None:
+            np.clip(y, self.clamp[0], self.clamp[1], out=y)
+        return y
+
+
+def _pool_dims(x: np.ndarray, attrs: dict[str, Any]) -> tuple[list[int], list[int], list[int], int, int]:
+    kernel = [int(k) for k in attrs["kernel"]]
+    stride = [int(s) for s in attrs["stride"]]
+    pad = [int(p) for p in attrs["pad"]]
+    oh = (x.shape[1] + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
+    ow = (x.shape[2] + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
+    return kernel, stride, pad, oh, ow
+
+
+def _max_pool(attrs: dict[str, Any]) -> Fn:
+    """Separable: the maximum over the kernel's columns, then over its rows (-inf padding never wins,
+    TOSA requires pads smaller than the kernel so every window holds an input element)."""
+
+    def run(x: np.ndarray) -> Any:
+        if not _is_f32(x):
+            return NotImplemented
+        (kh, kw), (sy, sx), (t, b, left, r), oh, ow = _pool_dims(x, attrs)
+        if any((t, b, left, r)):
+            x = np.pad(x, [(0, 0), (t, b), (left, r), (0, 0)], constant_values=-np.inf)
+        rows = x[:, :, 0:(ow - 1) * sx + 1:sx, :]
+        for kx in range(1, kw):
+            rows = np.maximum(rows, x[:, :, kx:kx + (ow - 1) * sx + 1:sx, :])
+        out = rows[:, 0:(oh - 1) * sy + 1:sy]
+        for ky in range(1, kh):
+            out = np.maximum(out, rows[:, ky:ky + (oh - 1) * sy + 1:sy])
+        return np.ascontiguousarray(out)
+
+    return run
+
+
+def _avg_pool(attrs: dict[str, Any]) -> Fn:
+    """Sum over the window's taps divided by the count of in-bounds positions (TOSA excludes padding)."""
+    counts: dict[tuple[int, ...], np.ndarray] = {}
+
+    def run(x: np.ndarray, *zp: Any) -> Any:
+        if not _is_f32(x):
+            return NotImplemented
+        (kh, kw), (sy, sx), (t, b, left, r), oh, ow = _pool_dims(x, attrs)
+        if any((t, b, left, r)):
+            x = np.pad(x, [(0, 0), (t, b), (left, r), (0, 0)])
+        total = np.zeros((x.shape[0], oh, ow, x.shape[3]), F32)
+        for ky in range(kh):
+            for kx in range(kw):
+                total += x[:, ky:ky + (oh - 1) * sy + 1:sy, kx:kx + (ow - 1) * sx + 1:sx, :]
+        count = counts.get(x.shape)
+        if count is None:
+            ih, iw = x.shape[1] - t - b, x.shape[2] - left - r
+            ys = np.arange(oh) * sy - t
+            xs = np.arange(ow) * sx - left
+            cy = np.minimum(ys + kh, ih) - np.maximum(ys, 0)
+            cx = np.minimum(xs + kw, iw) - np.maximum(xs, 0)
+            count = counts[x.shape] = (cy[:, None] * cx[None, :]).astype(F32)[None, :, :, None]
+        return total / count
+
+    return run
