@@ -43,6 +43,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 import skriptnd  # noqa: E402
 from skriptnd.execute import KERNELS, Executor  # noqa: E402
 from skriptnd.execute.kernels import FAST_KERNELS  # noqa: E402
+from skriptnd.execute.pointwise import POINTWISE_KERNELS  # noqa: E402
 from skriptnd.execute.recurrent import RECURRENT_KERNELS  # noqa: E402
 
 #: The LSTM configuration of issue #7 (target: within 2x of onnxruntime's LSTM operator)
@@ -219,7 +220,8 @@ def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[st
     if args.baseline:
         variables = {t.name: graph.variable_source(t) for t in graph.variables}
         plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items()
-                                                    if k not in FAST_KERNELS + RECURRENT_KERNELS}, optimize=False)
+                                                    if k not in FAST_KERNELS + RECURRENT_KERNELS + POINTWISE_KERNELS},
+                         optimize=False)
         base = _median_ms(lambda e=plain, c=case: e.run(c["inputs"]), max(3, args.repeat // 4))
     torch_ms = None
     if case["name"] == "resnet18":

@@ -95,6 +95,14 @@ graph LoopAll {{
     @compose {{ Y, hN, cN = nn.lstm_loop(X, W, R, B, h0, c0); }}
 }}
 
+graph Vars {{
+    {_SIZES}
+    @input {{ X: real[seq,batch,input]; }}
+    {_OUTPUTS}
+    @variable {{ {_WEIGHTS} }}
+    @compose {{ Y, hN, cN = nn.lstm(X, W, R, B); }}
+}}
+
 graph Step {{
     {_SIZES}
     @input {{ x: real[batch,input]; {_WEIGHTS} {_STATES} }}
@@ -388,3 +396,30 @@ def test_models_lstm_runs_on_the_kernel() -> None:
     assert counting.calls == {"nn.lstm": 2}
     for name in ("Y", "hN", "cN"):
         _close(out[name], reference[name])
+
+
+def test_prepared_kernel_keeps_the_regrouped_variables(model: skriptnd.Model) -> None:
+    """Inside an execution plan the kernel regroups variable weights once and keeps them while the
+    executor holds the same arrays; new arrays (another variables mapping) are regrouped again.
+    Weights that are graph inputs are regrouped on every call (no prepared kernel)."""
+    dims = {"seq": 4, "batch": 3, "input": 2, "hidden": 5}
+    graph = model.compose("Vars", attribs=dims)
+    (op,) = graph.operations
+    assert callable(recurrent.lstm.prepare(op, {}))  # type: ignore[attr-defined]
+    (full,) = model.compose("Full", attribs=dims).operations
+    assert recurrent.lstm.prepare(full, {}) is None  # type: ignore[attr-defined]
+    data = _arrays(3, **dims)
+    weights = {k: data[k] for k in ("W", "R", "B")}
+    fast = Executor(graph, weights, kernels=KERNELS)
+    reference = Executor(graph, weights, kernels=kernels_for("lower")[0], optimize=False)
+    for seed in (4, 5):
+        X = _arrays(seed, **dims)["X"]
+        got, expected = fast.run({"X": X}), reference.run({"X": X})
+        for name in ("Y", "hN", "cN"):
+            _close(got[name], expected[name])
+    other = {k: (v * 0.5).astype(np.float32) for k, v in weights.items()}
+    fast.variables = reference.variables = other
+    got, expected = fast.run({"X": data["X"]}), reference.run({"X": data["X"]})
+    for name in ("Y", "hN", "cN"):
+        _close(got[name], expected[name])
+    _close(got["Y"], onnx_lstm(data["X"], other["W"], other["R"], other["B"])["Y"])
