@@ -192,7 +192,7 @@ def _fake_quant_values(graph: skriptnd.compose.Graph, x: np.ndarray) -> dict[str
 def test_integer_graph_is_within_one_step_of_fake_quantization_and_as_accurate(split: tuple) -> None:
     _, x_test, _, y_test = split
     graph = skriptnd.load(MODEL).compose(attribs={"batch": len(x_test)})
-    integer = lower_quantized(graph)
+    integer = lower_quantized(graph, simplify=False)  # every tensor's integers, in NCHW
     names = {op.op for op, _ in integer.notes}
     assert {"nn.conv", "nn.linear", "nn.relu", "nn.max_pool"} <= names
     ops = [o.name for o in integer.ops]
@@ -222,7 +222,7 @@ def test_weights_are_the_float_model_and_the_integers_derive_from_them() -> None
     int32 biases in the integer graph are the quantize operators applied to them."""
     graph = skriptnd.load(MODEL).compose()
     float_graph = skriptnd.load(FLOAT_MODEL).compose()
-    integer = lower_quantized(graph)
+    integer = lower_quantized(graph, simplify=False)  # filters not yet transposed to OHWI on the host
     for t in graph.variables:
         values = graph.variable_source(t)
         np.testing.assert_array_equal(values, float_graph.variable_source(float_graph.tensor(t.name)))
@@ -233,6 +233,9 @@ def test_weights_are_the_float_model_and_the_integers_derive_from_them() -> None
     assert any(c.dtype == np.int8 and c.shape == w.shape and np.array_equal(c, w) for c in consts)
     b = quantize(graph.variable_source(graph.tensor("fc_bias")), qparams(graph.tensor("fc_bias")))
     assert any(c.dtype == np.int32 and np.array_equal(c.reshape(-1), b) for c in consts)
+    folded = lower_quantized(graph)  # CONV2D takes OHWI filters: transposed once, on the host
+    assert any(c.dtype == np.int8 and np.array_equal(c, w.transpose(0, 2, 3, 1)) for c in folded.constants.values())
+    assert [o.name for o in folded.ops].count("TRANSPOSE") == 2  # the input to NHWC, pool2 back to NCHW
 
 
 def test_sknd_run_via_tosa_is_integer_and_agrees_with_fake_quantization(tmp_path: Path) -> None:

@@ -44,6 +44,10 @@ toward +inf, where the quantize operator rounds half away from zero — the inte
 from fake quantization by one step on exact ties and when ``v * S`` lies within the multiplier's
 error of a tie. The TOSA REQUIRE ``|v| < 2^(n-1)`` is checked from a bound of the accumulator.
 
+Each operation is lowered on its own (NCHW at its boundaries, as the fp32 legalization does); then
+layout operations on constants are folded (filters transposed on the host) and TRANSPOSE pairs that
+cancel — directly or around a CLAMP — are removed (``simplify``).
+
 Anything else — per-channel activation quantization, quantized outputs of operations that have no
 integer lowering, control flow, dynamic shapes, bit widths without an integer type — is refused with an
 ``E0761`` diagnostic located at the operation.
@@ -532,14 +536,73 @@ def _hint(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)[:40] or "t"
 
 
-def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> IntegerGraph:
+def _simplify(ig: IntegerGraph) -> None:
+    """Fold layout operations on constants (filters transposed on the host) and cancel the NCHW ↔ NHWC
+    TRANSPOSE pairs the per-operation lowering leaves between operations, also across a CLAMP (which
+    commutes with TRANSPOSE). Values that disappear are dropped from ``ig.values``."""
+    def rename(old: str, new: str) -> None:
+        for o in ig.ops:
+            o.inputs = [new if i == old else i for i in o.inputs]
+        ig.outputs = [(n, new if v == old else v) for n, v in ig.outputs]
+
+    changed = True
+    while changed:
+        changed = False
+        for o in list(ig.ops):
+            if o.name in ("TRANSPOSE", "RESHAPE") and all(i in ig.constants for i in o.inputs):
+                ig.constants[o.output] = np.asarray(OPS[o.name](*[ig.constants[i] for i in o.inputs], **o.attrs))
+                ig.ops.remove(o)
+                changed = True
+        producers = {o.output: o for o in ig.ops}
+        uses: dict[str, int] = {}
+        for name in [i for o in ig.ops for i in o.inputs] + [v for _, v in ig.outputs]:
+            uses[name] = uses.get(name, 0) + 1
+        for o in ig.ops:
+            if o.name != "TRANSPOSE":
+                continue
+            mid = producers.get(o.inputs[0])
+            src = mid
+            if mid is not None and mid.name == "CLAMP" and uses[mid.output] == 1:
+                src = producers.get(mid.inputs[0])
+            else:
+                mid = None
+            if src is None or src.name != "TRANSPOSE" or uses[src.output] != 1:
+                continue
+            p, q = [int(v) for v in src.attrs["perms"]], [int(v) for v in o.attrs["perms"]]
+            if any(p[q[i]] != i for i in range(len(q))):
+                continue
+            if mid is None:
+                ig.ops.remove(o)
+                ig.ops.remove(src)
+                rename(o.output, src.inputs[0])
+            else:
+                mid.inputs = [src.inputs[0]]
+                mid.output = o.output
+                ig.ops.remove(o)
+                ig.ops.remove(src)
+            changed = True
+            break
+    used = {i for o in ig.ops for i in o.inputs} | {v for _, v in ig.outputs}
+    ig.constants = {k: v for k, v in ig.constants.items() if k in used}
+    live = {n for n, _, _ in ig.inputs} | set(ig.constants) | {o.output for o in ig.ops}
+    ig.values = {k: v for k, v in ig.values.items() if v.name in live}
+
+
+def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None, *,
+                    simplify: bool = True) -> IntegerGraph:
     """The integer TOSA graph of ``graph`` (see the module docstring); ``variables`` by name (default:
-    the model's tensor files). Raises :class:`DiagnosticError` (E0760/E0761) for what it cannot lower."""
+    the model's tensor files). ``simplify``: fold constant layout operations and cancel TRANSPOSE pairs
+    (then ``values`` keeps only the graph tensors whose TOSA values remain; without it every tensor's
+    value is there, in the graph's own layout). Raises :class:`DiagnosticError` (E0760/E0761) for what
+    it cannot lower."""
     if not has_quantization(graph):
         raise _fail(None, f"graph '{graph.name}' has no @quantize entries: nothing to run in integer arithmetic")
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    return _Lowering(graph, variables).run()
+    ig = _Lowering(graph, variables).run()
+    if simplify:
+        _simplify(ig)
+    return ig
 
 
 # -- MLIR ----------------------------------------------------------------------------------------------
