@@ -40,16 +40,17 @@ def _is_f32(a: Any) -> bool:
 
 
 def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
-               clamp: tuple[float, float] | None = None) -> Fn | None:
+               clamp: tuple[float, float] | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
     """A fast callable taking all operands (constants included, as in the generic kernel) or None.
 
     ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
-    a CLAMP to apply to the result (fused by the program)."""
+    a CLAMP to apply to the result (fused by the program). ``scratch``: buffers shared by the
+    callables of one program (they run one at a time), e.g. the im2col columns."""
     known = [c for c in consts if c is not None]
     if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
         return None
     if name == "CONV2D" and _f32_consts(consts, (1, 2)):
-        return _Conv2D(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+        return _Conv2D(consts[1], consts[2], attrs, clamp, {} if scratch is None else scratch)  # type: ignore[arg-type]
     if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)):
         return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
     if clamp is not None:
@@ -111,10 +112,12 @@ class _Conv2D:
     """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: tuple[float, float] | None) -> None:
+                 clamp: tuple[float, float] | None, scratch: dict[str, np.ndarray]) -> None:
         oc, kh, kw, ic = weight.shape
         self.k = (kh, kw)
-        self.w = np.ascontiguousarray(weight.reshape(oc, kh * kw * ic).T)  # [(kh, kw, ic), oc]
+        # [(kh, kw, ic), oc] as a transposed view: BLAS reads it in place, no copy of the filter
+        self.w = weight.reshape(oc, kh * kw * ic).T
+        self.scratch = scratch
         self.b = np.broadcast_to(bias, (oc,)).astype(F32)
         self.pad = [int(p) for p in attrs["pad"]]
         self.stride = [int(s) for s in attrs["stride"]]
@@ -136,8 +139,16 @@ class _Conv2D:
             s = self.padded.strides
             self.windows = as_strided(self.padded, (n, oh, ow, kh, kw, ic),
                                       (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
-            self.cols = np.empty((n, oh, ow, kh, kw, ic), F32)
         self._shape = shape
+
+    def _columns(self) -> np.ndarray:
+        """The im2col buffer, in the program's shared scratch (grown to the largest convolution)."""
+        shape = self.windows.shape
+        size = int(np.prod(shape))
+        buf = self.scratch.get("im2col")
+        if buf is None or buf.size < size:
+            buf = self.scratch["im2col"] = np.empty(size, F32)
+        return buf[:size].reshape(shape)
 
     def __call__(self, x: np.ndarray, *rest: Any) -> Any:
         if not _is_f32(x) or x.ndim != 4:
@@ -152,8 +163,9 @@ class _Conv2D:
         else:
             t, _, left, _ = self.pad
             self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
-            np.copyto(self.cols, self.windows)
-            cols = self.cols.reshape(n * oh * ow, -1)
+            cols = self._columns()
+            np.copyto(cols, self.windows)
+            cols = cols.reshape(n * oh * ow, -1)
         y = cols @ self.w
         y += self.b
         if self.clamp is not None:

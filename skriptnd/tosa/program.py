@@ -128,11 +128,12 @@ class Program:
                 last[alias.get(name, name)] = i
         keep = {alias.get(o, o) for o in self.outputs}
         steps: list[_Step] = []
+        scratch: dict[str, np.ndarray] = {}  # shared by the steps, which run one at a time
         for i, o in enumerate(kept):
             operands = tuple((False, self.constants[n]) if n in self.constants else (True, slots[alias.get(n, n)])
                              for n in o.inputs)
             consts = [None if is_slot else v for is_slot, v in operands]
-            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output))
+            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch)
             if fn is None:
                 fn = _generic(o)
                 if o.output in clamps:  # no fast form to fuse into: clamp after the generic kernel
