@@ -394,3 +394,81 @@ def test_quantized_output_of_a_float_operation_is_refused(tmp_path: Path) -> Non
     assert diag.code == "E0761" and "nn.sigmoid" in diag.message and "fp32" in diag.message
     proc = sknd("run", str(folder), "--random-inputs", "--random-weights", "--via", "tosa", "--color", "never")
     assert proc.returncode == 1 and "E0761" in proc.stderr
+
+
+# -- int16 activations --------------------------------------------------------------------------------
+
+_INT16 = """import nn;
+import layout;
+import quant;
+graph G {
+    @input { x: real[2,2,6,6]; }
+    @output { y: real[2,5]; }
+    @variable { w: real[4,2,3,3]; b: real[4]; fw: real[5,36]; fb: real[5]; }
+    @compose {
+        c = nn.conv{padding=[1,1,1,1]}(x, w, b);
+        r = nn.relu(c);
+        p = nn.max_pool{size=[2,2], stride=[2,2]}(r);
+        f = layout.flatten{axis=1}(p);
+        y = nn.linear(f, fw, fb);
+    }
+    @quantize {
+        x: quant.zero_point_linear_quantize{zero_point=0, scale=0.0001, bits=16};
+        w: quant.zero_point_linear_quantize{zero_point=0, scale=[0.01, 0.02, 0.015, 0.01], bits=8,
+                                            symmetric=true, channel_axis=0};
+        b: quant.zero_point_linear_quantize{zero_point=0, scale=[1e-06, 2e-06, 1.5e-06, 1e-06], bits=32,
+                                            channel_axis=0};
+        c: quant.zero_point_linear_quantize{zero_point=0, scale=0.0003, bits=16};
+        fw: quant.zero_point_linear_quantize{zero_point=0, scale=0.01, bits=8, symmetric=true};
+        y: quant.zero_point_linear_quantize{zero_point=0, scale=0.0005, bits=16};
+    }
+}
+"""
+
+
+def test_int16_activations_convolution_and_linear(tmp_path: Path) -> None:
+    """int16 activations (zero point 0), int8 filters: CONV2D int16 x int8 -> int48 with an int48 bias,
+    RESCALE with a 16-bit multiplier; nn.linear as a 1x1 CONV2D. Within one step of fake quantization."""
+    (tmp_path / "main.sknd").write_text(_INT16)
+    graph = skriptnd.load(tmp_path).compose()
+    rng = np.random.default_rng(0)
+    variables = {"w": rng.uniform(-1, 1, (4, 2, 3, 3)).astype(np.float32),
+                 "b": rng.uniform(-0.5, 0.5, 4).astype(np.float32),
+                 "fw": rng.uniform(-1, 1, (5, 36)).astype(np.float32),
+                 "fb": rng.uniform(-0.5, 0.5, 5).astype(np.float32)}
+    integer = lower_quantized(graph, variables, simplify=False)
+    ops = integer.ops
+    convs = [o for o in ops if o.name == "CONV2D"]
+    assert len(convs) == 2 and all(o.attrs["acc_type"] == "int48" for o in convs)
+    assert all(not o.attrs["scale32"] for o in ops if o.name == "RESCALE")
+    kernels, optimize = kernels_for("lower")
+    for seed in range(3):
+        x = np.random.default_rng(seed).uniform(-2, 2, (2, 2, 6, 6)).astype(np.float32)
+        names = ["c", "y"]
+        got = integer.run({"x": x}, outputs=[integer.values[n].name for n in names])
+        fq = fake_quantize(graph)
+        by_name = {t.name: t for t in fq.tensors}
+        fq = replace(fq, outputs=[by_name[f"{n}~q"] for n in names], output_names=names)
+        fake = Executor(fq, variables, kernels=kernels, optimize=optimize).run({"x": x})
+        for n in names:
+            q = got[integer.values[n].name]
+            assert q.dtype == np.int16
+            expected = quantize(fake[n], qparams(graph.tensor(n))).astype(np.int64)
+            assert np.abs(q.astype(np.int64) - expected).max() <= 1, n
+
+
+def test_int16_mlir_runs_bit_exactly_in_the_reference_model(tmp_path: Path, tools: None) -> None:
+    (tmp_path / "main.sknd").write_text(_INT16)
+    graph = skriptnd.load(tmp_path).compose(random_weights=True, seed=1)
+    rng = np.random.default_rng(1)
+    variables = {t.name: rng.uniform(-0.9, 0.9, [int(d) for d in t.shape]).astype(np.float32)
+                 for t in graph.variables}
+    integer = lower_quantized(graph, variables)
+    y = integer.values["y"].name
+    mlir = to_mlir(integer, outputs=[y])
+    assert "xi48>" in mlir and "acc_type = i48" in mlir and "scale32 = false" in mlir
+    fb = to_flatbuffer(mlir, profile="pro_int extensions=int16")
+    x = rng.uniform(-2, 2, (2, 2, 6, 6)).astype(np.float32)
+    got = reference_run(fb, integer.quantize_inputs({"x": x}), tmp_path)
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, integer.run({"x": x}, outputs=[y])[y])

@@ -23,6 +23,10 @@ variables and constants become integer ``tosa.const`` s (the operator applied to
   to the output's int8 quantization (which the output must have);
 - ``nn.linear``: MATMUL int8 × int8 → int32 (filter transposed on the host), ADD of the int32 bias,
   RESCALE per output channel;
+- int16 activations (zero point 0: TOSA allows zero points only for int8) with int8 filters: CONV2D
+  int16 × int8 → int48 with an int48 bias, RESCALE with a 16-bit multiplier (the only one TOSA allows
+  for 48-bit values); ``nn.linear`` becomes a 1×1 CONV2D (MATMUL would need int16 filters, and int48
+  has no ADD for the bias). The MLIR then needs TOSA's ``int16`` extension;
 - quantization-transparent operations (their fp32 legalization only moves or selects values: RESHAPE,
   TRANSPOSE, SLICE, PAD, TILE, CONCAT, IDENTITY, MAX_POOL2D, CLAMP): run on the integers unchanged, the
   output keeps the input's quantization; CLAMP bounds (``nn.relu``: ``[0, inf]``) and PAD values are
@@ -122,6 +126,8 @@ class IntegerGraph:
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     values: dict[str, QValue] = field(default_factory=dict)
     notes: list[tuple[Operation, str]] = field(default_factory=list)
+    #: the constants that are shape operands (int64 too, like int48 values: told apart by name)
+    shapes: set[str] = field(default_factory=set)
 
     def subgraph(self, outputs: list[str] | None = None) -> Subgraph:
         """The graph as a :class:`Subgraph` computing the TOSA values ``outputs`` (default: the graph
@@ -204,7 +210,9 @@ class _Lowering:
         return name
 
     def shape(self, dims: Any) -> str:
-        return self.const([int(d) for d in dims], np.int64, "shape")
+        name = self.const([int(d) for d in dims], np.int64, "shape")
+        self.ig.shapes.add(name)
+        return name
 
     def emit(self, name: str, *inputs: str, hint: str | None = None, **attrs: Any) -> str:
         out = self.fresh(hint or name.lower())
@@ -212,28 +220,31 @@ class _Lowering:
         return out
 
     def zp(self, value: int, dtype: str) -> str:
-        return self.const([int(value)], NUMPY_INT[dtype], "zp")
+        return self.const([int(value)], np.int64 if dtype == "int48" else NUMPY_INT[dtype], "zp")
 
     def rescale(self, x: str, factors: np.ndarray, in_zp: int, in_dtype: str, out: QParams, bound: int,
                 op: Operation | None) -> str:
         """RESCALE ``x`` (values ``v`` with ``|v - in_zp| <= bound``) by ``factors`` (one, or one per
         channel along the last axis) to ``out``'s integer type and zero point."""
+        scale32 = in_dtype != "int48"  # a 48-bit value can only be scaled with a 16-bit multiplier
         params = []
         for f in np.atleast_1d(factors):
             try:
-                params.append(rescale_parameters(float(f), scale32=True))
+                params.append(rescale_parameters(float(f), scale32=scale32))
             except ValueError as err:
                 raise _fail(op, f"cannot requantize: {err}") from None
-        for _, shift in params:
-            if bound >= 1 << (shift - 1):
+        for (_, shift), f in zip(params, np.atleast_1d(factors), strict=True):
+            if scale32 and bound >= 1 << (shift - 1):
                 raise _fail(op, f"RESCALE with shift {shift} requires |value| < 2^{shift - 1}, but the value can "
                             f"reach {bound}: the output scale is too small for this operation's range")
+            if not scale32 and bound * float(f) >= 2 ** 31 - 1:
+                raise _fail(op, f"RESCALE of an int48 value up to {bound} by {float(f):.3g} can leave int32")
         per_channel = len(params) > 1
-        mult = self.const([m for m, _ in params], np.int32, "multiplier")
+        mult = self.const([m for m, _ in params], np.int32 if scale32 else np.int16, "multiplier")
         shift = self.const([s for _, s in params], np.int8, "shift")
         lo, hi = out.qmin, out.qmax
         y = self.emit("RESCALE", x, mult, shift, self.zp(in_zp, in_dtype), self.zp(int(out.zero_point[0]), out.dtype),
-                      output_dtype=out.dtype, scale32=True, rounding_mode="SINGLE_ROUND", per_channel=per_channel,
+                      output_dtype=out.dtype, scale32=scale32, rounding_mode="SINGLE_ROUND", per_channel=per_channel,
                       input_unsigned=False, output_unsigned=False)
         if (lo, hi) != _RANGE[out.dtype]:  # a narrower range than the type's (symmetric, fewer bits)
             y = self.emit("CLAMP", y, min_val=lo, max_val=hi)
@@ -287,8 +298,11 @@ class _Lowering:
         if v.qp.axis is not None:
             raise _fail(op, f"the {what} of '{op.op}' is quantized per channel; integer TOSA operations need "
                         "per-tensor activation quantization")
-        if v.qp.dtype != "int8":
-            raise _fail(op, f"the {what} of '{op.op}' is {v.qp.dtype}; only int8 activations are lowered here")
+        if v.qp.dtype not in ("int8", "int16"):
+            raise _fail(op, f"the {what} of '{op.op}' is {v.qp.dtype}; activations must be int8 or int16")
+        if v.qp.dtype == "int16" and int(v.qp.zero_point[0]) != 0:
+            raise _fail(op, f"the {what} of '{op.op}' is int16 with zero point {int(v.qp.zero_point[0])}; TOSA "
+                        "allows zero points only for int8", hint="quantize 16-bit activations with zero_point=0")
         return v.qp
 
     # -- the graph --------------------------------------------------------------------------------
@@ -356,12 +370,14 @@ class _Lowering:
                                 hint="remove the @quantize entry of the output, or quantize its inputs so "
                                 "the operation runs on integers")
                 if not v.qp.same_as(want, rtol=1e-9):
-                    if want.axis is not None or want.dtype != "int8" or v.qp.dtype != "int8":
+                    ok = ("int8", "int16")
+                    if want.axis is not None or v.qp.axis is not None or want.dtype not in ok or v.qp.dtype not in ok \
+                            or (want.dtype == "int16" and int(want.zero_point[0]) != 0):
                         raise _fail(op, f"output '{t.name}' needs requantization from {v.qp.describe()} to "
-                                    f"{want.describe()}; only per-tensor int8 → int8 is supported")
+                                    f"{want.describe()}; only per-tensor int8/int16 (zero point 0) is supported")
                     lo, hi = _RANGE[v.qp.dtype]
                     bound = max(abs(hi - int(v.qp.zero_point[0])), abs(lo - int(v.qp.zero_point[0])))
-                    name = self.rescale(v.name, v.qp.scale / want.scale, int(v.qp.zero_point[0]), "int8", want,
+                    name = self.rescale(v.name, v.qp.scale / want.scale, int(v.qp.zero_point[0]), v.qp.dtype, want,
                                         bound, op)
                     v = QValue(name, want)
             self.vals[id(t)] = v
@@ -383,7 +399,7 @@ class _Lowering:
                 env[n] = v.name
         for n, a in sg.constants.items():
             if a.dtype == np.int64:  # shape operands
-                env[n] = self.const(a, np.int64, "shape")
+                env[n] = self.shape(a)
             else:  # PAD values: quantized; -inf (max-pool padding) is the lowest integer
                 env[n] = self.const(self.quantize_scalar(a, first), NUMPY_INT[first.dtype], "padq")
         for o in sg.ops:
@@ -408,7 +424,7 @@ class _Lowering:
             if n is not None and v is not None:
                 env[n] = self.dequantized(v, t.rank)
         for n, a in sg.constants.items():
-            env[n] = self.const(a, a.dtype, "c")
+            env[n] = self.shape(a) if a.dtype == np.int64 else self.const(a, a.dtype, "c")
         for o in sg.ops:
             env[o.output] = self.emit(o.name, *[env[i] for i in o.inputs], **o.attrs)
         return [QValue(env[n], None) for n in sg.outputs]
@@ -432,11 +448,12 @@ class _Lowering:
                         "weight zero point", hint="use symmetric per-channel quantization (zero_point=0)")
         return v, qp
 
-    def _bias(self, op: Operation, acc_scale: np.ndarray, channels: int) -> str:
-        """The int32 bias at the accumulator scale ``acc_scale`` (per output channel)."""
+    def _bias(self, op: Operation, acc_scale: np.ndarray, channels: int, acc: str = "int32") -> str:
+        """The bias at the accumulator scale ``acc_scale`` (per output channel), of the accumulator type
+        ``acc`` (int32, or int48 held in int64)."""
         t = op.inputs[2] if len(op.inputs) > 2 else None
         if t is None:
-            return self.const(np.zeros(channels), np.int32, "bias0")
+            return self.const(np.zeros(channels), np.int64 if acc == "int48" else np.int32, "bias0")
         if t.kind not in ("variable", "constant"):
             raise _fail(op, f"the bias of '{op.op}' is computed in the graph; only a variable or constant bias "
                         "is folded into the integer accumulator")
@@ -449,15 +466,17 @@ class _Lowering:
             if qp.dtype == "int32" and np.all(qp.zero_point == 0) and np.allclose(scale, acc_scale, rtol=1e-6,
                                                                                    atol=0.0):
                 q = quantize(array.reshape([int(d) for d in t.shape]), qp).reshape(-1)
-                return self.const(np.broadcast_to(q, (channels,)), np.int32, _hint(t.name))
+                return self.const(np.broadcast_to(q, (channels,)), np.int64 if acc == "int48" else np.int32,
+                                  _hint(t.name))
             array = dequantize(quantize(array.reshape([int(d) for d in t.shape]), qp), qp).reshape(-1)
             array = np.broadcast_to(array, (channels,))
         ratio = array.astype(np.float64) / acc_scale
         q = np.where(np.abs(ratio) - np.floor(np.abs(ratio)) >= 0.5, np.floor(np.abs(ratio)) + 1,
                      np.floor(np.abs(ratio))) * np.sign(ratio)
-        if np.any(np.abs(q) > 2 ** 31 - 1):
-            raise _fail(op, f"the bias of '{op.op}' does not fit int32 at the accumulator scale")
-        return self.const(q, np.int32, _hint(t.name))
+        limit = 2 ** 47 - 1 if acc == "int48" else 2 ** 31 - 1
+        if np.any(np.abs(q) > limit):
+            raise _fail(op, f"the bias of '{op.op}' does not fit {acc} at the accumulator scale")
+        return self.const(q, np.int64 if acc == "int48" else np.int32, _hint(t.name))
 
     def _output_qp(self, op: Operation) -> QParams:
         out = op.outputs[0]
@@ -466,9 +485,12 @@ class _Lowering:
                         "accumulator cannot be requantized without its scale", hint=f"add '{out.name}: "
                         "quant.zero_point_linear_quantize{...}' to the @quantize block")
         qp = qparams(out)
-        if qp.axis is not None or qp.dtype != "int8":
-            raise _fail(op, f"the output '{out.name}' of '{op.op}' must be quantized to int8 per tensor, "
+        if qp.axis is not None or qp.dtype not in ("int8", "int16"):
+            raise _fail(op, f"the output '{out.name}' of '{op.op}' must be quantized to int8 or int16 per tensor, "
                         f"not {qp.describe()}")
+        if qp.dtype == "int16" and int(qp.zero_point[0]) != 0:
+            raise _fail(op, f"the output '{out.name}' of '{op.op}' is int16 with zero point "
+                        f"{int(qp.zero_point[0])}; TOSA allows zero points only for int8")
         return qp
 
     def conv(self, op: Operation) -> tuple[list[QValue], str]:
@@ -488,24 +510,26 @@ class _Lowering:
         acc_scale = xq.scale[0] * wscale
         env: dict[str, str] = {sg.inputs[0]: x.name, sg.inputs[1]: w.name}
         bias_in = sg.ops[convs[0]].inputs[2]
-        env[bias_in] = self._bias(op, acc_scale, oc)
+        acc_t = "int32" if xq.dtype == "int8" else "int48"
+        env[bias_in] = self._bias(op, acc_scale, oc, acc_t)
         for n, a in sg.constants.items():
             if n != bias_in and n not in sg.ops[convs[0]].inputs[3:]:
-                env[n] = self.const(a, np.int64 if a.dtype == np.int64 else a.dtype, "shape")
+                env[n] = self.shape(a) if a.dtype == np.int64 else self.const(a, a.dtype, "c")
         result = ""
         for i, o in enumerate(sg.ops):
             if i == convs[0]:
                 src, wname, _, _, _ = o.inputs
-                acc = self.emit(o.name, env[src], env[wname], env[bias_in], self.zp(int(xq.zero_point[0]), "int8"),
-                                self.zp(int(wq.zero_point[0]), "int8"), **{**o.attrs, "acc_type": "int32"})
+                acc = self.emit(o.name, env[src], env[wname], env[bias_in], self.zp(int(xq.zero_point[0]), xq.dtype),
+                                self.zp(int(wq.zero_point[0]), "int8"), **{**o.attrs, "acc_type": acc_t})
                 taps = int(np.prod(op.inputs[1].shape[1:]))
-                bound = taps * 255 * 255 + int(np.abs(self.ig.constants[env[bias_in]]).max(initial=0))
-                result = self.rescale(acc, acc_scale / yq.scale[0], 0, "int32", yq, bound, op)
+                span = _RANGE[xq.dtype][1] - _RANGE[xq.dtype][0]
+                bound = taps * span * 255 + int(np.abs(self.ig.constants[env[bias_in]]).max(initial=0))
+                result = self.rescale(acc, acc_scale / yq.scale[0], 0, acc_t, yq, bound, op)
                 env[o.output] = result
             else:
                 env[o.output] = self.emit(o.name, *[env[k] for k in o.inputs], **o.attrs)
-        return [QValue(env[sg.outputs[0]], yq)], (f"{sg.ops[convs[0]].name} int8 → int32, RESCALE "
-                                                  f"{'per channel ' if wq.axis is not None else ''}to int8")
+        return [QValue(env[sg.outputs[0]], yq)], (f"{sg.ops[convs[0]].name} {xq.dtype} → {acc_t}, RESCALE "
+                                                  f"{'per channel ' if wq.axis is not None else ''}to {yq.dtype}")
 
     def linear(self, op: Operation) -> tuple[list[QValue], str]:
         x = self.vals.get(id(op.inputs[0])) or self.value(op.inputs[0], op)
@@ -515,13 +539,25 @@ class _Lowering:
         yq = self._output_qp(op)
         b, c = (int(d) for d in op.inputs[0].shape)
         n = int(wt.shape[0])
-        w_nc = self.ig.constants.pop(w.name)  # [N, C] → [1, C, N] on the host
+        w_nc = self.ig.constants[w.name]
+        wscale = np.broadcast_to(wq.scale, (n,)).astype(np.float64)
+        acc_scale = xq.scale[0] * wscale
+        if xq.dtype == "int16":  # MATMUL would need int16 filters and int48 has no ADD: a 1x1 CONV2D
+            wname = self.const(w_nc.reshape(n, 1, 1, c), np.int8, _hint(wt.name) + "_ohwi")
+            xs = self.emit("RESHAPE", x.name, self.shape([b, 1, 1, c]))
+            bias = self._bias(op, acc_scale, n, "int48")
+            acc = self.emit("CONV2D", xs, wname, bias, self.zp(0, "int16"), self.zp(int(wq.zero_point[0]), "int8"),
+                            pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], acc_type="int48")
+            bound = c * 65535 * 255 + int(np.abs(self.ig.constants[bias]).max(initial=0))
+            y = self.rescale(acc, acc_scale / yq.scale[0], 0, "int48", yq, bound, op)
+            y = self.emit("RESHAPE", y, self.shape([b, n]))
+            return [QValue(y, yq)], (f"1x1 CONV2D int16 → int48 (bias included), RESCALE "
+                                     f"{'per channel ' if wq.axis is not None else ''}to {yq.dtype}")
+        # [N, C] → [1, C, N] on the host
         wname = self.const(np.ascontiguousarray(w_nc.T).reshape(1, c, n), np.int8, _hint(wt.name) + "_t")
         xs = self.emit("RESHAPE", x.name, self.shape([1, b, c]))
         acc = self.emit("MATMUL", xs, wname, self.zp(int(xq.zero_point[0]), "int8"),
                         self.zp(int(wq.zero_point[0]), "int8"))
-        wscale = np.broadcast_to(wq.scale, (n,)).astype(np.float64)
-        acc_scale = xq.scale[0] * wscale
         bias = self._bias(op, acc_scale, n)
         bias_values = self.ig.constants[bias]
         self.ig.constants[bias] = bias_values.reshape(1, 1, n)
@@ -529,7 +565,8 @@ class _Lowering:
         bound = c * 255 * 255 + int(np.abs(bias_values).max(initial=0))
         y = self.rescale(acc, acc_scale / yq.scale[0], 0, "int32", yq, bound, op)
         y = self.emit("RESHAPE", y, self.shape([b, n]))
-        return [QValue(y, yq)], "MATMUL int8 → int32, ADD bias, RESCALE per channel to int8"
+        return [QValue(y, yq)], (f"MATMUL int8 → int32, ADD bias, RESCALE "
+                                 f"{'per channel ' if wq.axis is not None else ''}to {yq.dtype}")
 
 
 def _hint(name: str) -> str:
@@ -584,6 +621,7 @@ def _simplify(ig: IntegerGraph) -> None:
             break
     used = {i for o in ig.ops for i in o.inputs} | {v for _, v in ig.outputs}
     ig.constants = {k: v for k, v in ig.constants.items() if k in used}
+    ig.shapes &= set(ig.constants)
     live = {n for n, _, _ in ig.inputs} | set(ig.constants) | {o.output for o in ig.ops}
     ig.values = {k: v for k, v in ig.values.items() if v.name in live}
 
@@ -663,7 +701,10 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
         args.append(f"%arg{i}: {_type(vals[name])}")
     for n, a in sg.constants.items():
         name = fresh()
-        if a.dtype == np.int64:
+        if a.dtype == np.int64 and n not in ig.shapes:  # int48: decimal (MLIR stores i48 in 6 bytes)
+            body = np.array2string(a, separator=", ", threshold=a.size + 1, max_line_width=1 << 30)
+            lines.append(f'    {name} = "tosa.const"() <{{values = dense<{body}> : {_type(a)}}}> : () -> {_type(a)}')
+        elif a.dtype == np.int64:
             lines.append(f'    {name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
                          f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
         else:
@@ -674,7 +715,7 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
         with np.errstate(all="ignore"):
             result = np.asarray(OPS[o.name](operands, **o.attrs) if o.name == "CONCAT" else OPS[o.name](*operands,
                                                                                                         **o.attrs))
-        in_types = ", ".join(f"!tosa.shape<{a.size}>" if (a.dtype == np.int64 and i in sg.constants) else _type(a)
+        in_types = ", ".join(f"!tosa.shape<{a.size}>" if i in ig.shapes else _type(a)
                              for i, a in zip(o.inputs, operands, strict=True))
         name = fresh()
         lines.append(f'    {name} = "tosa.{o.name.lower()}"({", ".join(ssa[i] for i in o.inputs)})'
@@ -691,9 +732,13 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
 
 
 def export_mlir(graph: Graph) -> tuple[str, str]:
-    """``(MLIR, tosa-opt profiles)`` of ``graph``'s integer TOSA graph (``sknd export`` for a graph with
-    @quantize entries): ``pro_int``, plus ``pro_fp`` when fp32 operations remain (e.g. a final softmax)."""
+    """``(MLIR, tosa-opt target)`` of ``graph``'s integer TOSA graph (``sknd export`` for a graph with
+    @quantize entries): the profile ``pro_int``, plus ``pro_fp`` when fp32 operations remain (e.g. a final
+    softmax), and ``extensions=int16`` for int16 activations (the ``profile`` of
+    :func:`skriptnd.tosa.export.to_flatbuffer`, which passes it to ``--tosa-attach-target``)."""
     ig = lower_quantized(graph)
     mlir = to_mlir(ig)
-    uses_fp = "f32>" in mlir
-    return mlir, "pro_int,pro_fp" if uses_fp else "pro_int"
+    target = "pro_int,pro_fp" if "f32>" in mlir else "pro_int"
+    if "i16>" in mlir:  # int16 x int8 convolutions are TOSA's EXT-INT16
+        target += " extensions=int16"
+    return mlir, target
