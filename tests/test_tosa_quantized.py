@@ -360,9 +360,13 @@ def _small(tmp_path: Path, tail: str, more: str) -> Path:
     return folder
 
 
-def test_small_conv_relu_without_bias_runs_and_matches(tmp_path: Path) -> None:
-    folder = _small(tmp_path, "nn.relu(c)", "        c: quant.zero_point_linear_quantize{zero_point=-10, "
-                    "scale=0.02, bits=8};")
+@pytest.mark.parametrize("quant", [
+    "quant.zero_point_linear_quantize{zero_point=-10, scale=0.02, bits=8}",
+    "quant.zero_point_linear_quantize{zero_point=118, scale=0.02, bits=8, signed=false}",  # stored as -10
+    "quant.min_max_linear_quantize{min=-2.56, max=2.54, bits=8}",  # scale 0.02, zero point 0
+])
+def test_small_conv_relu_without_bias_runs_and_matches(tmp_path: Path, quant: str) -> None:
+    folder = _small(tmp_path, "nn.relu(c)", f"        c: {quant};")
     graph = skriptnd.load(folder).compose()
     rng = np.random.default_rng(0)
     x = rng.uniform(-3, 3, (1, 2, 4, 4)).astype(np.float32)

@@ -251,7 +251,7 @@ class _Lowering:
         return y
 
     def dequantized(self, v: QValue, rank: int) -> str:
-        """fp32 ``(q - zp) * scale`` of a quantized value (the quantize operator's own arithmetic)."""
+        """fp32 ``(q - zp) * scale`` of a quantized value (zero_point_linear_quantize's own arithmetic)."""
         if v.qp is None:
             return v.name
         qp = v.qp
@@ -259,10 +259,8 @@ class _Lowering:
         if qp.axis is not None:
             shape[qp.axis] = qp.scale.size
         f = self.emit("CAST", v.name, output_dtype="fp32")
-        if qp.op == "min_max_linear_quantize":
-            raise _fail(None, "dequantizing a min_max_linear_quantize tensor in fp32 is not supported (its "
-                        "formula is not (q - zp) * scale in float arithmetic)",
-                        hint="quantize the tensors feeding fp32 operations with zero_point_linear_quantize")
+        # min_max_linear_quantize maps back as (q + p) / r * (max - min) + min: the same value up to float
+        # rounding (an ulp or so); zero_point_linear_quantize's real(q - zp) * scale exactly
         zp = self.const(qp.zero_point.astype(np.float32).reshape(shape), np.float32, "zpf")
         sc = self.const(qp.scale.astype(np.float32).reshape(shape), np.float32, "scale")
         d = self.emit("SUB", f, zp)
