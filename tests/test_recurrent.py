@@ -423,3 +423,19 @@ def test_prepared_kernel_keeps_the_regrouped_variables(model: skriptnd.Model) ->
     for name in ("Y", "hN", "cN"):
         _close(got[name], expected[name])
     _close(got["Y"], onnx_lstm(data["X"], other["W"], other["R"], other["B"])["Y"])
+
+
+def test_lstm_on_a_larger_case(model: skriptnd.Model) -> None:
+    """Moderate sizes (32 steps, hidden 40, batch 5, with states and steps clamped per item)
+    against both references: rounding does not build up beyond the tolerance."""
+    dims = {"seq": 32, "batch": 5, "input": 24, "hidden": 40}
+    data = _arrays(11, **dims)
+    data["W"] *= 0.3
+    data["R"] *= 0.3
+    steps = np.array([40, 32, 33, 32, 99])
+    fast, reference, calls = _run_both(model.compose("Steps", attribs=dims), {**data, "steps": steps})
+    assert calls == {"nn.lstm": 1}
+    expected = onnx_lstm(**data, steps=steps)
+    for name in ("Y", "hN", "cN"):
+        _close(fast[name], reference[name])
+        _close(fast[name], expected[name])
