@@ -476,3 +476,52 @@ def test_int16_mlir_runs_bit_exactly_in_the_reference_model(tmp_path: Path, tool
     got = reference_run(fb, integer.quantize_inputs({"x": x}), tmp_path)
     assert got.dtype == np.int16
     np.testing.assert_array_equal(got, integer.run({"x": x}, outputs=[y])[y])
+
+
+_CONV = """import nn;
+import quant;
+graph G {{
+    @input {{ x: real[2,4,7,7]; }}
+    @output {{ y: real{oshape}; }}
+    @variable {{ w: real{wshape}; b: real[{oc}]; }}
+    @compose {{
+        c = nn.conv{{{attrs}}}(x, w, b);
+        y = nn.relu(c);
+    }}
+    @quantize {{
+        x: quant.zero_point_linear_quantize{{zero_point=-3, scale=0.03, bits=8}};
+        w: quant.zero_point_linear_quantize{{zero_point=0, scale={ws}, bits=8, symmetric=true, channel_axis=0}};
+        c: quant.zero_point_linear_quantize{{zero_point=-20, scale=0.05, bits=8}};
+    }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("attrs", "oshape", "wshape", "tosa_op"), [
+    ("stride=[2,2], padding=[1,1,1,1]", "[2,6,4,4]", "[6,4,3,3]", "CONV2D"),
+    ("padding=[0,0,0,0]", "[2,6,5,5]", "[6,4,3,3]", "CONV2D"),
+    ("stride=[2,2]", "[2,6,3,3]", "[6,4,3,3]", "CONV2D"),  # automatic padding
+    ("dilation=[2,2], padding=[2,2,2,2]", "[2,6,7,7]", "[6,4,3,3]", "CONV2D"),
+    ("groups=4, padding=[1,1,1,1]", "[2,8,7,7]", "[8,1,3,3]", "DEPTHWISE_CONV2D"),  # channel multiplier 2
+    ("groups=0, padding=[1,1,1,1]", "[2,4,7,7]", "[4,1,3,3]", "DEPTHWISE_CONV2D"),
+])
+def test_convolution_geometries_agree_with_fake_quantization(tmp_path: Path, attrs: str, oshape: str, wshape: str,
+                                                             tosa_op: str) -> None:
+    """Strides, padding (padded taps are the input zero point, i.e. real 0), dilation and depthwise
+    convolutions with per-channel filters: the integer graph within one step of fake quantization."""
+    oc = int(wshape[1:].split(",")[0])
+    scales = "[" + ", ".join(str(0.01 * (1 + i % 3)) for i in range(oc)) + "]"
+    (tmp_path / "main.sknd").write_text(_CONV.format(attrs=attrs, oshape=oshape, wshape=wshape, oc=oc, ws=scales))
+    graph = skriptnd.load(tmp_path).compose()
+    rng = np.random.default_rng(7)
+    variables = {"w": rng.uniform(-1, 1, [int(d) for d in graph.tensor("w").shape]).astype(np.float32),
+                 "b": rng.uniform(-0.3, 0.3, oc).astype(np.float32)}
+    x = rng.uniform(-3, 3, (2, 4, 7, 7)).astype(np.float32)
+    integer = lower_quantized(graph, variables)
+    assert tosa_op in [o.name for o in integer.ops]
+    got = integer.run({"x": x})["y"]
+    kernels, optimize = kernels_for("lower")
+    fake = Executor(fake_quantize(graph), variables, kernels=kernels, optimize=optimize).run({"x": x})["y"]
+    assert got.shape == fake.shape
+    assert np.abs(got - fake).max() <= 0.05 * (1 + 1e-5)
+    assert np.mean(got != fake) < 0.02
