@@ -1,0 +1,179 @@
+"""Table-driven legalization of standard-library operations to TOSA 1.0 subgraphs (fp32 / bool).
+
+``TABLE`` maps a stdlib operator name to :class:`Rule` s; a rule's ``check`` returns ``None`` when it
+applies to an :class:`~skriptnd.compose.ir.Operation` (or the reason why not), its ``build`` emits the
+TOSA subgraph. Composite (@compose) operators without a direct rule, or whose direct rules do not
+apply, are legalized through their components (:mod:`.composite`). :func:`legalize` returns
+``(Subgraph, description)`` or ``(None, reason)`` (the operation falls back to its @lower block);
+:func:`run_subgraph` interprets a subgraph with :data:`skriptnd.tosa.OPS`; :func:`coverage` reports a
+composed graph. ``NOT_LEGALIZABLE`` lists the operators with no mapping at all, and why.
+
+Shapes come from the operation's binding (``op.binding.env``: the stdlib's @using symbols such as the
+broadcast shapes ``ex``/``ey`` or conv's ``offset``/``paddings``), so every subgraph is static.
+
+Types: ``real`` is fp32 and ``bool`` is bool in TOSA. SkriptND ``int`` is 64-bit and TOSA integers
+are at most 32-bit, so ``int`` tensors only map where they are indices (argmax results, gather /
+scatter indices, shape constants), which are int32 inside the subgraph (``Subgraph.int_values``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...resources import STDLIB_MODULES, stdlib_dir
+from ...semantics.intrinsics import operator_kind
+from ...syntax import parse_module
+from . import elementwise, image, layout, reduce, tensor
+from .composite import composite_rule
+from .core import Builder, Rule, Subgraph, TosaOp, run_subgraph
+
+__all__ = ["TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
+           "run_subgraph", "coverage"]
+
+
+def _stdlib_kinds() -> dict[str, str]:
+    kinds = {}
+    for name in STDLIB_MODULES:
+        module, _ = parse_module((stdlib_dir() / f"{name}.sknd").read_text(encoding="utf-8"), name)
+        for d in module.definitions:
+            kinds[f"{name}.{d.name}"] = operator_kind(d)
+    return kinds
+
+
+_KINDS = _stdlib_kinds()
+#: Composite stdlib operators: they legalize through their components when no direct rule applies.
+COMPOSITES = sorted(k for k, v in _KINDS.items() if v == "composite")
+
+TABLE: dict[str, list[Rule]] = {}
+for _part in (elementwise.RULES, reduce.RULES, layout.RULES, tensor.RULES, image.RULES):
+    TABLE.update(_part)
+
+#: Operators with no TOSA mapping at all (not even through components), and why.
+NOT_LEGALIZABLE: dict[str, str] = {
+    **elementwise.NOT_LEGALIZABLE,
+    **image.NOT_LEGALIZABLE,
+    "layout.nonzero": "dynamic output shape (the number of non-zero items)",
+    "layout.scatter_nd": "TOSA SCATTER needs distinct indices per batch, which scatter_nd's index tuples "
+                         "cannot be shown to have at compile time",
+    "algo.top_k": "sorting (TOSA has no sort or top-k)",
+    "algo.nonmax_suppress": "data-dependent output size and sequential suppression (no TOSA equivalent)",
+    "nn.lstm_loop": "a dynamic loop (TOSA control flow is not used by this legalization)",
+    "nn._jagged_lstm_loops": "dynamic loops over jagged sequence lengths",
+    "nn.lstm": "dynamic loops over the sequence (TOSA control flow is not used by this legalization)",
+    "image.cubic_resize": "an intrinsic (cubic interpolation has no TOSA RESIZE mode)",
+    "image.max_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
+    "image.avg_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
+    "image._cubic_grid_sample": "an intrinsic (cubic sampling at data-dependent positions)",
+    "image._nearest_grid_sample": "sampling at data-dependent positions (would need float->int index "
+                                  "conversion with SkriptND rounding; not mapped)",
+    "image._linear_grid_sample": "sampling at data-dependent positions (not mapped)",
+    "image.grid_sample": "its components (data-dependent sampling) have no TOSA mapping",
+}
+
+for _name in COMPOSITES:
+    if _name not in NOT_LEGALIZABLE:
+        TABLE.setdefault(_name, []).append(composite_rule(lambda op: legalize(op)))
+
+_BOOL_OPS = {"math.and", "math.or", "math.xor", "math.not", "math.any_reduce", "math.all_reduce", "math.any_n",
+             "math.all_n"}
+_ANY_TYPE = {"math.iden", "math.select", "layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze",
+             "layout.unsqueeze", "layout.transpose", "layout.concat", "layout.split", "layout.stack",
+             "layout.unstack", "layout.slice", "layout.tile", "layout.pad", "layout.broadcast", "layout.uniform",
+             "layout.cast"}
+_INT_RESULT = {"math.argmax", "math.argmin", "math.argmax_nd", "math.argmin_nd", "math.argmax_n", "math.argmin_n"}
+_INDEX_INPUT = {"layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1}
+_CONSTANTS = {"layout.tensor", "layout.range", "layout.shape"}
+_INT_REASON = ("int tensor {!r} (SkriptND int is 64-bit; TOSA integers are at most 32-bit, so int maps only "
+               "for indices)")
+
+
+def _flat(values: list[Any]) -> list[Any]:
+    return [t for v in values for t in (v if isinstance(v, list) else [v]) if t is not None]
+
+
+def _dtype_reason(op: Any) -> str | None:
+    ins, outs = _flat(op.inputs), _flat(op.outputs)
+    for t in ins + outs:
+        if any(d is None for d in t.shape):
+            return "dynamic shape"
+        if 0 in t.shape:
+            return f"empty tensor {t.name!r} (TOSA extents must be positive)"
+    name = op.op
+    if name in _CONSTANTS:
+        return None
+    for t in ins + outs:
+        if t.dtype == "str":
+            return f"str tensor {t.name!r}"
+    if name in _INT_RESULT:
+        bad = [t for t in ins if t.dtype != "real"]
+        return f"{bad[0].dtype} tensor {bad[0].name!r} (argmax/argmin map for real inputs)" if bad else None
+    if name in _INDEX_INPUT:
+        k = _INDEX_INPUT[name]
+        for i, v in enumerate(op.inputs):
+            if i == k:
+                if v.dtype != "int":
+                    return f"{v.dtype} index tensor {v.name!r}"
+            elif v is not None and v.dtype != "real":
+                return f"{v.dtype} tensor {v.name!r} (TOSA GATHER/SCATTER take fp32 values here)"
+        return None
+    for t in ins + outs:
+        if t.dtype == "int":
+            return _INT_REASON.format(t.name)
+    if name in _BOOL_OPS:
+        want_in = want_out = "bool"
+    elif name in elementwise.CMP:
+        want_in, want_out = "real", "bool"
+    elif name in _ANY_TYPE:
+        return None  # real or bool; select's condition is bool by its signature
+    else:
+        want_in = want_out = "real"
+    for t in ins:
+        if t.dtype != want_in:
+            return f"{t.dtype} tensor {t.name!r} ({name} maps for {want_in} operands)"
+    for t in outs:
+        if t.dtype != want_out:
+            return f"{t.dtype} tensor {t.name!r} ({name} maps for {want_out} results)"
+    return None
+
+
+def legalize(op: Any) -> tuple[Subgraph | None, str]:
+    """``(subgraph, rule description)``, or ``(None, reason)`` when the operation falls back to @lower."""
+    if op.op in NOT_LEGALIZABLE:
+        return None, NOT_LEGALIZABLE[op.op]
+    rules = TABLE.get(op.op)
+    if not rules:
+        return None, f"no TOSA mapping for {op.op}"
+    if op.binding is None:
+        return None, "no binding"
+    if op.subgraphs:
+        return None, f"control flow ({op.op})"
+    reason = _dtype_reason(op)
+    reasons = []
+    for rule in rules:
+        is_composite = rule.description.startswith("through its components")
+        if reason is not None and not is_composite:
+            if reason not in reasons:
+                reasons.append(reason)
+            continue
+        try:
+            why = rule.check(op)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            why = f"unsupported attribute combination ({type(e).__name__}: {e})"
+        if why is None:
+            return rule.build(op), rule.description
+        reasons.append(why)
+    return None, "; ".join(reasons)
+
+
+def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
+    """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
+    result = []
+    for op in graph.operations:
+        if op.subgraphs:
+            result.append((op, False, f"control flow ({op.op})"))
+            for sub in op.subgraphs.values():
+                result.extend(coverage(sub))
+            continue
+        sg, reason = legalize(op)
+        result.append((op, sg is not None, reason))
+    return result

@@ -1,0 +1,365 @@
+"""Element-wise operators: math.* unary/binary/ternary/n-ary and the nn activations.
+
+Only fp32 ``real`` and ``bool`` tensors map (SkriptND ``int`` is 64-bit, TOSA integers 32-bit, so
+integer arithmetic could overflow where @lower does not). Sequences are built so that they agree
+exactly with @lower where TOSA has the primitive (comparisons, SELECT, MIN/MAX, FLOOR ...), and
+within fp32 rounding where an identity is used (sqrt = 1/rsqrt, sinh via EXP, gelu ...).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .core import Builder, Rule, Subgraph, aligned, norm_axes, shape_of
+
+
+def _rank(op: Any) -> int:
+    return len(shape_of(op.outputs[0]))
+
+
+def _unary(*names: str) -> Callable[[Any], Subgraph]:
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        x = b.arg(0)
+        for n in names:
+            x = b.neg(x) if n == "NEGATE" else b.emit(n, x)
+        return b.done(x)
+    return build
+
+
+def _binary(name: str, swap: bool = False, post: str | None = None, rcp_rhs: bool = False) -> Callable[[Any], Subgraph]:
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
+        if swap:
+            x, y = y, x
+        if rcp_rhs:
+            y = b.emit("RECIPROCAL", y)
+        z = b.mul(x, y) if name == "MUL" else b.emit(name, x, y)
+        if post:
+            z = b.emit(post, z)
+        return b.done(z)
+    return build
+
+
+def _select(op: Any) -> Subgraph:
+    b = Builder(op)
+    return b.done(b.emit("SELECT", aligned(b, 0, "ec"), aligned(b, 1, "ex"), aligned(b, 2, "ey")))
+
+
+def _fn(body: Callable[[Builder, str, int], str]) -> Callable[[Any], Subgraph]:
+    """A unary operator built by ``body(builder, x, rank)``."""
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        return b.done(body(b, b.arg(0), _rank(op)))
+    return build
+
+
+def _sqr(b: Builder, x: str, r: int) -> str:
+    return b.mul(x, x)
+
+
+def _sign(b: Builder, x: str, r: int) -> str:
+    zero = b.scalar(0.0, r)
+    neg = b.emit("SELECT", b.emit("GREATER", zero, x), b.scalar(-1.0, r), zero)
+    return b.emit("SELECT", b.emit("GREATER", x, zero), b.scalar(1.0, r), neg)
+
+
+def _round(b: Builder, x: str, r: int) -> str:
+    """Half away from zero, exactly: |x| - floor(|x|) is exact in binary floating point."""
+    ax = b.emit("ABS", x)
+    f = b.emit("FLOOR", ax)
+    up = b.emit("GREATER_EQUAL", b.emit("SUB", ax, f), b.scalar(0.5, r))
+    m = b.emit("SELECT", up, b.emit("ADD", f, b.scalar(1.0, r)), f)
+    return b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.neg(m), m)
+
+
+def _exp_pair(b: Builder, x: str) -> tuple[str, str]:
+    return b.emit("EXP", x), b.emit("EXP", b.neg(x))
+
+
+def _sinh(b: Builder, x: str, r: int) -> str:
+    p, n = _exp_pair(b, x)
+    return b.mul(b.emit("SUB", p, n), b.scalar(0.5, r))
+
+
+def _cosh(b: Builder, x: str, r: int) -> str:
+    p, n = _exp_pair(b, x)
+    return b.mul(b.emit("ADD", p, n), b.scalar(0.5, r))
+
+
+def _sqrt(b: Builder, x: str) -> str:
+    return b.emit("RECIPROCAL", b.emit("RSQRT", x))
+
+
+def _asinh(b: Builder, x: str, r: int) -> str:
+    """sign(x) * log(|x| + sqrt(x^2 + 1)) (no cancellation for negative x)."""
+    ax = b.emit("ABS", x)
+    y = b.emit("LOG", b.emit("ADD", ax, _sqrt(b, b.emit("ADD", b.mul(x, x), b.scalar(1.0, r)))))
+    return b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.neg(y), y)
+
+
+def _acosh(b: Builder, x: str, r: int) -> str:
+    """log(x + sqrt(x^2 - 1)) for x >= 1 (NaN below, as in @lower)."""
+    nan = b.scalar(np.nan, r)
+    ok = b.emit("GREATER_EQUAL", x, b.scalar(1.0, r))
+    safe = b.emit("SELECT", ok, x, b.scalar(1.0, r))
+    y = b.emit("LOG", b.emit("ADD", safe, _sqrt(b, b.emit("SUB", b.mul(safe, safe), b.scalar(1.0, r)))))
+    return b.emit("SELECT", ok, y, nan)
+
+
+def _atanh(b: Builder, x: str, r: int) -> str:
+    """0.5 * log((1 + x) / (1 - x)) for |x| < 1; +-inf at +-1, NaN beyond (as in @lower)."""
+    one = b.scalar(1.0, r)
+    ax = b.emit("ABS", x)
+    inside = b.emit("GREATER", one, ax)
+    safe = b.emit("SELECT", inside, x, b.scalar(0.0, r))
+    y = b.mul(b.emit("LOG", b.mul(b.emit("ADD", one, safe), b.emit("RECIPROCAL", b.emit("SUB", one, safe)))),
+              b.scalar(0.5, r))
+    edge = b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.scalar(-np.inf, r), b.scalar(np.inf, r))
+    beyond = b.emit("SELECT", b.emit("EQUAL", ax, one), edge, b.scalar(np.nan, r))
+    return b.emit("SELECT", inside, y, beyond)
+
+
+def _pow_values(b: Builder, x: str, y: str, r: int) -> str:
+    """numpy's power on fp32 for finite operands: TOSA POW only defines x > 0 (or x == 0, y > 0),
+    so |x| (with 0 replaced by 1) goes to POW and zero/negative bases are fixed up with SELECT:
+    0**y = 0 (y > 0), 1 (y == 0), inf (y < 0); (-a)**y = +-a**y for integral y, NaN otherwise."""
+    zero, one = b.scalar(0.0, r), b.scalar(1.0, r)
+    ax = b.emit("ABS", x)
+    is0 = b.emit("EQUAL", ax, zero)
+    p = b.emit("POW", b.emit("SELECT", is0, one, ax), y)
+    at0 = b.emit("SELECT", b.emit("GREATER", y, zero), zero,
+                 b.emit("SELECT", b.emit("EQUAL", y, zero), one, b.scalar(np.inf, r)))
+    fy = b.emit("FLOOR", y)
+    integral = b.emit("EQUAL", fy, y)
+    half = b.mul(y, b.scalar(0.5, r))
+    odd = b.emit("LOGICAL_NOT", b.emit("EQUAL", b.emit("FLOOR", half), half))
+    neg = b.emit("SELECT", integral, b.emit("SELECT", odd, b.neg(p), p), b.scalar(np.nan, r))
+    pos = b.emit("SELECT", b.emit("GREATER", zero, x), neg, p)
+    return b.emit("SELECT", is0, at0, pos)
+
+
+def _pow(op: Any) -> Subgraph:
+    b = Builder(op)
+    return b.done(_pow_values(b, aligned(b, 0, "ex"), aligned(b, 1, "ey"), _rank(op)))
+
+
+def _mod(op: Any) -> Subgraph:
+    """Floored modulo (numpy's mod): r = x - y * floor(x / y), then moved into [0, y) or (y, 0]."""
+    b = Builder(op)
+    rank = _rank(op)
+    x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
+    zero = b.scalar(0.0, rank)
+    q = b.emit("FLOOR", b.mul(x, b.emit("RECIPROCAL", y)))
+    rem = b.emit("SUB", x, b.mul(y, q))
+    wrong_sign = b.emit("GREATER", zero, b.mul(rem, y))
+    rem = b.emit("SELECT", wrong_sign, b.emit("ADD", rem, y), rem)
+    too_big = b.emit("GREATER_EQUAL", b.emit("ABS", rem), b.emit("ABS", y))
+    rem = b.emit("SELECT", too_big, b.emit("SUB", rem, y), rem)
+    nan = b.scalar(np.nan, rank)
+    return b.done(b.emit("SELECT", b.emit("EQUAL", y, zero), nan, rem))
+
+
+def _clamp(op: Any) -> Subgraph:
+    """@lower: x < a ? a : x > b ? b : x (a > b gives a or b as written; not MIN(MAX))."""
+    b = Builder(op)
+    x, lo, hi = aligned(b, 0, "ex"), aligned(b, 1, "ea"), aligned(b, 2, "eb")
+    inner = b.emit("SELECT", b.emit("GREATER", x, hi), hi, x)
+    return b.done(b.emit("SELECT", b.emit("GREATER", lo, x), lo, inner))
+
+
+def _axpb(op: Any) -> Subgraph:
+    b = Builder(op)
+    a, x, c = aligned(b, 0, "ea"), aligned(b, 1, "ex"), aligned(b, 2, "eb")
+    return b.done(b.emit("ADD", b.mul(a, x), c))
+
+
+def _axpby(op: Any) -> Subgraph:
+    b = Builder(op)
+    a, x, c, y = aligned(b, 0, "ea"), aligned(b, 1, "ex"), aligned(b, 2, "eb"), aligned(b, 3, "ey")
+    return b.done(b.emit("ADD", b.mul(a, x), b.mul(c, y)))
+
+
+def _nary(name: str) -> Callable[[Any], Subgraph]:
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        xs = b.arg(0)
+        y = xs[0]
+        for x in xs[1:]:
+            y = b.mul(y, x) if name == "MUL" else b.emit(name, y, x)
+        return b.done(y)
+    return build
+
+
+def _arg_n(greater: bool) -> Callable[[Any], Subgraph]:
+    """@lower: y = 0, then y := k where xs[k] beats xs[y] strictly (the first extremum wins)."""
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        xs, rank = b.arg(0), _rank(op)
+        best, idx = xs[0], b.const(np.zeros([1] * rank), np.int32)
+        for k, x in enumerate(xs[1:], start=1):
+            upd = b.emit("GREATER", x, best) if greater else b.emit("GREATER", best, x)
+            idx = b.emit("SELECT", upd, b.const(np.full([1] * rank, k), np.int32), idx)
+            best = b.emit("SELECT", upd, x, best)
+        if len(xs) == 1 and rank == 0:
+            idx = b.const(np.zeros([]), np.int32)
+        elif len(xs) == 1:  # the constant index 0, tiled to the output shape
+            idx = b.emit("TILE", idx, b.shape(shape_of(op.outputs[0])))
+        return b.done(idx, ints=[True])
+    return build
+
+
+# -- nn activations ------------------------------------------------------------------------------
+
+
+def _relu(op: Any) -> Subgraph:
+    b = Builder(op)
+    x, r = b.arg(0), _rank(op)
+    alpha, mx = op.attribs.get("alpha"), op.attribs.get("max")
+    if alpha is None:
+        return b.done(b.emit("CLAMP", x, min_val=0.0, max_val=float("inf") if mx is None else float(mx)))
+    t = x if mx is None else b.emit("MINIMUM", x, b.scalar(mx, r))
+    return b.done(b.emit("MAXIMUM", t, b.mul(x, b.scalar(alpha, r))))
+
+
+def _prelu(op: Any) -> Subgraph:
+    b = Builder(op)
+    x, r = b.arg(0), _rank(op)
+    axis = norm_axes(op.attribs.get("axis", 1), r)[0]
+    shape = [1] * r
+    shape[axis] = shape_of(op.inputs[1])[0]
+    alpha = b.reshape(b.arg(1), shape_of(op.inputs[1]), shape)
+    return b.done(b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.mul(alpha, x), x))
+
+
+def _thresholded_relu(b: Builder, x: str, r: int) -> str:
+    theta = float(b.op.attribs.get("theta", 0.0))
+    return b.emit("SELECT", b.emit("GREATER", x, b.scalar(theta, r)), x, b.scalar(0.0, r))
+
+
+def _elu_values(b: Builder, x: str, r: int, alpha: float) -> str:
+    em1 = b.emit("SUB", b.emit("EXP", x), b.scalar(1.0, r))
+    return b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.mul(b.scalar(alpha, r), em1), x)
+
+
+def _elu(b: Builder, x: str, r: int) -> str:
+    return _elu_values(b, x, r, float(b.op.attribs.get("alpha", 1.0)))
+
+
+def _selu(b: Builder, x: str, r: int) -> str:
+    a = b.op.attribs
+    return b.mul(b.scalar(float(a.get("lambda", 1.05070102)), r), _elu_values(b, x, r, float(a.get("alpha", 1.67326319))))
+
+
+def _gelu(b: Builder, x: str, r: int) -> str:
+    approx = b.op.attribs.get("approximate")
+    one, half = b.scalar(1.0, r), b.scalar(0.5, r)
+    if approx == "SIGMOID":
+        return b.mul(x, b.emit("RECIPROCAL", b.emit("ADD", one, b.emit("EXP", b.mul(x, b.scalar(-1.702, r))))))
+    if approx == "TANH":
+        cube = b.mul(b.mul(x, x), x)
+        inner = b.mul(b.scalar(math.sqrt(2.0 / math.pi), r), b.emit("ADD", x, b.mul(b.scalar(0.044715, r), cube)))
+        return b.mul(b.mul(half, x), b.emit("ADD", one, b.emit("TANH", inner)))
+    e = b.emit("ERF", b.mul(x, b.scalar(1.0 / math.sqrt(2.0), r)))
+    return b.mul(b.mul(half, x), b.emit("ADD", one, e))
+
+
+def _softplus(b: Builder, x: str, r: int) -> str:
+    return b.emit("LOG", b.emit("ADD", b.emit("EXP", x), b.scalar(1.0, r)))
+
+
+def _silu(b: Builder, x: str, r: int) -> str:
+    return b.mul(x, b.emit("SIGMOID", x))
+
+
+def _log2(b: Builder, x: str, r: int) -> str:
+    return b.mul(b.emit("LOG", x), b.scalar(1.0 / math.log(2.0), r))
+
+
+def _tan(b: Builder, x: str, r: int) -> str:
+    return b.mul(b.emit("SIN", x), b.emit("RECIPROCAL", b.emit("COS", x)))
+
+
+CMP = {"math.lt": ("GREATER", True, None), "math.gt": ("GREATER", False, None),
+       "math.le": ("GREATER_EQUAL", True, None), "math.ge": ("GREATER_EQUAL", False, None),
+       "math.eq": ("EQUAL", False, None), "math.ne": ("EQUAL", False, "LOGICAL_NOT")}
+
+_ALIGN = "(+ RESHAPE for lhs/rhs_align)"
+
+RULES: dict[str, list[Rule]] = {
+    "math.add": [Rule(f"ADD {_ALIGN}", _binary("ADD"))],
+    "math.sub": [Rule(f"SUB {_ALIGN}", _binary("SUB"))],
+    "math.mul": [Rule(f"MUL shift=0 {_ALIGN}", _binary("MUL"))],
+    "math.div": [Rule(f"MUL(x, RECIPROCAL(y)) {_ALIGN}", _binary("MUL", rcp_rhs=True))],
+    "math.min": [Rule(f"MINIMUM {_ALIGN}", _binary("MINIMUM"))],
+    "math.max": [Rule(f"MAXIMUM {_ALIGN}", _binary("MAXIMUM"))],
+    "math.pow": [Rule("POW(|x| or 1, y), SELECTs for zero and negative bases (integral y: sign by parity, "
+                      "else NaN) as numpy's power", _pow)],
+    "math.mod": [Rule("floored modulo: x - y*FLOOR(x*RECIPROCAL(y)), SELECT-corrected into y's sign and range, "
+                      "NaN for y == 0", _mod)],
+    **{k: [Rule(f"{'LOGICAL_NOT(' if post else ''}{n}({'y, x' if sw else 'x, y'}){')' if post else ''} {_ALIGN}",
+                _binary(n, swap=sw, post=post))] for k, (n, sw, post) in CMP.items()},
+    "math.and": [Rule("LOGICAL_AND", _binary("LOGICAL_AND"))],
+    "math.or": [Rule("LOGICAL_OR", _binary("LOGICAL_OR"))],
+    "math.xor": [Rule("LOGICAL_XOR", _binary("LOGICAL_XOR"))],
+    "math.not": [Rule("LOGICAL_NOT", _unary("LOGICAL_NOT"))],
+    "math.select": [Rule(f"SELECT {_ALIGN}", _select)],
+    "math.clamp": [Rule("SELECT(GREATER(a, x), a, SELECT(GREATER(x, b), b, x)) (as @lower, also when a > b)",
+                        _clamp)],
+    "math.axpb": [Rule("ADD(MUL(a, x), b)", _axpb)],
+    "math.axpby": [Rule("ADD(MUL(a, x), MUL(b, y))", _axpby)],
+    "math.sum_n": [Rule("chain of ADD", _nary("ADD"))],
+    "math.prod_n": [Rule("chain of MUL", _nary("MUL"))],
+    "math.min_n": [Rule("chain of MINIMUM", _nary("MINIMUM"))],
+    "math.max_n": [Rule("chain of MAXIMUM", _nary("MAXIMUM"))],
+    "math.any_n": [Rule("chain of LOGICAL_OR", _nary("LOGICAL_OR"))],
+    "math.all_n": [Rule("chain of LOGICAL_AND", _nary("LOGICAL_AND"))],
+    "math.argmax_n": [Rule("running GREATER/SELECT of value and int32 index (first maximum wins)", _arg_n(True))],
+    "math.argmin_n": [Rule("running GREATER/SELECT of value and int32 index (first minimum wins)", _arg_n(False))],
+    "math.iden": [Rule("IDENTITY", _unary("IDENTITY"))],
+    "math.neg": [Rule("NEGATE (zero points 0)", _unary("NEGATE"))],
+    "math.abs": [Rule("ABS", _unary("ABS"))],
+    "math.sign": [Rule("SELECT(GREATER(x, 0), 1, SELECT(GREATER(0, x), -1, 0))", _fn(_sign))],
+    "math.exp": [Rule("EXP", _unary("EXP"))],
+    "math.log": [Rule("LOG", _unary("LOG"))],
+    "math.log2": [Rule("MUL(LOG(x), 1/ln 2)", _fn(_log2))],
+    "math.sqr": [Rule("MUL(x, x)", _fn(_sqr))],
+    "math.sqrt": [Rule("RECIPROCAL(RSQRT(x))", _unary("RSQRT", "RECIPROCAL"))],
+    "math.rsqr": [Rule("RECIPROCAL(MUL(x, x))", _fn(lambda b, x, r: b.emit("RECIPROCAL", b.mul(x, x))))],
+    "math.rsqrt": [Rule("RSQRT", _unary("RSQRT"))],
+    "math.rcp": [Rule("RECIPROCAL", _unary("RECIPROCAL"))],
+    "math.floor": [Rule("FLOOR", _unary("FLOOR"))],
+    "math.ceil": [Rule("CEIL", _unary("CEIL"))],
+    "math.round": [Rule("half away from zero, exactly: f = FLOOR(ABS(x)); SELECT(ABS(x) - f >= 0.5, f + 1, f) "
+                        "with x's sign (TOSA has no ROUND)", _fn(_round))],
+    "math.sin": [Rule("SIN", _unary("SIN"))],
+    "math.cos": [Rule("COS", _unary("COS"))],
+    "math.tan": [Rule("MUL(SIN(x), RECIPROCAL(COS(x)))", _fn(_tan))],
+    "math.sinh": [Rule("(EXP(x) - EXP(-x)) / 2", _fn(_sinh))],
+    "math.cosh": [Rule("(EXP(x) + EXP(-x)) / 2", _fn(_cosh))],
+    "math.tanh": [Rule("TANH", _unary("TANH"))],
+    "math.asinh": [Rule("sign(x) * LOG(|x| + sqrt(x*x + 1))", _fn(_asinh))],
+    "math.acosh": [Rule("LOG(x + sqrt(x*x - 1)) for x >= 1, NaN below", _fn(_acosh))],
+    "math.atanh": [Rule("LOG((1 + x) / (1 - x)) / 2 for |x| < 1, +-inf at +-1, NaN beyond", _fn(_atanh))],
+    "nn.sigmoid": [Rule("SIGMOID", _unary("SIGMOID"))],
+    "nn.erf": [Rule("ERF", _unary("ERF"))],
+    "nn.silu": [Rule("MUL(x, SIGMOID(x))", _fn(_silu))],
+    "nn.relu": [Rule("alpha=null: CLAMP(0, max ?? inf); else MAXIMUM(MINIMUM(x, max), MUL(x, alpha))", _relu)],
+    "nn.prelu": [Rule("SELECT(GREATER(0, x), MUL(RESHAPE(alpha), x), x)", _prelu)],
+    "nn.thresholded_relu": [Rule("SELECT(GREATER(x, theta), x, 0)", _fn(_thresholded_relu))],
+    "nn.elu": [Rule("SELECT(GREATER(0, x), alpha * (EXP(x) - 1), x)", _fn(_elu))],
+    "nn.selu": [Rule("lambda * SELECT(GREATER(0, x), alpha * (EXP(x) - 1), x)", _fn(_selu))],
+    "nn.gelu": [Rule("0.5*x*(1 + ERF(x/sqrt 2)); TANH / SIGMOID approximations as written in @lower", _fn(_gelu))],
+    "nn.softplus": [Rule("LOG(EXP(x) + 1)", _fn(_softplus))],
+}
+
+NOT_LEGALIZABLE = {
+    "math.asin": "no arcsine in TOSA 1.0 (an approximation would not match @lower's asin)",
+    "math.acos": "no arccosine in TOSA 1.0 (an approximation would not match @lower's acos)",
+    "math.atan": "no arctangent in TOSA 1.0 (an approximation would not match @lower's atan)",
+}

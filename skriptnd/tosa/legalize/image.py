@@ -1,0 +1,231 @@
+"""image.* up/down-sampling and resizing, and the zero-point fake quantization.
+
+Every resize here is separable with source positions and weights known when composing, so each
+resized axis becomes GATHERs with constant int32 indices (along that axis), MULs by constant
+weights and ADDs, computed from the same formulas as the operator's @lower (in fp32)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
+from .elementwise import _round
+from .layout import strided
+
+
+def gather_axis(b: Builder, x: str, shape: list[int], axis: int, index: np.ndarray) -> tuple[str, list[int]]:
+    """``x`` taken at constant ``index`` along ``axis`` (TRANSPOSE/RESHAPE to [1, K, rest], GATHER)."""
+    rank = len(shape)
+    n = len(index)
+    if list(index) == list(range(shape[axis])):
+        return x, list(shape)
+    others = [shape[a] for a in range(rank) if a != axis]
+    rest = int(np.prod(others, dtype=np.int64))
+    perm = [axis, *[a for a in range(rank) if a != axis]]
+    v = b.reshape(b.transpose(x, perm), [shape[axis], *others], [1, shape[axis], rest])
+    y = b.emit("GATHER", v, b.const(np.asarray(index).reshape(1, n), np.int32))
+    y = b.reshape(y, [1, n, rest], [n, *others])
+    inv = [0] * rank
+    for i, p in enumerate(perm):
+        inv[p] = i
+    out = list(shape)
+    out[axis] = n
+    return b.transpose(y, inv), out
+
+
+def linear_map(b: Builder, x: str, shape: list[int], axis: int, taps: list[list[tuple[int, float]]]) -> tuple[str, list[int]]:
+    """output[o] = sum_t w[o][t] * x[idx[o][t]] along ``axis``, taps in order (missing taps: weight 0)."""
+    n = len(taps)
+    width = max(len(t) for t in taps)
+    rank = len(shape)
+    acc = None
+    out = list(shape)
+    for t in range(width):
+        idx = np.array([tap[t][0] if t < len(tap) else 0 for tap in taps])
+        w = np.array([tap[t][1] if t < len(tap) else 0.0 for tap in taps], np.float32)
+        g, out = gather_axis(b, x, shape, axis, idx)
+        if not np.all(w == 1.0):
+            wshape = [1] * rank
+            wshape[axis] = n
+            g = b.mul(g, b.const(w.reshape(wshape)))
+        acc = g if acc is None else b.emit("ADD", acc, g)
+    return acc, out
+
+
+def _axes(op: Any) -> list[int]:
+    rank = len(shape_of(op.inputs[0]))
+    axes = op.attribs.get("axes")
+    return norm_axes(axes, rank) if axes is not None else list(range(rank))
+
+
+def _per_axis(v: Any, k: int) -> list[Any]:
+    v = list(v) if isinstance(v, list | tuple | np.ndarray) else [v]
+    return v * k if len(v) == 1 else v
+
+
+def _nearest_downsample(op: Any) -> Subgraph:
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    out = shape_of(op.outputs[0])
+    x = b.arg(0)
+    axes = _axes(op)
+    zero = b.const([0.0])
+    for a, f in zip(axes, _per_axis(ints(op.attribs["factor"]), len(axes)), strict=True):
+        x, shape = strided(b, x, shape, a, 0, f, out[a], zero)
+    return b.done(x)
+
+
+def _nearest_upsample(op: Any) -> Subgraph:
+    """Per axis: RESHAPE [.., s, 1, ..], TILE the unit axis by factor, RESHAPE [.., s*factor, ..]."""
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
+    axes = _axes(op)
+    for a, f in zip(axes, _per_axis(ints(op.attribs["factor"]), len(axes)), strict=True):
+        if f == 1:
+            continue
+        split = [*shape[:a + 1], 1, *shape[a + 1:]]
+        x = b.reshape(x, shape, split)
+        multiples = [1] * len(split)
+        multiples[a + 1] = f
+        x = b.emit("TILE", x, b.shape(multiples))
+        split[a + 1] = f
+        merged = list(shape)
+        merged[a] *= f
+        x = b.reshape(x, split, merged)
+        shape = merged
+    return b.done(x)
+
+
+def _f32(v: Any) -> np.float32:
+    return np.float32(v)
+
+
+def _nearest_resize(op: Any) -> Subgraph:
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
+    axes = _axes(op)
+    sizes = _per_axis(ints(op.attribs["size"]), len(axes))
+    scales = _per_axis(env(op, "scale"), len(axes))
+    offsets = _per_axis(env(op, "offset"), len(axes))
+    method = op.attribs.get("rounding_method", "ROUND_PREFER_FLOOR")
+    for a, size, scale, offset in zip(axes, sizes, scales, offsets, strict=True):
+        with np.errstate(all="ignore"):
+            r = np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
+            r = {"FLOOR": np.floor(r), "CEIL": np.ceil(r), "ROUND_PREFER_FLOOR": np.ceil(r - np.float32(0.5)),
+                 "ROUND_PREFER_CEIL": np.floor(r + np.float32(0.5))}[method]
+        idx = np.clip(r.astype(np.int64), 0, shape[a] - 1)
+        x, shape = gather_axis(b, x, shape, a, idx)
+    return b.done(x)
+
+
+def _linear_resize(op: Any) -> Subgraph:
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
+    axes = _axes(op)
+    sizes = _per_axis(ints(op.attribs["size"]), len(axes))
+    scales = _per_axis(env(op, "scale"), len(axes))
+    offsets = _per_axis(env(op, "offset"), len(axes))
+    for a, size, scale, offset in zip(axes, sizes, scales, offsets, strict=True):
+        r = np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
+        fr = np.abs(r) - np.floor(np.abs(r))
+        base = np.floor(r).astype(np.int64)
+        taps = [[(int(np.clip(base[o] + j, 0, shape[a] - 1)), float(np.abs(np.float32(1 - j) - fr[o])))
+                 for j in range(2)] for o in range(size)]
+        x, shape = linear_map(b, x, shape, a, taps)
+    return b.done(x)
+
+
+def _linear_upsample(op: Any) -> Subgraph:
+    """@lower: output[factor*i + j - padding] += input[clamped i - c] * filter[j] with a separable
+    filter; per axis the taps reaching each output position (at most ceil(fs / factor))."""
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
+    axes = _axes(op)
+    factors = _per_axis(ints(op.attribs["factor"]), len(axes))
+    symmetric = bool(op.attribs.get("symmetric", True))
+    replicate = bool(op.attribs.get("replicate_border", True))
+    c = int(symmetric)
+    for a, f in zip(axes, factors, strict=True):
+        fs = 2 * f - f % 2 if symmetric else 2 * f - 1
+        padding = (f + f // 2 if replicate else f // 2) if symmetric else f - 1
+        offset = 0.5 if symmetric and f % 2 == 0 else 1.0
+        filt = [np.float32(1.0 - abs(float(np.float32(j - f)) + offset) / float(f)) for j in range(fs)]
+        s = shape[a]
+        count = s + c + 1 if replicate else s
+        taps: list[list[tuple[int, float]]] = [[] for _ in range(s * f)]
+        for i in range(count):
+            for j in range(fs):
+                o = f * i + j - padding
+                if 0 <= o < s * f:
+                    src = min(max(i - c, 0), s - 1) if replicate else i
+                    taps[o].append((src, float(filt[j])))
+        x, shape = linear_map(b, x, shape, a, [t or [(0, 0.0)] for t in taps])
+    return b.done(x)
+
+
+def _pow2(v: float) -> bool:
+    m, _ = math.frexp(float(v))
+    return v > 0 and m == 0.5
+
+
+def _quant_check(op: Any) -> str | None:
+    scales = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
+    if not all(_pow2(s) for s in scales):
+        return ("scale that is not a power of two: x / scale has no exact TOSA form (x * RECIPROCAL(scale) "
+                "can differ by 1 ulp and move x across a rounding tie to the neighbouring level)")
+    if int(op.attribs["bits"]) > 24:
+        return "more than 24 bits (quantization levels not exact in fp32)"
+    return None
+
+
+def _zero_point_quantize(op: Any) -> Subgraph:
+    """q = clamp(zp + round(x * 2^-e), m, r); output = (q - zp) * scale (all exact in fp32)."""
+    b = Builder(op)
+    shape = shape_of(op.inputs[0])
+    rank = len(shape)
+    axis = norm_axes(op.attribs.get("channel_axis", 1), rank)[0] if rank else 0
+    env_ = op.binding.env
+    lo, hi = float(env_["m"]), float(env_["r"])
+
+    def per_channel(v: Any) -> str:
+        a = np.atleast_1d(np.asarray(v, np.float32))
+        if a.size == 1:
+            return b.const(np.full([1] * rank, a[0]))
+        cs = [1] * rank
+        cs[axis] = a.size
+        return b.const(a.reshape(cs))
+
+    scale = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
+    zp = per_channel(op.attribs["zero_point"])
+    q = _round(b, b.mul(b.arg(0), per_channel(1.0 / scale)), rank)
+    q = b.emit("ADD", zp, q)
+    q = b.emit("CLAMP", q, min_val=lo, max_val=hi)
+    return b.done(b.mul(b.emit("SUB", q, zp), per_channel(scale)))
+
+
+RULES: dict[str, list[Rule]] = {
+    "image.nearest_downsample": [Rule("strided SLICE (PAD/RESHAPE/SLICE) per axis", _nearest_downsample)],
+    "image.nearest_upsample": [Rule("RESHAPE, TILE, RESHAPE per axis", _nearest_upsample)],
+    "image.nearest_resize": [Rule("GATHER per axis with constant int32 indices (from @lower's coordinate "
+                                  "transform and rounding, in fp32)", _nearest_resize)],
+    "image.linear_resize": [Rule("per axis: 2 GATHERs with constant indices, MUL by constant weights, ADD",
+                                 _linear_resize)],
+    "image.linear_upsample": [Rule("per axis: GATHERs of the taps reaching each output, MUL by constant filter "
+                                   "weights, ADD", _linear_upsample)],
+    "quant.zero_point_linear_quantize": [Rule("power-of-two scales: round(x * 2^-e) exactly (FLOOR/SELECT), "
+                                              "ADD zp, CLAMP, SUB zp, MUL scale", _zero_point_quantize,
+                                              _quant_check)],
+}
+
+NOT_LEGALIZABLE = {
+    "quant.min_max_linear_quantize": "divisions by (max - min) and by 2^bits - 1: TOSA has no floating-point "
+                                     "division, and x * RECIPROCAL(y) can differ by 1 ulp and move a value across "
+                                     "a rounding tie to the neighbouring quantization level",
+}

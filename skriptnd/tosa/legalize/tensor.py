@@ -1,0 +1,426 @@
+"""Tensor operators: matmul/linear/dot/matvec/outer, conv (1-D/2-D/3-D, any format, groups,
+dilation, padding), deconv (TRANSPOSE_CONV2D), and pooling."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
+from .layout import strided
+
+# -- linear algebra ------------------------------------------------------------------------------
+
+
+def _batched(b: Builder, i: int, expanded: Sequence[int], z: Sequence[int], trans: bool) -> str:
+    shape = shape_of(b.op.inputs[i])
+    mat = list(shape[-2:])
+    x = b.reshape(b.arg(i), shape, [*expanded, *mat])
+    if tuple(expanded) != tuple(z):
+        x = b.emit("TILE", x, b.shape([zd // ed for zd, ed in zip(z, expanded, strict=True)] + [1, 1]))
+    x = b.reshape(x, [*z, *mat], [int(np.prod(z, dtype=np.int64)), *mat])
+    return b.transpose(x, [0, 2, 1]) if trans else x
+
+
+def _matmul_op(b: Builder, x: str, y: str) -> str:
+    return b.emit("MATMUL", x, y, b.const([0.0]), b.const([0.0]))
+
+
+def _matmul(op: Any) -> Subgraph:
+    b = Builder(op)
+    z = ints(env(op, "z"))
+    a = _batched(b, 0, ints(env(op, "ea")), z, bool(op.attribs.get("transA")))
+    bb = _batched(b, 1, ints(env(op, "eb")), z, bool(op.attribs.get("transB")))
+    out = shape_of(op.outputs[0])
+    y = b.reshape(_matmul_op(b, a, bb), [int(np.prod(z, dtype=np.int64)), *out[-2:]], out)
+    if b.arg(2) is not None:
+        c = b.reshape(b.arg(2), shape_of(op.inputs[2]), [*ints(env(op, "ec")), *out[-2:]])
+        y = b.emit("ADD", y, c)
+    return b.done(y)
+
+
+def _linear(op: Any) -> Subgraph:
+    b = Builder(op)
+    bsz, c = shape_of(op.inputs[0])
+    n = shape_of(op.inputs[1])[0]
+    x = b.reshape(b.arg(0), (bsz, c), (1, bsz, c))
+    w = b.reshape(b.transpose(b.arg(1), [1, 0]), (c, n), (1, c, n))
+    y = b.reshape(_matmul_op(b, x, w), (1, bsz, n), (bsz, n))
+    if b.arg(2) is not None:
+        y = b.emit("ADD", y, b.reshape(b.arg(2), (n,), (1, n)))
+    return b.done(y)
+
+
+def _dot(op: Any) -> Subgraph:
+    b = Builder(op)
+    (n,) = shape_of(op.inputs[0])
+    y = _matmul_op(b, b.reshape(b.arg(0), (n,), (1, 1, n)), b.reshape(b.arg(1), (n,), (1, n, 1)))
+    y = b.reshape(y, (1, 1, 1), ())
+    if b.arg(2) is not None:
+        y = b.emit("ADD", y, b.arg(2))
+    return b.done(y)
+
+
+def _matvec(op: Any) -> Subgraph:
+    b = Builder(op)
+    m, n = shape_of(op.inputs[0])
+    a = b.transpose(b.arg(0), [1, 0]) if op.attribs.get("transA") else b.arg(0)
+    rows, cols = (n, m) if op.attribs.get("transA") else (m, n)
+    y = _matmul_op(b, b.reshape(a, (rows, cols), (1, rows, cols)), b.reshape(b.arg(1), (cols,), (1, cols, 1)))
+    y = b.reshape(y, (1, rows, 1), (rows,))
+    if b.arg(2) is not None:
+        y = b.emit("ADD", y, b.arg(2))
+    return b.done(y)
+
+
+def _outer(op: Any) -> Subgraph:
+    b = Builder(op)
+    sx, sy = shape_of(op.inputs[0]), shape_of(op.inputs[1])
+    x = b.reshape(b.arg(0), sx, [*sx, *([1] * len(sy))])
+    y = b.reshape(b.arg(1), sy, [*([1] * len(sx)), *sy])
+    return b.done(b.mul(x, y))
+
+
+# -- convolution ---------------------------------------------------------------------------------
+
+
+def _geometry(sizes: Sequence[int], before: Sequence[int], extents: Sequence[int], strides: Sequence[int],
+              outs: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """TOSA pads [lo, hi per spatial dim] and the input crop (start, size per spatial dim) giving
+    exactly ``outs`` windows: TOSA requires the exact division idiv_check and non-negative pads, the
+    stdlib floors or ceils and allows negative (automatic) padding."""
+    pads, start, crop = [], [], []
+    for size, lo, ext, stride, out in zip(sizes, before, extents, strides, outs, strict=True):
+        first = max(-lo, 0)
+        lo, size = max(lo, 0), size - first
+        hi = (out - 1) * stride + ext - size - lo
+        if hi < 0:
+            size, hi = size + hi, 0
+        pads += [lo, hi]
+        start.append(first)
+        crop.append(size)
+    return pads, start, crop
+
+
+def _per_dim(v: Any, d: int, default: int = 1) -> list[int]:
+    v = ints(v) or [default]
+    return v * d if len(v) == 1 else v
+
+
+_TO_NXC = {"NCX": lambda d: [0, *range(2, d + 2), 1], "NXC": lambda d: list(range(d + 2)),
+           "XCN": lambda d: [d + 1, *range(d), d]}
+_FILTER_TO_NXC = {"NCX": lambda d: [0, *range(2, d + 2), 1], "NXC": lambda d: list(range(d + 2)),
+                  "XCN": lambda d: [d + 1, *range(d), d], "CXN": lambda d: [d + 1, *range(1, d + 1), 0]}
+
+
+def _inverse(perm: Sequence[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _conv_check(op: Any) -> str | None:
+    d = len(shape_of(op.inputs[0])) - 2
+    if d not in (1, 2, 3):
+        return f"{d}-D convolution (TOSA has CONV2D and CONV3D; 1-D maps through CONV2D)"
+    shape = shape_of(op.inputs[0])
+    nxc = [shape[p] for p in _TO_NXC[op.attribs.get("data_format", "NCX")](d)]
+    crop = _geometry(nxc[1:-1], ints(env(op, "offset")), ints(env(op, "fd")),
+                     _per_dim(op.attribs.get("stride"), d), ints(env(op, "ox")))[2]
+    if any(c <= 0 for c in crop):
+        return "convolution windows that lie wholly in the padding (TOSA SLICE cannot produce an empty crop)"
+    return None
+
+
+def _conv(op: Any) -> Subgraph:
+    """TRANSPOSE input to N,X..,C and filter to O,X..,I; a 1-D convolution gets a unit second spatial
+    dimension; SLICE the input where the stdlib's padding is negative or leaves a remainder;
+    CONV2D / CONV3D / DEPTHWISE_CONV2D, per group SLICE + conv + CONCAT for other groupings."""
+    b = Builder(op)
+    d = len(shape_of(op.inputs[0])) - 2
+    fmt, ffmt = op.attribs.get("data_format", "NCX"), op.attribs.get("filter_format", "NCX")
+    perm, fperm = _TO_NXC[fmt](d), _FILTER_TO_NXC[ffmt](d)
+    s = [shape_of(op.inputs[0])[p] for p in perm]
+    fs = [shape_of(op.inputs[1])[p] for p in fperm]
+    x = b.transpose(b.arg(0), perm)
+    w = b.transpose(b.arg(1), fperm)
+    stride, dilation = _per_dim(op.attribs.get("stride"), d), _per_dim(op.attribs.get("dilation"), d)
+    ox = ints(env(op, "ox"))
+    pads, start, crop = _geometry(s[1:-1], ints(env(op, "offset")), ints(env(op, "fd")), stride, ox)
+    x = b.slice(x, s, [0, *start, 0], [s[0], *crop, s[-1]])
+    s = [s[0], *crop, s[-1]]
+    if d == 1:  # a unit W dimension
+        x = b.reshape(x, s, [*s[:2], 1, s[2]])
+        w = b.reshape(w, fs, [*fs[:2], 1, fs[2]])
+        s, fs = [*s[:2], 1, s[2]], [*fs[:2], 1, fs[2]]
+        stride, dilation, pads, ox = [*stride, 1], [*dilation, 1], [*pads, 0, 0], [*ox, 1]
+    dd = max(d, 2)
+    g, ic, n = int(env(op, "g")), s[-1], fs[0]
+    fc, m = fs[-1], n // g
+    zps = (b.const([0.0]), b.const([0.0]))
+    attrs = {"pad": pads, "stride": stride, "dilation": dilation, "acc_type": "fp32"}
+    bias = b.arg(2)
+    if g > 1 and fc == 1 and dd == 2:  # depthwise: weight [KH, KW, C, M]
+        wd = b.transpose(b.reshape(w, fs, [ic, m, fs[1], fs[2]]), [2, 3, 0, 1])
+        y = b.emit("DEPTHWISE_CONV2D", x, wd, b.const(np.zeros(1)) if bias is None else bias, *zps, **attrs)
+    else:
+        name = "CONV2D" if dd == 2 else "CONV3D"
+        parts = []
+        for gi in range(g):
+            xg = b.slice(x, s, [0] * (dd + 1) + [gi * fc], [*s[:-1], fc]) if g > 1 else x
+            wg = b.slice(w, fs, [gi * m] + [0] * (dd + 1), [m, *fs[1:]]) if g > 1 else w
+            if bias is None:
+                bg = b.const(np.zeros(1))
+            else:
+                bg = b.slice(bias, [n], [gi * m], [m]) if g > 1 else bias
+            parts.append(b.emit(name, xg, wg, bg, *zps, **attrs))
+        y = b.concat(parts, dd + 1)
+    if d == 1:
+        y = b.reshape(y, [s[0], *ox, n], [s[0], ox[0], n])
+    return b.done(b.transpose(y, _inverse(perm)))
+
+
+# -- deconvolution -------------------------------------------------------------------------------
+
+
+def _deconv_check(op: Any) -> str | None:
+    d = len(shape_of(op.inputs[0])) - 2
+    if d not in (1, 2):
+        return f"{d}-D deconvolution (TOSA has TRANSPOSE_CONV2D only)"
+    return None
+
+
+def _deconv(op: Any) -> Subgraph:
+    """TRANSPOSE to N,X..,C; the filter [n=in, fc=out per group, k..] becomes TOSA [OC, K.., IC] per
+    group (dilation: zeros interleaved with PAD/RESHAPE/SLICE); TRANSPOSE_CONV2D with out_pad 0
+    gives the full output oy = iy*stride + ky; PAD/SLICE take the stdlib's window at -offset."""
+    b = Builder(op)
+    d = len(shape_of(op.inputs[0])) - 2
+    fmt, ffmt = op.attribs.get("data_format", "NCX"), op.attribs.get("filter_format", "NCX")
+    perm, fperm = _TO_NXC[fmt](d), _FILTER_TO_NXC[ffmt](d)
+    s = [shape_of(op.inputs[0])[p] for p in perm]
+    fs = [shape_of(op.inputs[1])[p] for p in fperm]  # [n (in), k.., fc (out per group)]
+    x = b.transpose(b.arg(0), perm)
+    w = b.transpose(b.arg(1), fperm)
+    stride, dilation = _per_dim(op.attribs.get("stride"), d), _per_dim(op.attribs.get("dilation"), d)
+    offset, ox = ints(env(op, "offset")), ints(env(op, "ox"))
+    if d == 1:
+        x = b.reshape(x, s, [*s[:2], 1, s[2]])
+        w = b.reshape(w, fs, [*fs[:2], 1, fs[2]])
+        s, fs = [*s[:2], 1, s[2]], [*fs[:2], 1, fs[2]]
+        stride, dilation, offset, ox = [*stride, 1], [*dilation, 1], [*offset, 0], [*ox, 1]
+    for k in range(2):  # dilation: zeros between the filter taps
+        if dilation[k] > 1:
+            a = 1 + k
+            split = [*fs[:a + 1], 1, *fs[a + 1:]]
+            w = b.reshape(w, fs, split)
+            padding = [0] * (2 * len(split))
+            padding[2 * (a + 1) + 1] = dilation[k] - 1
+            w = b.emit("PAD", w, b.shape(padding), b.const([0.0]))
+            split[a + 1] = dilation[k]
+            merged = list(fs)
+            merged[a] = fs[a] * dilation[k]
+            w = b.reshape(w, split, merged)
+            size = list(fs)
+            size[a] = (fs[a] - 1) * dilation[k] + 1
+            w = b.slice(w, merged, [0, 0, 0, 0], size)
+            fs = size
+    g, n, fc = int(env(op, "g")), fs[0], fs[-1]
+    m = n // g
+    zps = (b.const([0.0]), b.const([0.0]))
+    parts = []
+    bias = b.arg(2)
+    for gi in range(g):
+        xg = b.slice(x, s, [0, 0, 0, gi * m], [*s[:3], m]) if g > 1 else x
+        wg = b.slice(w, fs, [gi * m, 0, 0, 0], [m, *fs[1:]]) if g > 1 else w
+        wg = b.transpose(wg, [3, 1, 2, 0])  # [fc, KH, KW, m]
+        if bias is None:
+            bg = b.const(np.zeros(1))
+        else:
+            bg = b.slice(bias, [fc * g], [gi * fc], [fc]) if g > 1 else bias
+        parts.append(b.emit("TRANSPOSE_CONV2D", xg, wg, bg, *zps, out_pad=[0, 0, 0, 0], stride=stride,
+                            acc_type="fp32"))
+    y = b.concat(parts, 3)
+    full = [(s[1 + k] - 1) * stride[k] + fs[1 + k] for k in range(2)]
+    shape = [s[0], *full, fc * g]
+    # output position o reads full position o + offset; outside the full output: the bias alone
+    padding = [0, 0]
+    start = [0]
+    for k in range(2):
+        lo = max(-offset[k], 0)
+        hi = max(ox[k] + offset[k] - full[k], 0)
+        padding += [lo, hi]
+        start.append(offset[k] + lo)
+    padding += [0, 0]
+    if any(padding):
+        # pad with the bias (positions no input reaches hold only the bias in @lower)
+        y = b.emit("PAD", y, b.shape(padding), b.const([0.0]))
+        shape = [shape[0], shape[1] + padding[2] + padding[3], shape[2] + padding[4] + padding[5], shape[3]]
+        if bias is not None:
+            mask = np.zeros([1, *shape[1:3], 1], np.float32)
+            mask[:, padding[2]:padding[2] + full[0], padding[4]:padding[4] + full[1], :] = 1.0
+            outside = b.const(1.0 - mask)
+            y = b.emit("ADD", y, b.mul(outside, b.reshape(bias, [fc * g], [1, 1, 1, fc * g])))
+    y = b.slice(y, shape, [*start, 0], [s[0], *ox, fc * g])
+    if d == 1:
+        y = b.reshape(y, [s[0], *ox, fc * g], [s[0], ox[0], fc * g])
+    return b.done(b.transpose(y, _inverse(perm)))
+
+
+# -- pooling -------------------------------------------------------------------------------------
+
+
+def _pool_params(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    shape = shape_of(op.inputs[0])
+    rank = len(shape)
+    axes = norm_axes(op.attribs.get("axes"), rank) if op.attribs.get("axes") is not None else list(range(2, rank))
+    k = len(axes)
+    size = _per_dim(op.attribs["size"], k)
+    stride = _per_dim(op.attribs.get("stride"), k)
+    dilation = _per_dim(op.attribs.get("dilation"), k)
+    paddings = ints(env(op, "paddings"))
+    if "offset" in op.binding.env:
+        offset = ints(env(op, "offset"))
+    elif op.attribs.get("padding") is not None:
+        offset = ints(op.attribs["padding"])[:k]
+    elif op.attribs.get("padding_align", "UPPER") == "UPPER":
+        offset = [p // 2 for p in paddings]
+    else:
+        offset = [-(-p // 2) for p in paddings]
+    return axes, size, stride, dilation, offset, [shape_of(op.outputs[0])[a] for a in axes]
+
+
+def _pool2d_layout(op: Any) -> tuple[list[int], list[int]] | None:
+    """(perm to N,H,W,C, merged shape) when the pooled axes (at most 2) can become H, W: the last
+    non-pooled axis is C, the others merge into N."""
+    shape = shape_of(op.inputs[0])
+    axes = _pool_params(op)[0]
+    if len(axes) > 2 or len(axes) == 0:
+        return None
+    others = [a for a in range(len(shape)) if a not in axes]
+    perm = others[:-1] + axes + others[-1:] if others else axes
+    n = int(np.prod([shape[a] for a in others[:-1]], dtype=np.int64))
+    c = shape[others[-1]] if others else 1
+    hw = [shape[a] for a in axes] + [1] * (2 - len(axes))
+    return perm, [n, *hw, c]
+
+
+def _tosa_pool_check(op: Any) -> str | None:
+    if _pool2d_layout(op) is None:
+        return "more than 2 pooled axes (TOSA pools are 2-D)"
+    axes, size, stride, dilation, offset, outs = _pool_params(op)
+    if any(d != 1 for d in dilation):
+        return "dilated pooling (TOSA pools have no dilation)"
+    shape = shape_of(op.inputs[0])
+    pads, _, crop = _geometry([shape[a] for a in axes], offset, size, stride, outs)
+    if any(c <= 0 for c in crop):
+        return "pooling windows that lie wholly in the padding (TOSA SLICE cannot produce an empty crop)"
+    if op.op == "nn.avg_pool" and op.attribs.get("ignore_border", True):
+        if any(p >= kk for p, kk in zip(pads, [kk for kk in size for _ in range(2)], strict=True)):
+            return "avg_pool padding >= window size (TOSA AVG_POOL2D requires pad < kernel)"
+    return None
+
+
+def _tosa_pool(op: Any) -> Subgraph:
+    b = Builder(op)
+    shape = shape_of(op.inputs[0])
+    perm, nhwc = _pool2d_layout(op)
+    axes, size, stride, _, offset, outs = _pool_params(op)
+    pads, start, crop = _geometry([shape[a] for a in axes], offset, size, stride, outs)
+    if len(axes) == 1:
+        size, stride, pads, start, crop, outs = [*size, 1], [*stride, 1], [*pads, 0, 0], [*start, 0], [*crop, 1], [*outs, 1]
+    x = b.reshape(b.transpose(b.arg(0), perm), [shape[p] for p in perm], nhwc)
+    x = b.slice(x, nhwc, [0, *start, 0], [nhwc[0], *crop, nhwc[3]])
+    explicit = any(p >= kk for p, kk in zip(pads, [kk for kk in size for _ in range(2)], strict=True))
+    if op.op == "nn.max_pool":
+        if explicit:  # padding never contributes: pad with -inf, then pool without padding
+            x = b.emit("PAD", x, b.shape([0, 0, *pads, 0, 0]), b.const([-np.inf]))
+            pads = [0, 0, 0, 0]
+        y = b.emit("MAX_POOL2D", x, kernel=size, stride=stride, pad=pads)
+    else:
+        if not op.attribs.get("ignore_border", True) and any(pads):  # divide by the full window size
+            x = b.emit("PAD", x, b.shape([0, 0, *pads, 0, 0]), b.const([0.0]))
+            pads = [0, 0, 0, 0]
+        y = b.emit("AVG_POOL2D", x, b.const([0.0]), b.const([0.0]), kernel=size, stride=stride, pad=pads,
+                   acc_type="fp32")
+    permuted = [shape[p] for p in perm]
+    for a, o in zip(axes, outs, strict=False):
+        permuted[perm.index(a)] = o
+    y = b.reshape(y, [nhwc[0], *outs, nhwc[3]], permuted)
+    return b.done(b.transpose(y, _inverse(perm)))
+
+
+_MAX_WINDOW = 256
+
+
+def _window_check(op: Any) -> str | None:
+    size = _pool_params(op)[1]
+    if int(np.prod(size, dtype=np.int64)) > _MAX_WINDOW:
+        return f"window of {int(np.prod(size, dtype=np.int64))} elements (> {_MAX_WINDOW} strided SLICEs)"
+    return None
+
+
+def _window(op: Any) -> Subgraph:
+    """Any pooled axes, dilation, padding: PAD the input (with -inf for max, 0 for sum; SLICE where the
+    padding is negative), one strided SLICE per window tap, and a MAXIMUM / ADD chain over the taps
+    in @lower's order (windows wholly in the padding give -inf / 0 as @lower's initial values)."""
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    rank = len(shape)
+    axes, size, stride, dilation, offset, outs = _pool_params(op)
+    is_max = op.op == "nn.max_pool"
+    fill = b.const([-np.inf if is_max else 0.0])
+    x = b.arg(0)
+    padding, start, crop = [0] * (2 * rank), [0] * rank, list(shape)
+    for a, lo, kk, st, dl, o in zip(axes, offset, size, stride, dilation, outs, strict=True):
+        need = (o - 1) * st + (kk - 1) * dl + 1
+        first = max(-lo, 0)
+        avail = shape[a] - first
+        hi = need - avail - max(lo, 0)
+        start[a], crop[a] = first, avail + min(hi, 0)
+        padding[2 * a], padding[2 * a + 1] = max(lo, 0), max(hi, 0)
+    blank = any(c <= 0 for c in crop)
+    if blank:  # every window lies wholly in the padding: all of it is the fill value
+        needs = [crop[a] + padding[2 * a] + padding[2 * a + 1] for a in range(rank)]
+        start, crop = [0] * rank, [1] * rank
+        padding = [p for n in needs for p in (0, n - 1)]
+    x = b.slice(x, shape, start, crop)
+    if blank:
+        x = b.emit("SELECT", b.const(np.zeros([1] * rank), np.bool_), x, b.const(np.full([1] * rank,
+                                                                                      -np.inf if is_max else 0.0)))
+    if any(padding):
+        x = b.emit("PAD", x, b.shape(padding), fill)
+    padded = [c + padding[2 * a] + padding[2 * a + 1] for a, c in enumerate(crop)]
+    acc = None
+    for taps in itertools.product(*[range(kk) for kk in size]):
+        y, sh = x, list(padded)
+        for a, j, st, dl, o in zip(axes, taps, stride, dilation, outs, strict=True):
+            y, sh = strided(b, y, sh, a, j * dl, st, o, fill)
+        if acc is None:
+            acc = y if is_max else b.emit("ADD", b.const(np.zeros([1] * rank)), y)
+        else:
+            acc = b.emit("MAXIMUM", acc, y) if is_max else b.emit("ADD", acc, y)
+    return b.done(acc)
+
+
+RULES: dict[str, list[Rule]] = {
+    "linalg.matmul": [Rule("RESHAPE/TILE to rank 3, TRANSPOSE if transA/B, MATMUL, RESHAPE (+ ADD C)", _matmul)],
+    "linalg.dot": [Rule("MATMUL [1,1,n] x [1,n,1], RESHAPE (+ ADD b)", _dot)],
+    "linalg.matvec": [Rule("MATMUL [1,m,n] x [1,n,1] (TRANSPOSE if transA), RESHAPE (+ ADD b)", _matvec)],
+    "linalg.outer": [Rule("RESHAPE both, MUL (broadcast)", _outer)],
+    "nn.linear": [Rule("MATMUL(x, TRANSPOSE(filter)) + ADD bias", _linear)],
+    "nn.conv": [Rule("TRANSPOSE to N,X..,C / O,X..,I; 1-D as 2-D; CONV2D, CONV3D or DEPTHWISE_CONV2D (groups: SLICE "
+                     "per group + CONCAT); SLICE for negative/remainder padding; TRANSPOSE back", _conv, _conv_check)],
+    "nn.deconv": [Rule("TRANSPOSE to NHWC; 1-D as 2-D; per group TRANSPOSE_CONV2D (dilation: zero-interleaved "
+                       "filter), PAD/SLICE to the stdlib's output window; TRANSPOSE back", _deconv, _deconv_check)],
+    "nn.max_pool": [Rule("<= 2 pooled axes, dilation 1: TRANSPOSE/RESHAPE to NHWC, MAX_POOL2D (PAD -inf if pad >= "
+                         "kernel), back", _tosa_pool, _tosa_pool_check),
+                    Rule("PAD -inf, strided SLICE per window tap, MAXIMUM chain", _window, _window_check)],
+    "nn.sum_pool": [Rule("PAD 0, strided SLICE per window tap, ADD chain", _window, _window_check)],
+    "nn.avg_pool": [Rule("<= 2 pooled axes, dilation 1: TRANSPOSE/RESHAPE to NHWC, AVG_POOL2D (PAD 0 first if "
+                         "ignore_border=false), back", _tosa_pool, _tosa_pool_check)],
+}
