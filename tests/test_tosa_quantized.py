@@ -9,6 +9,8 @@
   step, accuracy on the digits test split within 1 % of the float model;
 - the exported MLIR: accepted by tosa-opt (validate + serialize), run by the TOSA reference model
   bit-exactly equal to our numpy integer execution (int8 logits) and equal to ``sknd run --via tosa``;
+- IREE compiles the exported MLIR and computes the same int8 logits;
+- int16 activations, unsigned and min_max activation quantization, convolution geometries;
 - refusals with located diagnostics.
 """
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -525,3 +529,57 @@ def test_convolution_geometries_agree_with_fake_quantization(tmp_path: Path, att
     assert got.shape == fake.shape
     assert np.abs(got - fake).max() <= 0.05 * (1 + 1e-5)
     assert np.mean(got != fake) < 0.02
+
+
+
+# -- IREE: a second TOSA consumer ---------------------------------------------------------------------
+
+
+def _iree_compile_tool() -> str | None:
+    here = Path(sys.executable).parent / "iree-compile"
+    return str(here) if here.is_file() else shutil.which("iree-compile")
+
+
+def _require_iree() -> None:
+    """Skip when iree-base-compiler/-runtime are missing locally; in CI (``CI`` set) fail instead."""
+    missing = [] if _iree_compile_tool() else ["iree-compile (iree-base-compiler)"]
+    try:
+        import iree.runtime  # noqa: F401
+    except ImportError:
+        missing.append("iree.runtime (iree-base-runtime)")
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"{', '.join(missing)} not installed; the dev extra installs them")
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (pip install -e '.[dev]')")
+
+
+def test_int8_mlir_compiles_and_runs_with_iree(tmp_path: Path) -> None:
+    """IREE (iree-compile --iree-input-type=tosa, llvm-cpu) computes the same int8 logits bit for bit
+    and the same probabilities (fp32 softmax: within float rounding)."""
+    _require_iree()
+    import iree.runtime as ireert
+
+    graph = skriptnd.load(MODEL).compose(attribs={"batch": 10})
+    integer = lower_quantized(graph)
+    x = _samples()
+    inputs = integer.quantize_inputs({"image": x})
+    logits = integer.values["logits"].name
+    for name, outputs in (("logits", [logits]), ("probabilities", None)):
+        mlir, vmfb = tmp_path / f"{name}.mlir", tmp_path / f"{name}.vmfb"
+        mlir.write_text(to_mlir(integer, outputs=outputs))
+        proc = subprocess.run([_iree_compile_tool() or "iree-compile", "--iree-input-type=tosa",
+                               "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+                               "--iree-llvmcpu-target-cpu=generic", str(mlir), "-o", str(vmfb)],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0 and vmfb.is_file(), proc.stderr[-3000:]
+        module = ireert.load_vm_flatbuffer_file(str(vmfb), driver="local-sync")
+        result = module.main(*inputs)
+        got = np.array(result.to_host(), copy=True)
+        del result, module
+        ours = integer.run({"image": x}, outputs=outputs)
+        expected = ours[logits] if outputs else ours["probabilities"]
+        if outputs:
+            assert got.dtype == np.int8
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
