@@ -128,6 +128,7 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
 
 def _tosa_coverage(graph: Any) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from .tosa.legalize import coverage
@@ -137,7 +138,8 @@ def _tosa_coverage(graph: Any) -> None:
     for col in ("operation", "label", "TOSA", "rule or reason"):
         table.add_column(col)
     for op, ok, reason in rows:
-        table.add_row(op.op, op.label, "yes" if ok else "no: @lower", reason, style=None if ok else "yellow")
+        table.add_row(op.op, escape(op.label), "yes" if ok else "no: @lower", escape(reason),
+                      style=None if ok else "yellow")
     console = Console()
     console.print(table)
     done = sum(ok for _, ok, _ in rows)

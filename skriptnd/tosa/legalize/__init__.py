@@ -57,9 +57,12 @@ NOT_LEGALIZABLE: dict[str, str] = {
                          "cannot be shown to have at compile time",
     "algo.top_k": "sorting (TOSA has no sort or top-k)",
     "algo.nonmax_suppress": "data-dependent output size and sequential suppression (no TOSA equivalent)",
-    "nn.lstm_loop": "a dynamic loop (TOSA control flow is not used by this legalization)",
-    "nn._jagged_lstm_loops": "dynamic loops over jagged sequence lengths",
-    "nn.lstm": "dynamic loops over the sequence (TOSA control flow is not used by this legalization)",
+    "nn.lstm_loop": "its @compose is a loop over the sequence (a loop operation that 'steps' may end early) with "
+                    "an output of dynamic length; this legalization maps operations, not TOSA control flow",
+    "nn._jagged_lstm_loops": "a loop of lstm_loop loops over jagged sequence lengths (dynamic lengths, control "
+                             "flow)",
+    "nn.lstm": "lstm_loop or _jagged_lstm_loops: loops over the sequence with dynamic-length outputs (control "
+               "flow)",
     "image.cubic_resize": "an intrinsic (cubic interpolation has no TOSA RESIZE mode)",
     "image.max_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
     "image.avg_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",

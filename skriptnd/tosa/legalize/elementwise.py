@@ -217,14 +217,37 @@ def _arg_n(greater: bool) -> Callable[[Any], Subgraph]:
 # -- nn activations ------------------------------------------------------------------------------
 
 
+def gt_select(b: Builder, x: str, y: str) -> str:
+    """``x >? y``, defined by the spec as ``x > y ? x : y`` (so a NaN ``x`` gives ``y``)."""
+    return b.emit("SELECT", b.emit("GREATER", x, y), x, y)
+
+
+def lt_select(b: Builder, x: str, y: str) -> str:
+    """``x <? y`` = ``x < y ? x : y``."""
+    return b.emit("SELECT", b.emit("GREATER", y, x), x, y)
+
+
+def _minmax(greater: bool) -> Callable[[Any], Subgraph]:
+    def build(op: Any) -> Subgraph:
+        b = Builder(op)
+        x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
+        return b.done(gt_select(b, x, y) if greater else lt_select(b, x, y))
+    return build
+
+
 def _relu(op: Any) -> Subgraph:
+    """@lower: (x <? max ?? x) >? (alpha * x ?? 0.0). Without alpha: CLAMP(0, max) with nan_mode IGNORE
+    (NaN -> 0 = x >? 0); with max, a NaN becomes max (NaN <? max = max): SELECT on EQUAL(x, x)."""
     b = Builder(op)
     x, r = b.arg(0), _rank(op)
     alpha, mx = op.attribs.get("alpha"), op.attribs.get("max")
     if alpha is None:
-        return b.done(b.emit("CLAMP", x, min_val=0.0, max_val=float("inf") if mx is None else float(mx)))
-    t = x if mx is None else b.emit("MINIMUM", x, b.scalar(mx, r))
-    return b.done(b.emit("MAXIMUM", t, b.mul(x, b.scalar(alpha, r))))
+        y = b.emit("CLAMP", x, min_val=0.0, max_val=float("inf") if mx is None else float(mx), nan_mode="IGNORE")
+        if mx is not None:
+            y = b.emit("SELECT", b.emit("EQUAL", x, x), y, b.scalar(mx, r))
+        return b.done(y)
+    t = x if mx is None else lt_select(b, x, b.scalar(mx, r))
+    return b.done(gt_select(b, t, b.mul(x, b.scalar(alpha, r))))
 
 
 def _prelu(op: Any) -> Subgraph:
@@ -296,8 +319,10 @@ RULES: dict[str, list[Rule]] = {
     "math.sub": [Rule(f"SUB {_ALIGN}", _binary("SUB"))],
     "math.mul": [Rule(f"MUL shift=0 {_ALIGN}", _binary("MUL"))],
     "math.div": [Rule(f"MUL(x, RECIPROCAL(y)) {_ALIGN}", _binary("MUL", rcp_rhs=True))],
-    "math.min": [Rule(f"MINIMUM {_ALIGN}", _binary("MINIMUM"))],
-    "math.max": [Rule(f"MAXIMUM {_ALIGN}", _binary("MAXIMUM"))],
+    "math.min": [Rule(f"x <? y = SELECT(GREATER(y, x), x, y) (the spec's definition, also for NaN) {_ALIGN}",
+                      _minmax(False))],
+    "math.max": [Rule(f"x >? y = SELECT(GREATER(x, y), x, y) (the spec's definition, also for NaN) {_ALIGN}",
+                      _minmax(True))],
     "math.pow": [Rule("POW(|x| or 1, y), SELECTs for zero and negative bases (integral y: sign by parity, "
                       "else NaN) as numpy's power", _pow)],
     "math.mod": [Rule("floored modulo: x - y*FLOOR(x*RECIPROCAL(y)), SELECT-corrected into y's sign and range, "
@@ -349,7 +374,8 @@ RULES: dict[str, list[Rule]] = {
     "nn.sigmoid": [Rule("SIGMOID", _unary("SIGMOID"))],
     "nn.erf": [Rule("ERF", _unary("ERF"))],
     "nn.silu": [Rule("MUL(x, SIGMOID(x))", _fn(_silu))],
-    "nn.relu": [Rule("alpha=null: CLAMP(0, max ?? inf); else MAXIMUM(MINIMUM(x, max), MUL(x, alpha))", _relu)],
+    "nn.relu": [Rule("alpha=null: CLAMP(0, max ?? inf, nan_mode=IGNORE) (+ SELECT NaN -> max); else "
+                     "(x <? max) >? MUL(x, alpha) as SELECT/GREATER", _relu)],
     "nn.prelu": [Rule("SELECT(GREATER(0, x), MUL(RESHAPE(alpha), x), x)", _prelu)],
     "nn.thresholded_relu": [Rule("SELECT(GREATER(x, theta), x, 0)", _fn(_thresholded_relu))],
     "nn.elu": [Rule("SELECT(GREATER(0, x), alpha * (EXP(x) - 1), x)", _fn(_elu))],

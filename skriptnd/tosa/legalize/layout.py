@@ -355,10 +355,10 @@ RULES: dict[str, list[Rule]] = {
     "layout.broadcast": [Rule("TILE by output/input extents", _broadcast)],
     "layout.uniform": [Rule("RESHAPE the scalar, TILE", _uniform)],
     "layout.cast": [Rule("real->bool: LOGICAL_NOT(EQUAL(x, 0)); bool->real: SELECT(x, 1, 0); else IDENTITY", _cast)],
-    "layout.gather": [Rule("TRANSPOSE/RESHAPE to [1, K, C], GATHER (int32 indices), RESHAPE/TRANSPOSE back",
+    "layout.gather": [Rule("TRANSPOSE/RESHAPE to (1, K, C), GATHER (int32 indices), RESHAPE/TRANSPOSE back",
                            _gather)],
-    "layout.gather_nd": [Rule("int32 flat indices (MUL/ADD), RESHAPE to [batch, K, C], GATHER", _gather_nd)],
-    "layout.scatter": [Rule("TRANSPOSE/RESHAPE to [S*T, n, 1], SCATTER (indices must be distinct per row, a TOSA "
+    "layout.gather_nd": [Rule("int32 flat indices (MUL/ADD), RESHAPE to (batch, K, C), GATHER", _gather_nd)],
+    "layout.scatter": [Rule("TRANSPOSE/RESHAPE to (S*T, n, 1), SCATTER (indices must be distinct per row, a TOSA "
                             "REQUIRE; @lower's last-write-wins on duplicates is not reproduced)", _scatter)],
     **{f"layout.{k}": [Rule("CONST (values known when composing)", _constant, _constant_check)]
        for k in ("tensor", "range", "shape")},

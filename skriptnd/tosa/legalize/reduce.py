@@ -60,7 +60,11 @@ def _argmax(op: Any, axes: list[int], nd: bool) -> Subgraph:
     kept = [shape[a] for a in keep]
     n = int(np.prod([shape[a] for a in red], dtype=np.int64))
     x = b.reshape(x, [*kept, *[shape[a] for a in red]], [*kept, n])
-    idx = b.emit("ARGMAX", x, axis=len(kept))  # shape kept
+    # @lower keeps index 0 unless an item compares strictly greater: NaNs are never picked (IGNORE),
+    # and a NaN at index 0 keeps 0 (nothing compares greater than it)
+    idx = b.emit("ARGMAX", x, axis=len(kept), nan_mode="IGNORE")  # shape kept
+    first = b.reshape(b.slice(x, [*kept, n], [0] * (len(kept) + 1), [*kept, 1]), [*kept, 1], kept)
+    idx = b.emit("SELECT", b.emit("EQUAL", first, first), idx, b.const(np.zeros([1] * len(kept)), np.int32))
     if not nd:
         return b.done(b.reshape(idx, kept, shape_of(op.outputs[0])), ints=[True])
     kr = len(kept)
@@ -121,8 +125,9 @@ RULES: dict[str, list[Rule]] = {
     "math.all_reduce": [Rule("REDUCE_ALL per axis (+ RESHAPE if squeeze)", _reduce("REDUCE_ALL"))],
     "math.mean_reduce": [Rule("REDUCE_SUM per axis, MUL by 1/count (+ RESHAPE if squeeze)",
                               _reduce("REDUCE_SUM", mean=True))],
-    "math.argmax": [Rule("ARGMAX (int32 index, widened to int) + RESHAPE", _argmax1)],
-    "math.argmin": [Rule("ARGMAX(NEGATE(x)) (int32 index, widened to int) + RESHAPE", _argmax1)],
+    "math.argmax": [Rule("ARGMAX nan_mode=IGNORE, SELECT 0 where the first item is NaN (as @lower); int32 index "
+                         "(widened to int) + RESHAPE", _argmax1)],
+    "math.argmin": [Rule("as argmax on NEGATE(x)", _argmax1)],
     "math.argmax_nd": [Rule("TRANSPOSE/RESHAPE the axes into one, ARGMAX, INTDIV/SUB into coordinates, CONCAT",
                             _argmax_nd)],
     "math.argmin_nd": [Rule("as argmax_nd on NEGATE(x)", _argmax_nd)],

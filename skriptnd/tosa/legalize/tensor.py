@@ -409,8 +409,8 @@ def _window(op: Any) -> Subgraph:
 
 RULES: dict[str, list[Rule]] = {
     "linalg.matmul": [Rule("RESHAPE/TILE to rank 3, TRANSPOSE if transA/B, MATMUL, RESHAPE (+ ADD C)", _matmul)],
-    "linalg.dot": [Rule("MATMUL [1,1,n] x [1,n,1], RESHAPE (+ ADD b)", _dot)],
-    "linalg.matvec": [Rule("MATMUL [1,m,n] x [1,n,1] (TRANSPOSE if transA), RESHAPE (+ ADD b)", _matvec)],
+    "linalg.dot": [Rule("MATMUL (1,1,n) x (1,n,1), RESHAPE (+ ADD b)", _dot)],
+    "linalg.matvec": [Rule("MATMUL (1,m,n) x (1,n,1) (TRANSPOSE if transA), RESHAPE (+ ADD b)", _matvec)],
     "linalg.outer": [Rule("RESHAPE both, MUL (broadcast)", _outer)],
     "nn.linear": [Rule("MATMUL(x, TRANSPOSE(filter)) + ADD bias", _linear)],
     "nn.conv": [Rule("TRANSPOSE to N,X..,C / O,X..,I; 1-D as 2-D; CONV2D, CONV3D or DEPTHWISE_CONV2D (groups: SLICE "
