@@ -31,6 +31,7 @@ from ..fileio import read_source
 from ..resources import STDLIB_MODULES, stdlib_dir
 from ..source import SourceFile, Span
 from ..syntax import parse_module
+from ..syntax.cache import cached_parse
 from ..syntax.scan import mask
 from .builtins import BUILTIN_FUNCTIONS
 
@@ -312,7 +313,10 @@ def _is_stdlib_path(path: Path) -> bool:
 
 def _parse_text(source: SourceFile,
                 parse: ModuleParser) -> tuple[SourceFile, ast.Module | None, tuple[Diagnostic, ...]]:
-    tree, syntax = parse(source.text, source.path)
+    if parse is parse_module:  # the standard parser: its trees are cached on disk (syntax.cache)
+        tree, syntax = cached_parse(source.text, source.path, parse)
+    else:
+        tree, syntax = parse(source.text, source.path)
     errors = any(d.severity == Severity.ERROR for d in syntax)
     return source, None if errors else tree, tuple(syntax)
 
