@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ import skriptnd
 from skriptnd.execute import Executor
 from skriptnd.execute.backends import kernels_for
 from skriptnd.tosa import OPS
-from skriptnd.tosa.fast import specialise
+from skriptnd.tosa.fast import Clamp, specialise
 from skriptnd.tosa.program import BOUNDARY, Builder, Op
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +156,7 @@ def test_fast_conv2d_matches_the_generic_kernel(geo: tuple[int, ...], n: int, ic
     x = _rand(rng, n, ih, iw, ic)
     w, b = _rand(rng, oc, kh, kw, ic), _rand(rng, oc)
     attrs = {"pad": pads, "stride": [sy, sx], "dilation": [d, d]}
-    bounds = (0.0, 1.0) if clamp else None
+    bounds = Clamp(0.0, 1.0) if clamp else None
     fast = specialise("CONV2D", [None, w, b], attrs, bounds)
     assert fast is not None
     expected = OPS["CONV2D"](x, w, b, **attrs)
@@ -293,3 +294,20 @@ def test_program_ops_are_plain_tosa() -> None:
     program = (executor._program or [])[0][1].attribs["program"]
     assert all(isinstance(o, Op) and (o.name in OPS or o.name in BOUNDARY) for o in program.ops)
     assert "CONV2D" in str(program) and "const[" in str(program)
+
+
+@pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
+def test_clamps_keep_their_nan_mode_fused_or_not(nan_mode: str) -> None:
+    # relu legalizes to CLAMP nan_mode=IGNORE (x >? 0 gives 0 for NaN); PROPAGATE keeps the NaN
+    x = np.full((1, 3, 3, 1), np.nan, F32)
+    x[0, 0, 0, 0] = 2.0
+    w, b = np.ones((1, 1, 1, 1), F32), np.zeros(1, F32)
+    conv = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1]}
+    clamp = {"min_val": 0.0, "max_val": 1.0, "nan_mode": nan_mode}
+    fused = _build([("CONV2D", ["x", "w", "b"], conv, "y"), ("CLAMP", ["y"], clamp, "r")],
+                   {"x": x}, {"w": w, "b": b}, ["r"])
+    alone = _build([("CLAMP", ["x"], clamp, "r")], {"x": x}, {}, ["r"])
+    expected = OPS["CLAMP"](x, **clamp)
+    for program in (fused, alone):
+        np.testing.assert_array_equal(program([x])[0], expected)
+    assert np.isnan(expected).any() == (nan_mode == "PROPAGATE")

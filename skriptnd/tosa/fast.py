@@ -18,10 +18,12 @@ calls the generic kernel).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from skriptnd.tosa import winograd
 
 F32 = np.float32
 Fn = Callable[..., np.ndarray]
@@ -35,12 +37,27 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
+class Clamp(NamedTuple):
+    """A CLAMP fused into the operator before it, applied in place; ``ignore_nan``: TOSA's
+    nan_mode IGNORE (a NaN becomes ``lo``, as SkriptND's relu ``x >? 0`` gives 0), else PROPAGATE."""
+
+    lo: float
+    hi: float
+    ignore_nan: bool = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if self.ignore_nan:
+            np.fmax(y, F32(self.lo), out=y)
+            return np.fmin(y, F32(self.hi), out=y)
+        return np.clip(y, F32(self.lo), F32(self.hi), out=y)
+
+
 def _is_f32(a: Any) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == F32
 
 
 def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
-               clamp: tuple[float, float] | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
+               clamp: Clamp | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
     """A fast callable taking all operands (constants included, as in the generic kernel) or None.
 
     ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
@@ -61,9 +78,9 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _avg_pool(attrs)
     if name == "MATMUL" and all(_zero(c) for c in consts[2:]):
         return _checked(lambda a, b, *zp: np.matmul(a, b))
-    if name == "CLAMP" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
-        lo, hi = F32(attrs["min_val"]), F32(attrs["max_val"])
-        return _checked(lambda x: np.minimum(np.maximum(x, lo), hi))
+    if name == "CLAMP":
+        bounds = Clamp(float(attrs["min_val"]), float(attrs["max_val"]), attrs.get("nan_mode") == "IGNORE")
+        return _checked(lambda x: bounds.apply(np.array(x, copy=True)))
     if name in _UNARY and (name != "NEGATE" or all(_zero(c) for c in consts[1:])):
         fn = _UNARY[name]
         return _checked(lambda x, *zp: fn(x))
@@ -112,7 +129,7 @@ class _Conv2D:
     """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: tuple[float, float] | None, scratch: dict[str, np.ndarray]) -> None:
+                 clamp: Clamp | None, scratch: dict[str, np.ndarray]) -> None:
         oc, kh, kw, ic = weight.shape
         self.k = (kh, kw)
         # [(kh, kw, ic), oc] as a transposed view: BLAS reads it in place, no copy of the filter
@@ -124,6 +141,10 @@ class _Conv2D:
         self.dilation = [int(d) for d in attrs["dilation"]]
         self.clamp = clamp
         self._shape: tuple[int, ...] | None = None
+        # 3x3 stride 1: Winograd F(2x2,3x3) where measured faster (skriptnd/tosa/winograd.py)
+        self.weight, self.bias = weight, bias
+        self.winograd_ok = (False, False)
+        self.winograd: winograd.Winograd | None = None
 
     def _setup(self, shape: tuple[int, ...]) -> None:
         n, ih, iw, ic = shape
@@ -131,6 +152,8 @@ class _Conv2D:
         hp, wp = ih + t + b, iw + left + r
         oh, ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
         self.out = (n, oh, ow)
+        if (kh, kw, sy, sx, dy, dx) == (3, 3, 1, 1, 1, 1):
+            self.winograd_ok = winograd.preferred(ic, self.w.shape[1], n, oh, ow)
         self.pointwise = kh == kw == 1 and not any(self.pad)
         if self.pointwise:
             self.padded = None
@@ -155,6 +178,11 @@ class _Conv2D:
             return NotImplemented
         if x.shape != self._shape:
             self._setup(x.shape)
+        if self.winograd_ok[0] and self.winograd_ok[winograd.blas_threads() > 1]:
+            if self.winograd is None:
+                self.winograd = winograd.Winograd(self.weight, self.bias, self.pad, m=2, clamp=self.clamp,
+                                                  scratch=self.scratch)
+            return self.winograd(x)
         n, oh, ow = self.out
         if self.padded is None:
             sy, sx = self.stride
@@ -169,7 +197,7 @@ class _Conv2D:
         y = cols @ self.w
         y += self.b
         if self.clamp is not None:
-            np.clip(y, self.clamp[0], self.clamp[1], out=y)
+            self.clamp.apply(y)
         return y.reshape(n, oh, ow, -1)
 
 
@@ -177,7 +205,7 @@ class _Depthwise:
     """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M]: one multiply-add over all positions per kernel tap."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: tuple[float, float] | None) -> None:
+                 clamp: Clamp | None) -> None:
         kh, kw, c, m = weight.shape
         self.w = weight.astype(F32).reshape(kh, kw, c * m)
         self.m = m
@@ -215,7 +243,7 @@ class _Depthwise:
                     y += tmp
         y += self.b
         if self.clamp is not None:
-            np.clip(y, self.clamp[0], self.clamp[1], out=y)
+            self.clamp.apply(y)
         return y
 
 

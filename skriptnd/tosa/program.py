@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import OPS
-from .fast import specialise
+from .fast import Clamp, specialise
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -110,13 +110,14 @@ class Program:
         uses = Counter(i for o in self.ops for i in o.inputs) + Counter(self.outputs)
         producer = {o.output: o for o in self.ops}
         fused: dict[str, str] = {}  # CLAMP output -> the convolution output it is applied to
-        clamps: dict[str, tuple[float, float]] = {}
+        clamps: dict[str, Clamp] = {}
         for o in self.ops:
             src = producer.get(o.inputs[0]) if o.inputs else None
             if (o.name == "CLAMP" and src is not None and src.name in ("CONV2D", "DEPTHWISE_CONV2D")
-                    and uses[src.output] == 1 and o.attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE"):
+                    and uses[src.output] == 1):
                 fused[o.output] = src.output
-                clamps[src.output] = (float(o.attrs["min_val"]), float(o.attrs["max_val"]))
+                clamps[src.output] = Clamp(float(o.attrs["min_val"]), float(o.attrs["max_val"]),
+                                           o.attrs.get("nan_mode") == "IGNORE")
         alias = {k: v for k, v in fused.items()}
         slots: dict[str, int] = {}
         for name in self.inputs:
@@ -156,9 +157,10 @@ def _generic(o: Op) -> Callable[..., Any]:
     return partial(kernel, **o.attrs)
 
 
-def _then_clamp(fn: Callable[..., Any], bounds: tuple[float, float]) -> Callable[..., Any]:
+def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
-        return OPS["CLAMP"](fn(*args), min_val=bounds[0], max_val=bounds[1])
+        return OPS["CLAMP"](fn(*args), min_val=bounds.lo, max_val=bounds.hi,
+                            nan_mode="IGNORE" if bounds.ignore_nan else "PROPAGATE")
 
     return run
 
