@@ -17,6 +17,8 @@ not from a hand list. For each operator either
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1100,3 +1102,39 @@ def test_descriptions_and_reasons_print_verbatim() -> None:
     """`sknd compose --tosa` prints them in a rich table: no '[' (rich markup) in rule texts or reasons."""
     texts = [r.description for rules in TABLE.values() for r in rules] + list(NOT_LEGALIZABLE.values())
     assert all("[" not in t for t in texts), [t for t in texts if "[" in t]
+
+
+def test_subgraphs_are_valid_tosa() -> None:
+    """One graph per legalized operator (real/bool inputs and outputs) exported as TOSA 1.0 MLIR; all
+    of them in one module, which tosa-opt (tosa-tools) validates against the pro_fp profile."""
+    from skriptnd.tosa.export import check_exportable, to_mlir, tosa_opt_path
+
+    if tosa_opt_path() is None:
+        pytest.skip("tosa-opt (tosa-tools) is not installed")
+    funcs: dict[str, str] = {}
+    def collector(name: str) -> Callable[[], None]:
+        @settings(SETTINGS, max_examples=4)
+        @given(c=CASES[name]())
+        def collect(c: Case) -> None:
+            if name in funcs or c.body.startswith("@bound"):
+                return
+            try:
+                graph = compose(c)
+            except DiagnosticError:
+                return
+            if check_exportable(graph):  # int graph inputs/outputs, or an attribute combination that falls back
+                return
+            text = to_mlir(graph, inline_constants=True)
+            body = text[text.index('  "func.func"'):text.rindex("}) : () -> ()")]
+            funcs[name] = body.replace('sym_name = "main"', f'sym_name = "f{len(funcs)}"')
+
+        return collect
+
+    for name in sorted(CASES):
+        collector(name)()
+    assert len(funcs) > 100, sorted(set(CASES) - set(funcs))
+    module = _DIR / "all_operators.mlir"
+    module.write_text('"builtin.module"() ({\n' + "".join(funcs.values()) + "}) : () -> ()\n")
+    done = subprocess.run([tosa_opt_path(), str(module), "--tosa-attach-target=profiles=pro_fp", "--tosa-validate",
+                           "-o", os.devnull], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

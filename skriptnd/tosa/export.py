@@ -95,7 +95,7 @@ def _dense(a: np.ndarray) -> str:
 def _attrs(name: str, attrs: dict[str, Any]) -> str:
     out = []
     for k, v in sorted(attrs.items()):
-        if k in ("pad", "stride", "dilation", "kernel"):
+        if k in ("pad", "stride", "dilation", "kernel", "out_pad"):
             out.append(f"{k} = array<i64: {', '.join(str(int(x)) for x in v)}>")
         elif k == "perms":
             out.append(f"perms = array<i32: {', '.join(str(int(x)) for x in v)}>")
@@ -215,8 +215,9 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
             lines.append(f'    {name} = "tosa.{o.name.lower()}"({", ".join(env[i] for i in o.inputs)})'
                          f"{_attrs(o.name, o.attrs)} : ({in_types}) -> {_type(result)}")
             env[o.output], nv[o.output] = name, result
-        for n, t in zip(sg.outputs, op.outputs, strict=True):
-            ssa[id(t)], vals[id(t)] = env[n], nv[n]
+        for names, t in zip(sg.outputs, op.outputs, strict=True):  # a pack output: a list of names
+            for n, tt in zip(names, t, strict=True) if isinstance(names, list) else [(names, t)]:
+                ssa[id(tt)], vals[id(tt)] = env[n], nv[n]
 
     results = []
     for t in graph.outputs:

@@ -171,12 +171,13 @@ def _pad(op: Any) -> Subgraph:
     x = b.arg(0)
     if method == "CONSTANT":
         padding = [p for pair in zip(before, after, strict=True) for p in pair]
-        value = b.arg(1)
-        if value is None:
-            value = pad_value(b, op.inputs[0].dtype)
-        else:
-            value = b.reshape(value, (), (1,))
-        return b.done(b.emit("PAD", x, b.shape(padding), value))
+        y = b.emit("PAD", x, b.shape(padding), pad_value(b, op.inputs[0].dtype))
+        if b.arg(1) is not None:  # TOSA's pad_const must be a constant: SELECT the value where padded
+            shape = shape_of(op.inputs[0])
+            inside = np.pad(np.ones(shape, np.bool_), list(zip(before, after, strict=True)))
+            value = b.reshape(b.arg(1), (), [1] * len(shape))
+            y = b.emit("SELECT", b.const(inside, np.bool_), y, value)
+        return b.done(y)
     shape = list(shape_of(op.inputs[0]))
     rank = len(shape)
     for a, (lo, hi) in enumerate(zip(before, after, strict=True)):
@@ -349,8 +350,8 @@ RULES: dict[str, list[Rule]] = {
     "layout.stack": [Rule("RESHAPE each input, CONCAT", _stack)],
     "layout.unstack": [Rule("SLICE + RESHAPE per output", _unstack)],
     "layout.slice": [Rule("SLICE; stride != 1: REVERSE (negative), PAD/RESHAPE/SLICE/RESHAPE", _slice)],
-    "layout.pad": [Rule("CONSTANT: PAD; REPLICATE: SLICE+TILE+CONCAT; REFLECT/SYMMETRIC: SLICE+REVERSE+CONCAT",
-                        _pad, _pad_check)],
+    "layout.pad": [Rule("CONSTANT: PAD (a value input: SELECT it where padded, TOSA's pad_const is constant); "
+                        "REPLICATE: SLICE+TILE+CONCAT; REFLECT/SYMMETRIC: SLICE+REVERSE+CONCAT", _pad, _pad_check)],
     "layout.tile": [Rule("TILE", _tile)],
     "layout.broadcast": [Rule("TILE by output/input extents", _broadcast)],
     "layout.uniform": [Rule("RESHAPE the scalar, TILE", _uniform)],
