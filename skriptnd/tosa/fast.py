@@ -182,7 +182,8 @@ class _Conv2D:
             if self.winograd is None:
                 self.winograd = winograd.Winograd(self.weight, self.bias, self.pad, m=2, clamp=self.clamp,
                                                   scratch=self.scratch)
-            return self.winograd(x)
+            if self.winograd.accepts(x):  # finite inputs (a NaN would spread over its tile)
+                return self.winograd(x)
         n, oh, ow = self.out
         if self.padded is None:
             sy, sx = self.stride

@@ -18,25 +18,26 @@ sum_i h_i y_i with y_i = sum_k d_(i+k) g_k), hence
     y = E_m^T [ (V^-T d) (.) (E_3 g) ]:   A^T = E_m^T,  B^T = V^-T,  G = E_3,
 
 and a row j of B^T may be scaled by c_j if row j of G is scaled by 1/c_j: :func:`matrices` scales
-each B^T row to primitive integers (computed exactly in :class:`fractions.Fraction`). With the
-points 0, 1, -1 (F(2,3))::
+each B^T row to primitive integers with a positive first entry (computed exactly in
+:class:`fractions.Fraction`). F(2,3), points 0, 1, -1 (:data:`POINTS`)::
 
-    B^T = [1  0 -1  0]    G = [1    0    0  ]    A^T = [1 1  1  0]
-          [0  1  1  0]        [1/2  1/2  1/2]          [0 1 -1 -1]
-          [0 -1  1  0]        [1/2 -1/2  1/2]
-          [0  1  0 -1]        [0    0    1  ]
+    B^T = [1 0 -1  0]    G = [ 1    0    0  ]    A^T = [1 1  1 0]
+          [0 1  1  0]        [ 1/2  1/2  1/2]          [0 1 -1 1]
+          [0 1 -1  0]        [-1/2  1/2 -1/2]
+          [0 1  0 -1]        [ 0    0   -1  ]
 
-and with 0, 1, -1, 2, -2 (F(4,3))::
+F(4,3), points 0, 1, -1, 1/2, -2::
 
-    B^T = [4  0 -5  0  1  0]    G = [ 1/4     0      0   ]   A^T = [1 1  1 1  1 0]
-          [0 -4 -4  1  1  0]        [-1/6  -1/6   -1/6 ]         [0 1 -1 2 -2 0]
-          [0  4 -4 -1  1  0]        [-1/6   1/6   -1/6 ]         [0 1  1 4  4 0]
-          [0 -2 -1  2  1  0]        [ 1/24  1/12   1/6 ]         [0 1 -1 8 -8 1]
-          [0  2 -1 -2  1  0]        [ 1/24 -1/12   1/6 ]
-          [0  4  0 -5  0  1]        [ 0     0      1   ]
+    B^T = [2 -3 -4  3  2 0]    G = [ 1/2    0     0   ]    A^T = [1  1  1  1    1 0]
+          [0  2 -1 -5 -2 0]        [-1/6  -1/6  -1/6  ]          [0  1 -1  1/2 -2 0]
+          [0  2 -5  1  2 0]        [-1/6   1/6  -1/6  ]          [0  1  1  1/4  4 0]
+          [0  2  1 -2 -1 0]        [16/15  8/15  4/15 ]          [0  1 -1  1/8 -8 1]
+          [0  1 -2 -1  2 0]        [ 1/30 -1/15  2/15 ]
+          [0  2 -3 -4  3 2]        [ 0     0     1/2  ]
 
-(F(4,3) with the points 0, 1, -1, 1/2, -2 instead — smaller entries in A^T, see
-:data:`POINTS` — rounds slightly better; tests/test_winograd.py states the measured errors.)
+The classic points 0, 1, -1, 2, -2 (B^T rows [4 0 -5 0 1 0], [0 4 4 -1 -1 0], ...: fewer ufunc
+calls) round about twice as badly (tests/test_winograd.py states the measured errors: F(2,3)
+within 9 eps32 of |x| conv |w|, F(4,3) within 170 eps32, im2col 1 eps32).
 
 Execution (:class:`Winograd`): the input is copied into a zero-padded buffer whose size is a
 whole number of tiles; the input transform runs separably on the whole image — B^T over the rows
@@ -46,7 +47,16 @@ plan-time weights ``[a*a, IC, OC]``; the output transform separably again (A^T o
 columns, then over the rows, the latter writing the interleaved m x m output tiles); bias; optional
 clamp. Each 1-D transform is compiled once into a list of numpy ufunc calls with ``out=`` on
 preallocated buffers (terms grouped by coefficient magnitude; two rows u+v / u-v share their
-even and odd parts, as the rows of the points +-p do). Buffers are kept per input shape.
+even and odd parts, as the rows of the points +-p do). The work runs in bands of tile rows (each
+band's transform-domain data fits in cache) when the transformed filter is small enough to be
+read once per band. Buffers are kept per input shape, shareable between convolutions (``scratch``).
+
+Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, 2-CPU Xeon, best of N): with
+one thread F(2,3) beats im2col by 15-30% at 56x56x64, 28x28x128 and 14x14x256 and ties at 7x7x512
+(16 tiles: the GEMMs read a 1.8x larger filter); with two threads im2col's GEMM speeds up while the
+transforms stay single-threaded and F(2,3) wins only at 14x14x256. F(4,3) (1/4 of the products)
+beat F(2,3) only at 28x28x128 with one thread (by ~8%, about the noise): elsewhere its transforms
+cost more numpy passes than the GEMM time they save, and at 7x7x512 its filter is 4x larger. :func:`preferred` encodes this for skriptnd.tosa.fast's CONV2D.
 """
 
 from __future__ import annotations
@@ -242,7 +252,7 @@ class Winograd:
     the zero-padded input buffer is the instance's own (its border stays zero)."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, pad: Sequence[int], m: int = 2,
-                 clamp: tuple[float, float] | None = None, band_bytes: int = 1 << 19,
+                 clamp: Any = None, band_bytes: int = 1 << 19,
                  scratch: dict[str, np.ndarray] | None = None) -> None:
         oc, kh, kw, ic = weight.shape
         if (kh, kw) != (3, 3):
@@ -256,6 +266,11 @@ class Winograd:
         self.at, _, self.bt = matrices(m)
         self.band_bytes = band_bytes
         self.scratch = scratch
+        # inputs up to this magnitude cannot overflow: |V| <= amp_in |x| (B^T on both sides),
+        # |M| <= ic max|w_t| |V|, |y| <= amp_out |M|; kept below 1e37 (float32 max: 3.4e38)
+        amp_in = max(sum(abs(c) for c in row) for row in self.bt) ** 2
+        amp_out = max(sum(abs(c) for c in row) for row in self.at) ** 2
+        self.limit = 1e37 / float(amp_in * amp_out * ic * max(float(np.abs(self.w).max()), 1e-30))
         self._shape: tuple[int, ...] | None = None
 
     def _buffer(self, key: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -329,9 +344,18 @@ class Winograd:
         self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
         _run(self.ops)
         y = np.add(self.ybuf[:, :oh, :ow], self.b)  # a new array: bias added while cropping
-        if self.clamp is not None:
-            np.clip(y, self.clamp[0], self.clamp[1], out=y)
+        if self.clamp is not None:  # (lo, hi) or an object applying itself in place
+            if hasattr(self.clamp, "apply"):
+                self.clamp.apply(y)
+            else:
+                np.clip(y, F32(self.clamp[0]), F32(self.clamp[1]), out=y)
         return y
+
+    def accepts(self, x: np.ndarray) -> bool:
+        """Whether ``x`` is finite and small enough for the transforms. Winograd mixes each tile's
+        inputs, so a NaN or infinity would reach outputs whose windows do not hold it (and
+        inf - inf gives NaN): such inputs belong to the direct (im2col) convolution."""
+        return bool(-self.limit <= x.min() and x.max() <= self.limit)
 
 
 def blas_threads() -> int:
