@@ -53,8 +53,6 @@ NOT_LEGALIZABLE: dict[str, str] = {
     **elementwise.NOT_LEGALIZABLE,
     **image.NOT_LEGALIZABLE,
     "layout.nonzero": "dynamic output shape (the number of non-zero items)",
-    "layout.scatter_nd": "TOSA SCATTER needs distinct indices per batch, which scatter_nd's index tuples "
-                         "cannot be shown to have at compile time",
     "algo.top_k": "sorting (TOSA has no sort or top-k)",
     "algo.nonmax_suppress": "data-dependent output size and sequential suppression (no TOSA equivalent)",
     "nn.lstm_loop": "its @compose is a loop over the sequence (a loop operation that 'steps' may end early) with "
@@ -84,7 +82,8 @@ _ANY_TYPE = {"math.iden", "math.select", "layout.reshape", "layout.flatten", "la
              "layout.unstack", "layout.slice", "layout.tile", "layout.pad", "layout.broadcast", "layout.uniform",
              "layout.cast"}
 _INT_RESULT = {"math.argmax", "math.argmin", "math.argmax_nd", "math.argmin_nd", "math.argmax_n", "math.argmin_n"}
-_INDEX_INPUT = {"layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1}
+_INDEX_INPUT = {"layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1, "layout.scatter_nd": 1}
+_ANY_VALUES = {"layout.scatter", "layout.scatter_nd"}  # SELECT-based: real or bool values
 _CONSTANTS = {"layout.tensor", "layout.range", "layout.shape"}
 _INT_REASON = ("int tensor {!r} (SkriptND int is 64-bit; TOSA integers are at most 32-bit, so int maps only "
                "for indices)")
@@ -116,8 +115,8 @@ def _dtype_reason(op: Any) -> str | None:
             if i == k:
                 if v.dtype != "int":
                     return f"{v.dtype} index tensor {v.name!r}"
-            elif v is not None and v.dtype != "real":
-                return f"{v.dtype} tensor {v.name!r} (TOSA GATHER/SCATTER take fp32 values here)"
+            elif v is not None and v.dtype != "real" and not (name in _ANY_VALUES and v.dtype == "bool"):
+                return f"{v.dtype} tensor {v.name!r} (TOSA GATHER takes fp32 values here)"
         return None
     for t in ins + outs:
         if t.dtype == "int":

@@ -3,6 +3,7 @@ slice (any stride), pad (all four methods), cast, gather/scatter, and the consta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,7 @@ def _pad_check(op: Any) -> str | None:
         for a, (lo, hi) in enumerate(zip(ints(env(op, "before")), ints(env(op, "after")), strict=True)):
             if max(lo, hi) > shape[a] - limit:
                 return (f"pad method {method} with padding {max(lo, hi)} > {shape[a] - limit} on axis {a} "
-                        "(@lower reflects only once)")
+                        "(@lower reflects only once: its index is then out of range, an error)")
     return None
 
 
@@ -248,6 +249,20 @@ def _gather(op: Any) -> Subgraph:
     return b.done(b.reshape(y, [ns, n, nt], shape_of(op.outputs[0])))
 
 
+def _flat_indices(b: Builder, i: str, nb: int, nz: int, ssh: Sequence[int]) -> str:
+    """[nb, nz] int32 sum(i[..., j] * stride_j) of [nb, nz, d] int32 indices (exact: < 2^31 elements)."""
+    d = len(ssh)
+    flat = None
+    stride = int(np.prod(ssh, dtype=np.int64))
+    for j in range(d):
+        stride //= ssh[j]
+        col = b.reshape(b.slice(i, [nb, nz, d], [0, 0, j], [nb, nz, 1]), [nb, nz, 1], [nb, nz])
+        term = col if stride == 1 else b.emit("MUL", col, b.const(np.full([1, 1], stride), np.int32),
+                                               b.const([0], np.int8))
+        flat = term if flat is None else b.emit("ADD", flat, term)
+    return b.const(np.zeros([nb, nz]), np.int32) if flat is None else flat
+
+
 def _gather_nd(op: Any) -> Subgraph:
     """Flat int32 indices sum(indices[..., j] * stride_j) (exact: the data has < 2^31 elements),
     then GATHER per batch over the flattened indexed dimensions."""
@@ -260,26 +275,31 @@ def _gather_nd(op: Any) -> Subgraph:
     ns = int(np.prod(ssh, dtype=np.int64))
     nt = int(np.prod(tsh, dtype=np.int64))
     nz = int(np.prod(ind[bd:-1], dtype=np.int64))
-    i = b.reshape(b.arg(1), ind, [nb, nz, d])
-    flat = None
-    stride = ns
-    for j in range(d):
-        stride //= ssh[j]
-        col = b.reshape(b.slice(i, [nb, nz, d], [0, 0, j], [nb, nz, 1]), [nb, nz, 1], [nb, nz])
-        term = col if stride == 1 else b.emit("MUL", col, b.const(np.full([1, 1], stride), np.int32),
-                                               b.const([0], np.int8))
-        flat = term if flat is None else b.emit("ADD", flat, term)
-    if flat is None:
-        flat = b.const(np.zeros([nb, nz]), np.int32)
+    flat = _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
     v = b.reshape(b.arg(0), data, [nb, ns, nt])
     y = b.emit("GATHER", v, flat)
     return b.done(b.reshape(y, [nb, nz, nt], shape_of(op.outputs[0])))
 
 
+def _const_indices(op: Any) -> np.ndarray | None:
+    t = op.inputs[1]
+    return None if getattr(t, "value", None) is None else np.asarray(t.value, np.int64).reshape(shape_of(t))
+
+
+def _scatter_check(op: Any) -> str | None:
+    idx = _const_indices(op)
+    if idx is None:
+        return "indices known only at run time (TOSA SCATTER needs distinct indices per row; not provable)"
+    axis = norm_axes(op.attribs["axis"], idx.ndim)[0]
+    rows = np.moveaxis(idx, axis, -1).reshape(-1, idx.shape[axis])
+    if any(len(set(r.tolist())) != len(r) for r in rows):
+        return "constant indices with duplicates in a row (TOSA SCATTER writes each position once)"
+    return None
+
+
 def _scatter(op: Any) -> Subgraph:
     """Each (s, t) position is a TOSA batch: data -> [S*T, n, 1], indices -> [S*T, m],
-    updates -> [S*T, m, 1]; SCATTER; back. TOSA requires distinct indices per batch (@lower lets
-    the last write win): duplicates raise TosaUnpredictable instead of differing silently."""
+    updates -> [S*T, m, 1]; SCATTER; back."""
     b = Builder(op)
     data = shape_of(op.inputs[0])
     rank = len(data)
@@ -300,6 +320,67 @@ def _scatter(op: Any) -> Subgraph:
     y = b.emit("SCATTER", v, i, u)
     y = b.reshape(y, [ns * nt, n, 1], [*s, *t, n])
     return b.done(b.transpose(y, back))
+
+
+_MAX_UPDATES = 256
+
+
+def _updates_check(op: Any) -> str | None:
+    if op.op == "layout.scatter":
+        count = shape_of(op.inputs[1])[norm_axes(op.attribs["axis"], len(shape_of(op.inputs[1])))[0]]
+    else:
+        bd = int(op.attribs.get("batch_dims", 0))
+        count = int(np.prod(shape_of(op.inputs[1])[bd:-1], dtype=np.int64))
+    if count > _MAX_UPDATES:
+        return f"{count} updates per row (> {_MAX_UPDATES} EQUAL/SELECT steps)"
+    return None
+
+
+def _scatter_select(op: Any) -> Subgraph:
+    """@lower's order exactly (the last of duplicate indices wins): for each update k along the axis,
+    SELECT(EQUAL(indices[k], iota), updates[k], acc) (int32 compare, broadcast along the axis)."""
+    b = Builder(op)
+    data = list(shape_of(op.inputs[0]))
+    rank = len(data)
+    axis = norm_axes(op.attribs["axis"], rank)[0]
+    ishape = list(shape_of(op.inputs[1]))
+    m = ishape[axis]
+    iota = np.arange(data[axis], dtype=np.int32).reshape([data[axis] if a == axis else 1 for a in range(rank)])
+    iota_c = b.const(iota, np.int32)
+    acc = b.arg(0)
+    one = list(ishape)
+    one[axis] = 1
+    for k in range(m):
+        start = [0] * rank
+        start[axis] = k
+        idx = b.slice(b.arg(1), ishape, start, one)
+        upd = b.slice(b.arg(2), ishape, start, one)
+        acc = b.emit("SELECT", b.emit("EQUAL", idx, iota_c), upd, acc)
+    return b.done(acc)
+
+
+def _scatter_nd(op: Any) -> Subgraph:
+    """Flat int32 indices (MUL/ADD); then @lower's order exactly: per update z,
+    SELECT(EQUAL(flat[z], iota), updates[z], acc) over the flattened indexed dimensions."""
+    b = Builder(op)
+    bd = int(op.attribs.get("batch_dims", 0))
+    data, ind = shape_of(op.inputs[0]), shape_of(op.inputs[1])
+    d = ind[-1]
+    bsh, ssh, tsh = data[:bd], data[bd:bd + d], data[bd + d:]
+    nb = int(np.prod(bsh, dtype=np.int64))
+    ns = int(np.prod(ssh, dtype=np.int64))
+    nt = int(np.prod(tsh, dtype=np.int64))
+    nz = int(np.prod(ind[bd:-1], dtype=np.int64))
+    flat = _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
+    flat = b.reshape(flat, [nb, nz], [nb, nz, 1])
+    acc = b.reshape(b.arg(0), data, [nb, ns, nt])
+    upd = b.reshape(b.arg(2), shape_of(op.inputs[2]), [nb, nz, nt])
+    iota = b.const(np.arange(ns, dtype=np.int32).reshape(1, ns, 1), np.int32)
+    for z in range(nz):
+        fz = b.slice(flat, [nb, nz, 1], [0, z, 0], [nb, 1, 1])
+        uz = b.slice(upd, [nb, nz, nt], [0, z, 0], [nb, 1, nt])
+        acc = b.emit("SELECT", b.emit("EQUAL", fz, iota), uz, acc)
+    return b.done(b.reshape(acc, [nb, ns, nt], data))
 
 
 # -- constants -----------------------------------------------------------------------------------
@@ -359,8 +440,12 @@ RULES: dict[str, list[Rule]] = {
     "layout.gather": [Rule("TRANSPOSE/RESHAPE to (1, K, C), GATHER (int32 indices), RESHAPE/TRANSPOSE back",
                            _gather)],
     "layout.gather_nd": [Rule("int32 flat indices (MUL/ADD), RESHAPE to (batch, K, C), GATHER", _gather_nd)],
-    "layout.scatter": [Rule("TRANSPOSE/RESHAPE to (S*T, n, 1), SCATTER (indices must be distinct per row, a TOSA "
-                            "REQUIRE; @lower's last-write-wins on duplicates is not reproduced)", _scatter)],
+    "layout.scatter": [Rule("constant indices, distinct per row: TRANSPOSE/RESHAPE to (S*T, n, 1), SCATTER, back",
+                            _scatter, _scatter_check),
+                       Rule("per update along the axis: SELECT(EQUAL(indices, iota), update, acc) (@lower's order: "
+                            "the last duplicate wins)", _scatter_select, _updates_check)],
+    "layout.scatter_nd": [Rule("int32 flat indices (MUL/ADD); per update SELECT(EQUAL(flat, iota), update, acc) "
+                               "(@lower's order: the last duplicate wins)", _scatter_nd, _updates_check)],
     **{f"layout.{k}": [Rule("CONST (values known when composing)", _constant, _constant_check)]
        for k in ("tensor", "range", "shape")},
 }

@@ -127,13 +127,17 @@ def _conv_check(op: Any) -> str | None:
     d = len(shape_of(op.inputs[0])) - 2
     if d not in (1, 2, 3):
         return f"{d}-D convolution (TOSA has CONV2D and CONV3D; 1-D maps through CONV2D)"
-    shape = shape_of(op.inputs[0])
-    nxc = [shape[p] for p in _TO_NXC[op.attribs.get("data_format", "NCX")](d)]
-    crop = _geometry(nxc[1:-1], ints(env(op, "offset")), ints(env(op, "fd")),
-                     _per_dim(op.attribs.get("stride"), d), ints(env(op, "ox")))[2]
-    if any(c <= 0 for c in crop):
-        return "convolution windows that lie wholly in the padding (TOSA SLICE cannot produce an empty crop)"
     return None
+
+
+def _blank_conv(b: Builder, op: Any, perm: list[int], d: int) -> Subgraph:
+    """Every window lies wholly in the padding: @lower's output is the bias (or 0) everywhere."""
+    out = [shape_of(op.outputs[0])[p] for p in perm]  # N, X.., C
+    n = out[-1]
+    ones = [1] * (d + 1)
+    y = b.const(np.zeros([*ones, 1])) if b.arg(2) is None else b.reshape(b.arg(2), [n], [*ones, n])
+    y = b.emit("TILE", y, b.shape([*out[:-1], n if b.arg(2) is None else 1]))
+    return b.done(b.transpose(y, _inverse(perm)))
 
 
 def _conv(op: Any) -> Subgraph:
@@ -151,6 +155,8 @@ def _conv(op: Any) -> Subgraph:
     stride, dilation = _per_dim(op.attribs.get("stride"), d), _per_dim(op.attribs.get("dilation"), d)
     ox = ints(env(op, "ox"))
     pads, start, crop = _geometry(s[1:-1], ints(env(op, "offset")), ints(env(op, "fd")), stride, ox)
+    if any(c <= 0 for c in crop):
+        return _blank_conv(b, op, perm, d)
     x = b.slice(x, s, [0, *start, 0], [s[0], *crop, s[-1]])
     s = [s[0], *crop, s[-1]]
     if d == 1:  # a unit W dimension
@@ -414,7 +420,8 @@ RULES: dict[str, list[Rule]] = {
     "linalg.outer": [Rule("RESHAPE both, MUL (broadcast)", _outer)],
     "nn.linear": [Rule("MATMUL(x, TRANSPOSE(filter)) + ADD bias", _linear)],
     "nn.conv": [Rule("TRANSPOSE to N,X..,C / O,X..,I; 1-D as 2-D; CONV2D, CONV3D or DEPTHWISE_CONV2D (groups: SLICE "
-                     "per group + CONCAT); SLICE for negative/remainder padding; TRANSPOSE back", _conv, _conv_check)],
+                     "per group + CONCAT); SLICE for negative/remainder padding; TRANSPOSE back (windows wholly in "
+                     "the padding: the bias, TILEd)", _conv, _conv_check)],
     "nn.deconv": [Rule("TRANSPOSE to NHWC; 1-D as 2-D; per group TRANSPOSE_CONV2D (dilation: zero-interleaved "
                        "filter), PAD/SLICE to the stdlib's output window; TRANSPOSE back", _deconv, _deconv_check)],
     "nn.max_pool": [Rule("<= 2 pooled axes, dilation 1: TRANSPOSE/RESHAPE to NHWC, MAX_POOL2D (PAD -inf if pad >= "
