@@ -957,6 +957,19 @@ for _n in ("nearest_resize", "linear_resize", "resize", "rescale"):
     case(f"image.{_n}", lambda n=_n: resize(n))
 case("quant.zero_point_linear_quantize", quantize)
 
+
+@st.composite
+def top_k(draw: Any) -> Case:
+    s = draw(shapes(1, 3, 1, 6))
+    axis = draw(st.integers(-len(s), len(s) - 1))
+    attrs = (f"k={draw(st.integers(1, s[axis] + 1))}, axis={axis}, largest={b(draw(st.booleans()))}, "
+             f"sorted={b(draw(st.booleans()))}")
+    return Case({"x": T("real", s)}, f"v, i = algo.top_k{{{attrs}}}(x)", {"v": "real[~..]", "i": "int[~..]"},
+                vals={"x": STEPS(0.5)}, exact=True)
+
+
+case("algo.top_k", top_k)
+
 # -- the tests -----------------------------------------------------------------------------------
 
 DEFAULT_EXAMPLES = 12
@@ -965,7 +978,7 @@ SETTINGS = settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=Tr
 MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "nn.avg_pool": 30, "nn.rms_pool": 15,
         "layout.slice": 25, "layout.pad": 30, "math.pow": 25, "math.round": 20, "math.mod": 20,
         "image.nearest_resize": 20, "image.linear_resize": 20, "image.linear_upsample": 20, "layout.gather_nd": 15,
-        "layout.scatter": 20, "layout.scatter_nd": 20}
+        "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25}
 
 
 def test_every_stdlib_operator_is_covered() -> None:
@@ -1006,7 +1019,6 @@ REFUSED = {
     "math.acos": one({"x": "real[3]"}, "math.acos(x)"),
     "math.atan": one({"x": "real[3]"}, "math.atan(x)"),
     "layout.nonzero": one({"x": "real[5]"}, "layout.nonzero(x)", "int[~..]"),
-    "algo.top_k": Case({"x": "real[2,6]"}, "v, i = algo.top_k{k=3, axis=1}(x)", {"v": "real[~..]", "i": "int[~..]"}),
     "algo.nonmax_suppress": one({"bx": "real[1,4,4]", "sc": "real[1,2,4]"}, "algo.nonmax_suppress(bx, sc)",
                                 "int[~..]"),
     "image.cubic_resize": one({"x": "real[1,1,4,4]"}, "image.cubic_resize{axes=[2,3], size=[8,8]}(x)"),
@@ -1073,6 +1085,7 @@ NAN_CASES = {
     "nn.relu": relu,
     "nn.thresholded_relu": act("thresholded_relu"),
     "math.clamp": lambda: ternary("math.clamp", ("x", "a", "b"), {"x": WITH_NAN}),
+    "algo.top_k": top_k,
 }
 
 
@@ -1094,7 +1107,7 @@ def test_nan_semantics(name: str) -> None:
     @given(c=NAN_CASES[name](), seed=st.integers(0, 2 ** 16))
     def run(c: Case, seed: int) -> None:
         c.vals = {k: WITH_NAN for k in c.inputs if c.inputs[k].startswith("real")} if name in (
-            "nn.relu", "nn.thresholded_relu", "layout.cast") else c.vals
+            "nn.relu", "nn.thresholded_relu", "layout.cast", "algo.top_k") else c.vals
         differential(name, c, seed)
 
     run()

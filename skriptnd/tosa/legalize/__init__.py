@@ -23,7 +23,7 @@ from typing import Any
 from ...resources import STDLIB_MODULES, stdlib_dir
 from ...semantics.intrinsics import operator_kind
 from ...syntax import parse_module
-from . import elementwise, image, layout, reduce, tensor
+from . import algo, elementwise, image, layout, reduce, tensor
 from .composite import composite_rule
 from .core import Builder, Rule, Subgraph, TosaOp, run_subgraph
 
@@ -45,7 +45,7 @@ _KINDS = _stdlib_kinds()
 COMPOSITES = sorted(k for k, v in _KINDS.items() if v == "composite")
 
 TABLE: dict[str, list[Rule]] = {}
-for _part in (elementwise.RULES, reduce.RULES, layout.RULES, tensor.RULES, image.RULES):
+for _part in (elementwise.RULES, reduce.RULES, layout.RULES, tensor.RULES, image.RULES, algo.RULES):
     TABLE.update(_part)
 
 #: Operators with no TOSA mapping at all (not even through components), and why.
@@ -53,7 +53,6 @@ NOT_LEGALIZABLE: dict[str, str] = {
     **elementwise.NOT_LEGALIZABLE,
     **image.NOT_LEGALIZABLE,
     "layout.nonzero": "dynamic output shape (the number of non-zero items)",
-    "algo.top_k": "sorting (TOSA has no sort or top-k)",
     "algo.nonmax_suppress": "data-dependent output size and sequential suppression (no TOSA equivalent)",
     "nn.lstm_loop": "its @compose is a loop over the sequence (a loop operation that 'steps' may end early) with "
                     "an output of dynamic length; this legalization maps operations, not TOSA control flow",
@@ -81,7 +80,7 @@ _ANY_TYPE = {"math.iden", "math.select", "layout.reshape", "layout.flatten", "la
              "layout.unsqueeze", "layout.transpose", "layout.concat", "layout.split", "layout.stack",
              "layout.unstack", "layout.slice", "layout.tile", "layout.pad", "layout.broadcast", "layout.uniform",
              "layout.cast"}
-_INT_RESULT = {"math.argmax", "math.argmin", "math.argmax_nd", "math.argmin_nd", "math.argmax_n", "math.argmin_n"}
+_INT_RESULT = {"algo.top_k", "math.argmax", "math.argmin", "math.argmax_nd", "math.argmin_nd", "math.argmax_n", "math.argmin_n"}
 _INDEX_INPUT = {"layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1, "layout.scatter_nd": 1}
 _ANY_VALUES = {"layout.scatter", "layout.scatter_nd"}  # SELECT-based: real or bool values
 _CONSTANTS = {"layout.tensor", "layout.range", "layout.shape"}
