@@ -970,6 +970,26 @@ def top_k(draw: Any) -> Case:
 
 case("algo.top_k", top_k)
 
+
+@st.composite
+def grid_sample(draw: Any, name: str) -> Case:
+    d = draw(st.integers(1, 3))
+    padding = draw(st.sampled_from(["ZEROS", "REPLICATE", "REFLECT"]))
+    s = [draw(st.integers(2 if padding == "REFLECT" else 1, 5)) for _ in range(d)]
+    z = [draw(st.integers(1, 3)) for _ in range(d)]
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    attrs = f"padding='{padding}', aligned={b(draw(st.booleans()))}"
+    if name == "grid_sample":
+        attrs += f", mode='{draw(st.sampled_from(['NEAREST', 'LINEAR', 'CUBIC']))}'"
+    # grid in [-1, 1] (REFLECT reflects once: further out, @lower's index is out of range, an error)
+    lim = 1.0 if padding == "REFLECT" else 1.5
+    return one({"x": T("real", [n, c, *s]), "g": T("real", [n, *z, d])}, f"image.{name}{{{attrs}}}(x, g)",
+               vals={"g": U(-lim, lim)}, allow=("_cubic_grid_sample",), tol={"rtol": 1e-5, "atol": 1e-5})
+
+
+for _n in ("grid_sample", "_nearest_grid_sample", "_linear_grid_sample"):
+    case(f"image.{_n}", lambda n=_n: grid_sample(n))
+
 # -- the tests -----------------------------------------------------------------------------------
 
 DEFAULT_EXAMPLES = 12
@@ -978,7 +998,8 @@ SETTINGS = settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=Tr
 MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "nn.avg_pool": 30, "nn.rms_pool": 15,
         "layout.slice": 25, "layout.pad": 30, "math.pow": 25, "math.round": 20, "math.mod": 20,
         "image.nearest_resize": 20, "image.linear_resize": 20, "image.linear_upsample": 20, "layout.gather_nd": 15,
-        "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25}
+        "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25, "image.grid_sample": 20,
+        "image._nearest_grid_sample": 20, "image._linear_grid_sample": 20}
 
 
 def test_every_stdlib_operator_is_covered() -> None:

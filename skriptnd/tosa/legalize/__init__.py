@@ -64,10 +64,6 @@ NOT_LEGALIZABLE: dict[str, str] = {
     "image.max_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
     "image.avg_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
     "image._cubic_grid_sample": "an intrinsic (cubic sampling at data-dependent positions)",
-    "image._nearest_grid_sample": "sampling at data-dependent positions (would need float->int index "
-                                  "conversion with SkriptND rounding; not mapped)",
-    "image._linear_grid_sample": "sampling at data-dependent positions (not mapped)",
-    "image.grid_sample": "its components (data-dependent sampling) have no TOSA mapping",
 }
 
 for _name in COMPOSITES:

@@ -229,3 +229,90 @@ NOT_LEGALIZABLE = {
                                      "division, and x * RECIPROCAL(y) can differ by 1 ulp and move a value across "
                                      "a rounding tie to the neighbouring quantization level",
 }
+
+
+# -- grid sampling -------------------------------------------------------------------------------
+
+
+def _grid_sample(op: Any) -> Subgraph:
+    """@lower's coordinate arithmetic in fp32 (g = (grid + 1) * 0.5, x = g * (s - 1) or g * s - 0.5),
+    the index round(x) (nearest, half away from zero) or floor(x) + j with weights 1 - |i - x| (linear),
+    padding as SELECTs (ZEROS: out-of-range items contribute 0; REPLICATE: CLAMP; REFLECT: once, then
+    out-of-range items contribute 0, where @lower stops with an error), a flat index (fp32, exact),
+    CAST to int32 and GATHER per batch."""
+    b = Builder(op)
+    linear = op.op == "image._linear_grid_sample"
+    padding = op.attribs.get("padding", "ZEROS")
+    aligned = bool(op.attribs.get("aligned", False))
+    ishape = shape_of(op.inputs[0])
+    n, c, s = ishape[0], ishape[1], list(ishape[2:])
+    d = len(s)
+    gshape = shape_of(op.inputs[1])
+    z = list(gshape[1:-1])
+    nz = int(np.prod(z, dtype=np.int64))
+    ns = int(np.prod(s, dtype=np.int64))
+    grid = b.reshape(b.arg(1), gshape, [n, nz, d])
+
+    def k1(v: float) -> str:
+        return b.const(np.full([1, 1], v))
+
+    coords = []
+    for k in range(d):
+        g = b.reshape(b.slice(grid, [n, nz, d], [0, 0, d - 1 - k], [n, nz, 1]), [n, nz, 1], [n, nz])
+        g = b.mul(b.emit("ADD", g, k1(1.0)), k1(0.5))
+        x = b.mul(g, k1(float(s[k] - 1))) if aligned else b.emit("SUB", b.mul(g, k1(float(s[k]))), k1(0.5))
+        coords.append(x)
+
+    def place(i: str, size: int) -> tuple[str, str | None]:
+        """(index in range, validity mask or None) for an integral fp32 index."""
+        lo, hi = k1(0.0), k1(float(size - 1))
+        if padding == "REPLICATE":
+            return b.emit("CLAMP", i, min_val=0.0, max_val=float(size - 1)), None
+        if padding == "REFLECT":
+            i = b.emit("SELECT", b.emit("GREATER", lo, i), b.neg(i),
+                       b.emit("SELECT", b.emit("GREATER", i, hi), b.emit("SUB", k1(2.0 * (size - 1)), i), i))
+        valid = b.emit("LOGICAL_AND", b.emit("GREATER_EQUAL", i, lo), b.emit("GREATER_EQUAL", hi, i))
+        return b.emit("SELECT", valid, i, lo), valid
+
+    data = b.transpose(b.reshape(b.arg(0), ishape, [n, c, ns]), [0, 2, 1])  # [n, S, c]
+    taps = list(np.ndindex(*([2] * d))) if linear else [None]
+    acc = None
+    for tap in taps:
+        flat, mask, weight = None, None, None
+        stride = ns
+        for k in range(d):
+            stride //= s[k]
+            if linear:
+                i = b.emit("ADD", b.emit("FLOOR", coords[k]), k1(float(tap[k])))
+                w = b.emit("SUB", k1(1.0), b.emit("ABS", b.emit("SUB", i, coords[k])))
+                weight = w if weight is None else b.mul(weight, w)
+            else:
+                i = _round(b, coords[k], 2)
+            idx, valid = place(i, s[k])
+            term = idx if stride == 1 else b.mul(idx, k1(float(stride)))
+            flat = term if flat is None else b.emit("ADD", flat, term)
+            if valid is not None:
+                mask = valid if mask is None else b.emit("LOGICAL_AND", mask, valid)
+        v = b.emit("GATHER", data, b.emit("CAST", flat, output_dtype="int32"))  # [n, Z, c]
+        if weight is not None:
+            v = b.mul(b.reshape(weight, [n, nz], [n, nz, 1]), v)
+        if mask is not None:
+            v = b.emit("SELECT", b.reshape(mask, [n, nz], [n, nz, 1]), v, b.const(np.zeros([1, 1, 1])))
+        acc = v if acc is None else b.emit("ADD", acc, v)
+    y = b.transpose(acc, [0, 2, 1])
+    return b.done(b.reshape(y, [n, c, nz], shape_of(op.outputs[0])))
+
+
+def _grid_check(op: Any) -> str | None:
+    ns = int(np.prod(shape_of(op.inputs[0])[2:], dtype=np.int64))
+    if ns >= 2 ** 24:
+        return "more than 2^24 spatial items (flat indices not exact in fp32)"
+    return None
+
+
+RULES.update({
+    "image._nearest_grid_sample": [Rule("fp32 coordinates as @lower, round half away from zero, padding SELECTs, "
+                                        "CAST to int32, GATHER", _grid_sample, _grid_check)],
+    "image._linear_grid_sample": [Rule("fp32 coordinates as @lower, FLOOR + 2^d corner GATHERs weighted by "
+                                       "1 - |i - x|, padding SELECTs, ADD", _grid_sample, _grid_check)],
+})
