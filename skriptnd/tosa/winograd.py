@@ -54,7 +54,9 @@ read once per band. Buffers are kept per input shape, shareable between convolut
 Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, 2-CPU Xeon, best of N): with
 one thread F(2,3) beats im2col by 15-30% at 56x56x64, 28x28x128 and 14x14x256 and ties at 7x7x512
 (16 tiles: the GEMMs read a 1.8x larger filter); with two threads im2col's GEMM speeds up while the
-transforms stay single-threaded and F(2,3) wins only at 14x14x256. F(4,3) (1/4 of the products)
+transforms stay single-threaded and F(2,3) wins only at 14x14x256 (running the two halves of the
+tile rows in two Python threads with one-thread GEMMs was slower still: numpy releases the GIL,
+but each strided transform pass took 2-3x longer while the other thread ran). F(4,3) (1/4 of the products)
 beat F(2,3) only at 28x28x128 with one thread (by ~8%, about the noise): elsewhere its transforms
 cost more numpy passes than the GEMM time they save, and at 7x7x512 its filter is 4x larger. :func:`preferred` encodes this for skriptnd.tosa.fast's CONV2D.
 """
