@@ -308,6 +308,48 @@ def _tan(b: Builder, x: str, r: int) -> str:
     return b.mul(b.emit("SIN", x), b.emit("RECIPROCAL", b.emit("COS", x)))
 
 
+def _atan_values(b: Builder, x: str, r: int) -> str:
+    """atan as Cephes' atanf: reduce |x| to [0, tan(pi/8)] (x > tan(3pi/8): pi/2 + atan(-1/x);
+    x > tan(pi/8): pi/4 + atan((x-1)/(x+1))), an odd polynomial of degree 9 (~1e-7 relative), sign."""
+    ax = b.emit("ABS", x)
+    one = b.scalar(1.0, r)
+    big = b.emit("GREATER", ax, b.scalar(2.414213562373095, r))
+    mid = b.emit("GREATER", ax, b.scalar(0.4142135623730950, r))
+    t_big = b.neg(b.emit("RECIPROCAL", ax))
+    t_mid = b.mul(b.emit("SUB", ax, one), b.emit("RECIPROCAL", b.emit("ADD", ax, one)))
+    t = b.emit("SELECT", big, t_big, b.emit("SELECT", mid, t_mid, ax))
+    y0 = b.emit("SELECT", big, b.scalar(math.pi / 2, r), b.emit("SELECT", mid, b.scalar(math.pi / 4, r),
+                                                                      b.scalar(0.0, r)))
+    z = b.mul(t, t)
+    p = b.scalar(8.05374449538e-2, r)
+    for coeff in (-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1):
+        p = b.emit("ADD", b.mul(p, z), b.scalar(coeff, r))
+    y = b.emit("ADD", b.mul(b.mul(p, z), t), t)
+    y = b.emit("ADD", y0, y)
+    return b.emit("SELECT", b.emit("GREATER", b.scalar(0.0, r), x), b.neg(y), y)
+
+
+def _atan(b: Builder, x: str, r: int) -> str:
+    return _atan_values(b, x, r)
+
+
+def _asin(b: Builder, x: str, r: int) -> str:
+    """atan(x / sqrt((1 - x)(1 + x))) (+-pi/2 at +-1 through atan(+-inf)); NaN for |x| > 1."""
+    one = b.scalar(1.0, r)
+    q = b.mul(b.emit("SUB", one, x), b.emit("ADD", one, x))
+    y = _atan_values(b, b.mul(x, b.emit("RSQRT", b.emit("MAXIMUM", q, b.scalar(0.0, r)))), r)
+    return b.emit("SELECT", b.emit("GREATER", b.emit("ABS", x), one), b.scalar(np.nan, r), y)
+
+
+def _acos(b: Builder, x: str, r: int) -> str:
+    """2 atan(sqrt((1 - x) / (1 + x))) (no cancellation near 1; pi at -1); NaN for |x| > 1."""
+    one = b.scalar(1.0, r)
+    q = b.mul(b.emit("SUB", one, x), b.emit("RECIPROCAL", b.emit("ADD", one, x)))
+    root = b.emit("RECIPROCAL", b.emit("RSQRT", b.emit("MAXIMUM", q, b.scalar(0.0, r))))
+    y = b.mul(b.scalar(2.0, r), _atan_values(b, root, r))
+    return b.emit("SELECT", b.emit("GREATER", b.emit("ABS", x), one), b.scalar(np.nan, r), y)
+
+
 CMP = {"math.lt": ("GREATER", True, None), "math.gt": ("GREATER", False, None),
        "math.le": ("GREATER_EQUAL", True, None), "math.ge": ("GREATER_EQUAL", False, None),
        "math.eq": ("EQUAL", False, None), "math.ne": ("EQUAL", False, "LOGICAL_NOT")}
@@ -371,6 +413,10 @@ RULES: dict[str, list[Rule]] = {
     "math.asinh": [Rule("sign(x) * LOG(|x| + sqrt(x*x + 1))", _fn(_asinh))],
     "math.acosh": [Rule("LOG(x + sqrt(x*x - 1)) for x >= 1, NaN below", _fn(_acosh))],
     "math.atanh": [Rule("LOG((1 + x) / (1 - x)) / 2 for |x| < 1, +-inf at +-1, NaN beyond", _fn(_atanh))],
+    "math.atan": [Rule("Cephes atanf: range reduction by SELECT, odd degree-9 polynomial (~1e-7 relative; TOSA "
+                       "has no arctangent)", _fn(_atan))],
+    "math.asin": [Rule("atan(x * RSQRT((1 - x)(1 + x))), NaN for |x| > 1", _fn(_asin))],
+    "math.acos": [Rule("2 atan(sqrt((1 - x) / (1 + x))), NaN for |x| > 1", _fn(_acos))],
     "nn.sigmoid": [Rule("SIGMOID", _unary("SIGMOID"))],
     "nn.erf": [Rule("ERF", _unary("ERF"))],
     "nn.silu": [Rule("MUL(x, SIGMOID(x))", _fn(_silu))],
@@ -384,8 +430,4 @@ RULES: dict[str, list[Rule]] = {
     "nn.softplus": [Rule("LOG(EXP(x) + 1)", _fn(_softplus))],
 }
 
-NOT_LEGALIZABLE = {
-    "math.asin": "no arcsine in TOSA 1.0 (an approximation would not match @lower's asin)",
-    "math.acos": "no arccosine in TOSA 1.0 (an approximation would not match @lower's acos)",
-    "math.atan": "no arctangent in TOSA 1.0 (an approximation would not match @lower's atan)",
-}
+NOT_LEGALIZABLE: dict[str, str] = {}
