@@ -51,14 +51,18 @@ even and odd parts, as the rows of the points +-p do). The work runs in bands of
 band's transform-domain data fits in cache) when the transformed filter is small enough to be
 read once per band. Buffers are kept per input shape, shareable between convolutions (``scratch``).
 
-Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, 2-CPU Xeon, best of N): with
-one thread F(2,3) beats im2col by 15-30% at 56x56x64, 28x28x128 and 14x14x256 and ties at 7x7x512
-(16 tiles: the GEMMs read a 1.8x larger filter); with two threads im2col's GEMM speeds up while the
-transforms stay single-threaded and F(2,3) wins only at 14x14x256 (running the two halves of the
-tile rows in two Python threads with one-thread GEMMs was slower still: numpy releases the GIL,
-but each strided transform pass took 2-3x longer while the other thread ran). F(4,3) (1/4 of the products)
-beat F(2,3) only at 28x28x128 with one thread (by ~8%, about the noise): elsewhere its transforms
-cost more numpy passes than the GEMM time they save, and at 7x7x512 its filter is 4x larger. :func:`preferred` encodes this for skriptnd.tosa.fast's CONV2D.
+Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, batch 1, 2-CPU Xeon, best of
+N, interleaved): with one thread F(2,3) beats im2col by 10-30% at 56x56x64, 28x28x128 and
+14x14x256; at 7x7x512 (16 tiles) it is faster alone but slower inside the network, where its 1.8x
+larger filter (16.8 MB) comes from memory every run. With two threads im2col's GEMM speeds up while
+the transforms stay single-threaded numpy, and F(2,3) wins only at 14x14x256 (the transforms' share
+falls as 1/channels). Running the two halves of the tile rows in two Python threads with one-thread
+GEMMs was slower still (numpy releases the GIL, but each strided transform pass took 2-3x longer
+while the other thread ran). F(4,3) (1/4 of the products) beat F(2,3) only at 28x28x128 with one
+thread (by ~8%): elsewhere its transforms cost more numpy passes than the GEMM time they save, and
+its filter is 36/9 = 4x larger; it also rounds ~7x worse. End to end (ResNet-18, 224x224) the
+choice of :func:`preferred` saves 3-5% with one thread and nothing measurable with two: numpy
+Winograd is no way to the issue's target. :func:`preferred` encodes this for skriptnd.tosa.fast.
 """
 
 from __future__ import annotations
@@ -369,11 +373,9 @@ def blas_threads() -> int:
 def preferred(ic: int, oc: int, n: int, oh: int, ow: int) -> tuple[bool, bool]:
     """Whether F(2x2,3x3) beats im2col for this 3x3 stride-1 convolution, (with 1 BLAS thread, with 2+).
 
-    The rule follows benchmarks/winograd.py on ResNet-18's shapes (batch 1, 2-CPU Xeon): with one
-    thread F(2,3) wins at 56x56x64, 28x28x128 and 14x14x256 (by 15-30%) and ties at 7x7x512 (only
-    16 tiles: the 1.8x larger transformed filter makes the GEMMs memory-bound); with two threads
-    BLAS speeds the im2col GEMM up while the transforms stay single-threaded numpy, and F(2,3)
-    wins only at 14x14x256 (the transforms' share falls as 1/channels). F(4,3) never won."""
+    From benchmarks/winograd.py (see the module docstring): at least 49 tiles (ResNet-18's 56x56,
+    28x28, 14x14 layers, not 7x7) and 64 channels with one thread; also 256 channels with two.
+    Untested shapes (other batch sizes, channel counts, images) follow the same rule."""
     tiles = n * -(-oh // 2) * -(-ow // 2)
     if tiles < 49 or min(ic, oc) < 64:
         return False, False
