@@ -927,9 +927,11 @@ def resize(draw: Any, name: str) -> Case:
     size = [draw(st.integers(1, 9)) for _ in axes]
     attrs = f"axes={lst(axes)}, size={lst(size)}, " \
             f"coordinate_transform='{draw(st.sampled_from(['SYMMETRIC', 'ASYMMETRIC', 'ALIGNED']))}'"
-    mode = draw(st.sampled_from(["NEAREST", "LINEAR"])) if name in ("resize", "rescale") else None
+    mode = draw(st.sampled_from(["NEAREST", "LINEAR", "CUBIC"])) if name in ("resize", "rescale") else None
     if name in ("nearest_resize", "resize", "rescale") and mode != "LINEAR":
         attrs += f", rounding_method='{draw(st.sampled_from(['FLOOR', 'CEIL', 'ROUND_PREFER_FLOOR', 'ROUND_PREFER_CEIL']))}'"
+    if name == "cubic_resize":
+        attrs += f", coeff_a={draw(st.sampled_from([-0.75, -0.5]))}"
     if name == "rescale":
         factors = [draw(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0])) for _ in axes]
         attrs = attrs.replace(f"size={lst(size)}", f"factor={lst(factors)}")
@@ -954,7 +956,7 @@ def quantize(draw: Any) -> Case:
 
 for _n in ("nearest_downsample", "nearest_upsample", "area_downsample", "linear_upsample"):
     case(f"image.{_n}", lambda n=_n: sampling(n))
-for _n in ("nearest_resize", "linear_resize", "resize", "rescale"):
+for _n in ("nearest_resize", "linear_resize", "cubic_resize", "resize", "rescale"):
     case(f"image.{_n}", lambda n=_n: resize(n))
 case("quant.zero_point_linear_quantize", quantize)
 
@@ -988,7 +990,7 @@ def grid_sample(draw: Any, name: str) -> Case:
                vals={"g": U(-lim, lim)}, allow=("_cubic_grid_sample",), tol={"rtol": 1e-5, "atol": 1e-5})
 
 
-for _n in ("grid_sample", "_nearest_grid_sample", "_linear_grid_sample"):
+for _n in ("grid_sample", "_nearest_grid_sample", "_linear_grid_sample", "_cubic_grid_sample"):
     case(f"image.{_n}", lambda n=_n: grid_sample(n))
 
 # -- the tests -----------------------------------------------------------------------------------
@@ -1000,7 +1002,8 @@ MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "n
         "layout.slice": 25, "layout.pad": 30, "math.pow": 25, "math.round": 20, "math.mod": 20,
         "image.nearest_resize": 20, "image.linear_resize": 20, "image.linear_upsample": 20, "layout.gather_nd": 15,
         "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25, "image.grid_sample": 20,
-        "image._nearest_grid_sample": 20, "image._linear_grid_sample": 20}
+        "image._nearest_grid_sample": 20, "image._linear_grid_sample": 20, "image._cubic_grid_sample": 20,
+        "image.cubic_resize": 15, "image.resize": 15}
 
 
 def test_every_stdlib_operator_is_covered() -> None:
@@ -1040,7 +1043,6 @@ REFUSED = {
     "layout.nonzero": one({"x": "real[5]"}, "layout.nonzero(x)", "int[~..]"),
     "algo.nonmax_suppress": one({"bx": "real[1,4,4]", "sc": "real[1,2,4]"}, "algo.nonmax_suppress(bx, sc)",
                                 "int[~..]"),
-    "image.cubic_resize": one({"x": "real[1,1,4,4]"}, "image.cubic_resize{axes=[2,3], size=[8,8]}(x)"),
     "quant.min_max_linear_quantize": one({"x": "real[2,1]"},
                                          "quant.min_max_linear_quantize{min=[-1.0], max=[1.0], bits=8}(x)"),
 }

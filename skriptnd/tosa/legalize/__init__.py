@@ -60,10 +60,8 @@ NOT_LEGALIZABLE: dict[str, str] = {
                              "flow)",
     "nn.lstm": "lstm_loop or _jagged_lstm_loops: loops over the sequence with dynamic-length outputs (control "
                "flow)",
-    "image.cubic_resize": "an intrinsic (cubic interpolation has no TOSA RESIZE mode)",
     "image.max_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
     "image.avg_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
-    "image._cubic_grid_sample": "an intrinsic (cubic sampling at data-dependent positions)",
 }
 
 for _name in COMPOSITES:

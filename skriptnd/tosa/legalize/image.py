@@ -141,6 +141,43 @@ def _linear_resize(op: Any) -> Subgraph:
     return b.done(x)
 
 
+def keys_weight(t: float, a: float) -> float:
+    """Keys' cubic convolution kernel (1981) with coefficient a."""
+    t = abs(t)
+    if t <= 1.0:
+        return (a + 2.0) * t ** 3 - (a + 3.0) * t ** 2 + 1.0
+    if t < 2.0:
+        return a * t ** 3 - 5.0 * a * t ** 2 + 8.0 * a * t - 4.0 * a
+    return 0.0
+
+
+def _cubic_resize(op: Any) -> Subgraph:
+    """The intrinsic's conventions (linear_resize's coordinate transform, the 4 taps floor(r) - 1 ..
+    floor(r) + 2 clamped to the axis, Keys' weights of the unclamped offsets): per axis, constant
+    indices and weights (fp32), GATHERs, MULs, ADDs."""
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
+    axes = _axes(op)
+    sizes = _per_axis(ints(op.attribs["size"]), len(axes))
+    a = float(op.attribs.get("coeff_a", -0.75))
+    transform = op.attribs.get("coordinate_transform", "SYMMETRIC")
+    for ax, size in zip(axes, sizes, strict=True):
+        extent = shape[ax]
+        if transform == "ALIGNED":
+            scale = 0.0 if size <= 1 else (extent - 1) / (size - 1)
+        else:
+            scale = extent / size
+        offset = 0.5 * scale - 0.5 if transform == "SYMMETRIC" else 0.0
+        taps = []
+        for o in range(size):
+            r = o * scale + offset
+            base = math.floor(r)
+            taps.append([(min(max(base + j, 0), extent - 1), keys_weight(r - (base + j), a)) for j in range(-1, 3)])
+        x, shape = linear_map(b, x, shape, ax, taps)
+    return b.done(x)
+
+
 def _linear_upsample(op: Any) -> Subgraph:
     """@lower: output[factor*i + j - padding] += input[clamped i - c] * filter[j] with a separable
     filter; per axis the taps reaching each output position (at most ceil(fs / factor))."""
@@ -242,6 +279,7 @@ def _grid_sample(op: Any) -> Subgraph:
     CAST to int32 and GATHER per batch."""
     b = Builder(op)
     linear = op.op == "image._linear_grid_sample"
+    cubic = op.op == "image._cubic_grid_sample"
     padding = op.attribs.get("padding", "ZEROS")
     aligned = bool(op.attribs.get("aligned", False))
     ishape = shape_of(op.inputs[0])
@@ -268,6 +306,14 @@ def _grid_sample(op: Any) -> Subgraph:
         lo, hi = k1(0.0), k1(float(size - 1))
         if padding == "REPLICATE":
             return b.emit("CLAMP", i, min_val=0.0, max_val=float(size - 1)), None
+        if padding == "REFLECT" and cubic:  # the intrinsic's periodic reflection (period 2(s - 1))
+            if size == 1:
+                return k1(0.0), None
+            period = 2.0 * (size - 1)
+            m = b.emit("SUB", i, b.mul(k1(period), b.emit("FLOOR", b.mul(i, k1(1.0 / period)))))
+            m = b.emit("SELECT", b.emit("GREATER", lo, m), b.emit("ADD", m, k1(period)), m)
+            m = b.emit("SELECT", b.emit("GREATER_EQUAL", m, k1(period)), b.emit("SUB", m, k1(period)), m)
+            return b.emit("SELECT", b.emit("GREATER", m, hi), b.emit("SUB", k1(period), m), m), None
         if padding == "REFLECT":
             i = b.emit("SELECT", b.emit("GREATER", lo, i), b.neg(i),
                        b.emit("SELECT", b.emit("GREATER", i, hi), b.emit("SUB", k1(2.0 * (size - 1)), i), i))
@@ -275,14 +321,22 @@ def _grid_sample(op: Any) -> Subgraph:
         return b.emit("SELECT", valid, i, lo), valid
 
     data = b.transpose(b.reshape(b.arg(0), ishape, [n, c, ns]), [0, 2, 1])  # [n, S, c]
-    taps = list(np.ndindex(*([2] * d))) if linear else [None]
+    if cubic:
+        base = [b.emit("FLOOR", x) for x in coords]
+        frac = [b.emit("SUB", x, f) for x, f in zip(coords, base, strict=True)]
+        kw = [[_keys(b, b.emit("SUB", f, k1(float(j))), -0.75) for j in range(-1, 3)] for f in frac]
+    taps = list(np.ndindex(*([4 if cubic else 2] * d))) if linear or cubic else [None]
     acc = None
     for tap in taps:
         flat, mask, weight = None, None, None
         stride = ns
         for k in range(d):
             stride //= s[k]
-            if linear:
+            if cubic:
+                i = b.emit("ADD", base[k], k1(float(tap[k] - 1)))
+                w = kw[k][tap[k]]
+                weight = w if weight is None else b.mul(weight, w)
+            elif linear:
                 i = b.emit("ADD", b.emit("FLOOR", coords[k]), k1(float(tap[k])))
                 w = b.emit("SUB", k1(1.0), b.emit("ABS", b.emit("SUB", i, coords[k])))
                 weight = w if weight is None else b.mul(weight, w)
@@ -303,6 +357,21 @@ def _grid_sample(op: Any) -> Subgraph:
     return b.done(b.reshape(y, [n, c, nz], shape_of(op.outputs[0])))
 
 
+def _keys(b: Builder, t: str, a: float) -> str:
+    """Keys' kernel W(t) on a [n, Z] tensor, both pieces and SELECTs."""
+    def c(v: float) -> str:
+        return b.const(np.full([1, 1], v))
+
+    t = b.emit("ABS", t)
+    t2 = b.mul(t, t)
+    t3 = b.mul(t2, t)
+    near = b.emit("ADD", b.emit("SUB", b.mul(c(a + 2.0), t3), b.mul(c(a + 3.0), t2)), c(1.0))
+    far = b.emit("SUB", b.emit("ADD", b.emit("SUB", b.mul(c(a), t3), b.mul(c(5.0 * a), t2)), b.mul(c(8.0 * a), t)),
+                 c(4.0 * a))
+    return b.emit("SELECT", b.emit("GREATER_EQUAL", c(1.0), t), near,
+                  b.emit("SELECT", b.emit("GREATER", c(2.0), t), far, c(0.0)))
+
+
 def _grid_check(op: Any) -> str | None:
     ns = int(np.prod(shape_of(op.inputs[0])[2:], dtype=np.int64))
     if ns >= 2 ** 24:
@@ -311,6 +380,11 @@ def _grid_check(op: Any) -> str | None:
 
 
 RULES.update({
+    "image.cubic_resize": [Rule("per axis: 4 GATHERs with constant clamped indices, MUL by constant Keys weights "
+                                "(the intrinsic's conventions), ADD", _cubic_resize)],
+    "image._cubic_grid_sample": [Rule("fp32 coordinates, FLOOR + 4^d tap GATHERs weighted by Keys' kernel "
+                                      "(a = -0.75) as SELECTed polynomials, padding as the intrinsic (REFLECT "
+                                      "periodic), ADD", _grid_sample, _grid_check)],
     "image._nearest_grid_sample": [Rule("fp32 coordinates as @lower, round half away from zero, padding SELECTs, "
                                         "CAST to int32, GATHER", _grid_sample, _grid_check)],
     "image._linear_grid_sample": [Rule("fp32 coordinates as @lower, FLOOR + 2^d corner GATHERs weighted by "
