@@ -990,6 +990,25 @@ def grid_sample(draw: Any, name: str) -> Case:
                vals={"g": U(-lim, lim)}, allow=("_cubic_grid_sample",), tol={"rtol": 1e-5, "atol": 1e-5})
 
 
+@st.composite
+def roi_pool(draw: Any, name: str) -> Case:
+    d = draw(st.integers(1, 3))
+    s = [draw(st.integers(1, 6)) for _ in range(d)]
+    bsz, c, n = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
+    sizes = [draw(st.integers(1, 4)) for _ in range(d)]
+
+    def rois(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:  # halves: rounding ties
+        return (rng.integers(-2, 2 * max(s) + 3, shape) * 0.5 + rng.choice([0.0, 0.2], shape)).astype(np.float32)
+
+    return one({"x": T("real", [bsz, c, *s]), "r": T("real", [n, 2 * d]), "i": T("int", [n])},
+               f"image.{name}{{output_size={lst(sizes)}}}(x, r, i)", vals={"r": rois, "i": IDX(bsz)},
+               exact=name == "max_roi_pool", tol={"rtol": 1e-5, "atol": 1e-6})
+
+
+for _n in ("max_roi_pool", "avg_roi_pool"):
+    case(f"image.{_n}", lambda n=_n: roi_pool(n))
+
+
 for _n in ("grid_sample", "_nearest_grid_sample", "_linear_grid_sample", "_cubic_grid_sample"):
     case(f"image.{_n}", lambda n=_n: grid_sample(n))
 
@@ -1003,7 +1022,7 @@ MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "n
         "image.nearest_resize": 20, "image.linear_resize": 20, "image.linear_upsample": 20, "layout.gather_nd": 15,
         "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25, "image.grid_sample": 20,
         "image._nearest_grid_sample": 20, "image._linear_grid_sample": 20, "image._cubic_grid_sample": 20,
-        "image.cubic_resize": 15, "image.resize": 15}
+        "image.cubic_resize": 15, "image.resize": 15, "image.max_roi_pool": 20, "image.avg_roi_pool": 20}
 
 
 def test_every_stdlib_operator_is_covered() -> None:

@@ -60,8 +60,6 @@ NOT_LEGALIZABLE: dict[str, str] = {
                              "flow)",
     "nn.lstm": "lstm_loop or _jagged_lstm_loops: loops over the sequence with dynamic-length outputs (control "
                "flow)",
-    "image.max_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
-    "image.avg_roi_pool": "an intrinsic with data-dependent windows (ROI coordinates are tensor values)",
 }
 
 for _name in COMPOSITES:
@@ -75,7 +73,7 @@ _ANY_TYPE = {"math.iden", "math.select", "layout.reshape", "layout.flatten", "la
              "layout.unstack", "layout.slice", "layout.tile", "layout.pad", "layout.broadcast", "layout.uniform",
              "layout.cast"}
 _INT_RESULT = {"algo.top_k", "math.argmax", "math.argmin", "math.argmax_nd", "math.argmin_nd", "math.argmax_n", "math.argmin_n"}
-_INDEX_INPUT = {"layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1, "layout.scatter_nd": 1}
+_INDEX_INPUT = {"image.max_roi_pool": 2, "image.avg_roi_pool": 2, "layout.gather": 1, "layout.gather_nd": 1, "layout.scatter": 1, "layout.scatter_nd": 1}
 _ANY_VALUES = {"layout.scatter", "layout.scatter_nd"}  # SELECT-based: real or bool values
 _CONSTANTS = {"layout.tensor", "layout.range", "layout.shape"}
 _INT_REASON = ("int tensor {!r} (SkriptND int is 64-bit; TOSA integers are at most 32-bit, so int maps only "

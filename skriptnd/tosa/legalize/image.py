@@ -390,3 +390,94 @@ RULES.update({
     "image._linear_grid_sample": [Rule("fp32 coordinates as @lower, FLOOR + 2^d corner GATHERs weighted by "
                                        "1 - |i - x|, padding SELECTs, ADD", _grid_sample, _grid_check)],
 })
+
+
+# -- ROI pooling ---------------------------------------------------------------------------------
+
+
+def _idiv(b: Builder, m: str, p: int, ceil: bool) -> str:
+    """floor (or ceil) of m / p for integral fp32 m >= 0 and int p, exactly (FLOOR(m * 1/p) corrected)."""
+    def c(v: float) -> str:
+        return b.const(np.full([1, 1], v))
+
+    if ceil:
+        m = b.emit("ADD", m, c(float(p - 1)))
+    q = b.emit("FLOOR", b.mul(m, c(1.0 / p)))
+    q = b.emit("SELECT", b.emit("GREATER", b.mul(q, c(float(p))), m), b.emit("SUB", q, c(1.0)), q)
+    return b.emit("SELECT", b.emit("GREATER_EQUAL", m, b.mul(b.emit("ADD", q, c(1.0)), c(float(p)))),
+                  b.emit("ADD", q, c(1.0)), q)
+
+
+def _roi_pool(op: Any) -> Subgraph:
+    """The intrinsic's conventions: begins/ends rounded half away from zero, e = max(end - begin + 1, 1)
+    pixels, bin p covering [begin + floor(p e / P), begin + ceil((p + 1) e / P)) clipped (exact integer
+    arithmetic in fp32); the batch item by GATHER; per axis a bin mask (GREATER_EQUAL/GREATER) and
+    REDUCE_MAX of SELECT(mask, x, -inf) or REDUCE_SUM of SELECT(mask, x, 0) / count; empty bins 0."""
+    b = Builder(op)
+    is_max = op.op == "image.max_roi_pool"
+    xs = shape_of(op.inputs[0])
+    bsz, c, s = xs[0], xs[1], list(xs[2:])
+    d = len(s)
+    n = shape_of(op.inputs[1])[0]
+    sizes = [int(p) for p in _per_axis(ints(op.attribs["output_size"]), d)]
+    rest = c * int(np.prod(s, dtype=np.int64))
+    data = b.reshape(b.arg(0), xs, [1, bsz, rest])
+    cur = b.reshape(b.emit("GATHER", data, b.reshape(b.arg(2), [n], [1, n])), [1, n, rest], [n, c, *s])
+    shape = [n, c, *s]
+    rois = _round(b, b.arg(1), 2)  # [n, 2d]
+
+    def col(j: int) -> str:
+        return b.slice(rois, [n, 2 * d], [0, j], [n, 1])
+
+    count = None
+    for k in range(d):
+        bins, extent = sizes[k], s[k]
+        begin = col(k)
+        length = b.emit("MAXIMUM", b.emit("ADD", b.emit("SUB", col(d + k), begin), b.const(np.ones([1, 1]))),
+                        b.const(np.ones([1, 1])))  # [n, 1]
+        pe = b.mul(length, b.const(np.arange(bins, dtype=np.float32).reshape(1, bins)))  # [n, P]
+        lo = b.emit("ADD", _idiv(b, pe, bins, ceil=False), begin)
+        hi = b.emit("ADD", _idiv(b, b.emit("ADD", pe, length), bins, ceil=True), begin)
+        lo = b.emit("CLAMP", lo, min_val=0.0, max_val=float(extent))
+        hi = b.emit("CLAMP", hi, min_val=0.0, max_val=float(extent))
+        size = b.emit("SUB", hi, lo)
+        count = size if count is None else b.mul(b.reshape(count, [n, *sizes[:k]], [n, *sizes[:k], 1]),
+                                                 b.reshape(size, [n, bins], [n, *([1] * k), bins]))
+        pos = b.const(np.arange(extent, dtype=np.float32).reshape(1, 1, extent))
+        lo3, hi3 = b.reshape(lo, [n, bins], [n, bins, 1]), b.reshape(hi, [n, bins], [n, bins, 1])
+        mask = b.emit("LOGICAL_AND", b.emit("GREATER_EQUAL", pos, lo3), b.emit("GREATER", hi3, pos))  # [n, P, s]
+        axis = 2 + k  # of s_k in cur; the bins go in front of it
+        expanded = [*shape[:axis], 1, *shape[axis:]]
+        mshape = [n, 1, *([1] * k), bins, extent, *([1] * (d - k - 1))]
+        fill = b.const(np.full([1] * len(expanded), -np.inf if is_max else 0.0))
+        sel = b.emit("SELECT", b.reshape(mask, [n, bins, extent], mshape), b.reshape(cur, shape, expanded), fill)
+        red = b.emit("REDUCE_MAX" if is_max else "REDUCE_SUM", sel, axis=axis + 1)
+        shape = [*shape[:axis], bins, *shape[axis + 1:]]
+        cur = b.reshape(red, [*shape[:axis + 1], 1, *shape[axis + 1:]], shape)
+    cnt = b.reshape(count, [n, *sizes], [n, 1, *sizes])
+    zero = b.const(np.zeros([1] * (2 + d)))
+    if not is_max:
+        cur = b.mul(cur, b.emit("RECIPROCAL", b.emit("MAXIMUM", cnt, b.const(np.ones([1] * (2 + d))))))
+    return b.done(b.emit("SELECT", b.emit("EQUAL", cnt, zero), zero, cur))
+
+
+def _roi_check(op: Any) -> str | None:
+    xs = shape_of(op.inputs[0])
+    d = len(xs) - 2
+    if d > 3:
+        return f"{d}-D ROI pooling (masks beyond TOSA's rank 6)"
+    n = shape_of(op.inputs[1])[0]
+    sizes = [int(p) for p in _per_axis(ints(op.attribs["output_size"]), d)]
+    largest = n * xs[1] * max(int(np.prod(sizes[:k + 1] + list(xs[2 + k:]), dtype=np.int64)) for k in range(d))
+    if largest > 2 ** 24:
+        return f"ROI pooling masks of {largest} items (> 2^24)"
+    return None
+
+
+RULES.update({
+    "image.max_roi_pool": [Rule("GATHER the batch item, per axis SELECT(bin mask, x, -inf) + REDUCE_MAX (bins "
+                                "from rounded ROIs in exact fp32 integer arithmetic), 0 for empty bins",
+                                _roi_pool, _roi_check)],
+    "image.avg_roi_pool": [Rule("GATHER the batch item, per axis SELECT(bin mask, x, 0) + REDUCE_SUM, MUL by "
+                                "RECIPROCAL(count), 0 for empty bins", _roi_pool, _roi_check)],
+})
