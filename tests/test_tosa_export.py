@@ -96,14 +96,14 @@ def test_unlegalized_operation_is_a_located_diagnostic(tmp_path: Path) -> None:
     model.mkdir()
     (model / "main.sknd").write_text(
         "import quant;\ngraph G {\n    @input { x: real[1,2,8]; w: real[4,2,3]; }\n    @output { y: real[1,2,8]; }\n"
-        "    @compose {\n        y = quant.min_max_linear_quantize{min=[-1.0, -1.0], max=[1.0, 1.0], bits=8}(x);\n"
+        "    @compose {\n        y = quant.min_max_linear_quantize{min=[-1.0, -1.0], max=[2.0, 2.0], bits=8}(x);\n"
         "    }\n}\n")
     out = tmp_path / "out.mlir"
     out.write_text("old")
     proc = sknd("export", str(model), "--tosa-mlir", str(out), "--color", "never")
     assert proc.returncode == 1, proc.stderr
     assert "E0750" in proc.stderr and "quant.min_max_linear_quantize" in proc.stderr
-    assert "no floating-point" in proc.stderr
+    assert "not a power of two" in proc.stderr
     assert "main.sknd:6:" in proc.stderr
     assert out.read_text() == "old"  # nothing written
     with pytest.raises(skriptnd.diagnostics.DiagnosticError):

@@ -962,6 +962,20 @@ case("quant.zero_point_linear_quantize", quantize)
 
 
 @st.composite
+def min_max_quantize(draw: Any) -> Case:
+    s = [draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.integers(1, 4))]
+    lo = [draw(st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.25])) for _ in range(s[1])]
+    hi = [a + draw(st.sampled_from([0.5, 1.0, 2.0, 4.0, 3.0])) for a in lo]  # 3.0: not a power of two
+    attrs = (f"min={lst(lo)}, max={lst(hi)}, bits={draw(st.integers(1, 8))}, signed={b(draw(st.booleans()))}, "
+             f"symmetric={b(draw(st.booleans()))}")
+    return one({"x": T("real", s)}, f"quant.min_max_linear_quantize{{{attrs}}}(x)", allow=("not a power of two",),
+               vals={"x": lambda rng, sh: (rng.integers(-48, 80, sh) / 16.0).astype(np.float32)})
+
+
+case("quant.min_max_linear_quantize", min_max_quantize)
+
+
+@st.composite
 def top_k(draw: Any) -> Case:
     s = draw(shapes(1, 3, 1, 6))
     axis = draw(st.integers(-len(s), len(s) - 1))
@@ -1022,7 +1036,8 @@ MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "n
         "image.nearest_resize": 20, "image.linear_resize": 20, "image.linear_upsample": 20, "layout.gather_nd": 15,
         "layout.scatter": 20, "layout.scatter_nd": 20, "algo.top_k": 25, "image.grid_sample": 20,
         "image._nearest_grid_sample": 20, "image._linear_grid_sample": 20, "image._cubic_grid_sample": 20,
-        "image.cubic_resize": 15, "image.resize": 15, "image.max_roi_pool": 20, "image.avg_roi_pool": 20}
+        "image.cubic_resize": 15, "image.resize": 15, "image.max_roi_pool": 20, "image.avg_roi_pool": 20,
+        "quant.min_max_linear_quantize": 20}
 
 
 def test_every_stdlib_operator_is_covered() -> None:
@@ -1062,8 +1077,6 @@ REFUSED = {
     "layout.nonzero": one({"x": "real[5]"}, "layout.nonzero(x)", "int[~..]"),
     "algo.nonmax_suppress": one({"bx": "real[1,4,4]", "sc": "real[1,2,4]"}, "algo.nonmax_suppress(bx, sc)",
                                 "int[~..]"),
-    "quant.min_max_linear_quantize": one({"x": "real[2,1]"},
-                                         "quant.min_max_linear_quantize{min=[-1.0], max=[1.0], bits=8}(x)"),
 }
 
 

@@ -247,7 +247,53 @@ def _zero_point_quantize(op: Any) -> Subgraph:
     return b.done(b.mul(b.emit("SUB", q, zp), per_channel(scale)))
 
 
+def _min_max_check(op: Any) -> str | None:
+    lo = np.atleast_1d(np.asarray(op.attribs["min"], np.float32))
+    hi = np.atleast_1d(np.asarray(op.attribs["max"], np.float32))
+    scales = (hi - lo).astype(np.float32)
+    if not all(_pow2(float(s)) for s in scales):
+        return ("max - min that is not a power of two: (x - min) / (max - min) has no exact TOSA form (x * "
+                "RECIPROCAL(y) can differ by 1 ulp and move x across a rounding tie to the neighbouring level)")
+    if int(op.attribs["bits"]) > 24:
+        return "more than 24 bits (quantization levels not exact in fp32)"
+    return None
+
+
+def _min_max_quantize(op: Any) -> Subgraph:
+    """@lower's sequence: v = (x >? min) <? max; q = round((v - min) * 2^-e * r) - p;
+    ((q + p) * RECIPROCAL(r)) * (max - min) + min (the last division within 1 ulp)."""
+    from .elementwise import gt_select, lt_select
+
+    b = Builder(op)
+    shape = shape_of(op.inputs[0])
+    rank = len(shape)
+    axis = norm_axes(op.attribs.get("channel_axis", 1), rank)[0] if rank else 0
+    env_ = op.binding.env
+    r, p = float(env_["r"]), float(env_["p"])
+
+    def per_channel(v: Any) -> str:
+        a = np.atleast_1d(np.asarray(v, np.float32))
+        if a.size == 1:
+            return b.const(np.full([1] * rank, a[0]))
+        cs = [1] * rank
+        cs[axis] = a.size
+        return b.const(a.reshape(cs))
+
+    lo = np.atleast_1d(np.asarray(op.attribs["min"], np.float32))
+    hi = np.atleast_1d(np.asarray(op.attribs["max"], np.float32))
+    sc = (hi - lo).astype(np.float32)
+    mn, mx = per_channel(lo), per_channel(hi)
+    v = lt_select(b, gt_select(b, b.arg(0), mn), mx)
+    t = b.mul(b.mul(b.emit("SUB", v, mn), per_channel(1.0 / sc.astype(np.float64))), b.scalar(r, rank))
+    q = b.emit("SUB", _round(b, t, rank), b.scalar(p, rank))
+    y = b.mul(b.emit("ADD", q, b.scalar(p, rank)), b.emit("RECIPROCAL", b.scalar(r, rank)))
+    return b.done(b.emit("ADD", b.mul(y, per_channel(sc)), mn))
+
+
 RULES: dict[str, list[Rule]] = {
+    "quant.min_max_linear_quantize": [Rule("power-of-two max - min: (x >? min) <? max, round((v - min) * 2^-e * r) "
+                                           "exactly, then (q / r) * (max - min) + min (within 1 ulp)",
+                                           _min_max_quantize, _min_max_check)],
     "image.nearest_downsample": [Rule("strided SLICE (PAD/RESHAPE/SLICE) per axis", _nearest_downsample)],
     "image.nearest_upsample": [Rule("RESHAPE, TILE, RESHAPE per axis", _nearest_upsample)],
     "image.nearest_resize": [Rule("GATHER per axis with constant int32 indices (from @lower's coordinate "
@@ -261,11 +307,7 @@ RULES: dict[str, list[Rule]] = {
                                               _quant_check)],
 }
 
-NOT_LEGALIZABLE = {
-    "quant.min_max_linear_quantize": "divisions by (max - min) and by 2^bits - 1: TOSA has no floating-point "
-                                     "division, and x * RECIPROCAL(y) can differ by 1 ulp and move a value across "
-                                     "a rounding tie to the neighbouring quantization level",
-}
+NOT_LEGALIZABLE: dict[str, str] = {}
 
 
 # -- grid sampling -------------------------------------------------------------------------------
