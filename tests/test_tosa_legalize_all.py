@@ -746,7 +746,7 @@ _DATA_FMT = {"NCX": lambda n, c, x: [n, c, *x], "NXC": lambda n, c, x: [n, *x, c
 
 @st.composite
 def conv(draw: Any, deconv: bool = False) -> Case:
-    d = draw(st.sampled_from([1, 2] if deconv else [1, 2, 2, 3]))
+    d = draw(st.sampled_from([1, 2, 2, 3]))
     stride = [draw(st.integers(1, 3)) for _ in range(d)]
     dilation = [draw(st.integers(1, 2)) for _ in range(d)]
     k = [draw(st.integers(1, 3)) for _ in range(d)]

@@ -195,15 +195,39 @@ def _conv(op: Any) -> Subgraph:
 
 def _deconv_check(op: Any) -> str | None:
     d = len(shape_of(op.inputs[0])) - 2
-    if d not in (1, 2):
-        return f"{d}-D deconvolution (TOSA has TRANSPOSE_CONV2D only)"
+    if d not in (1, 2, 3):
+        return f"{d}-D deconvolution (TOSA has TRANSPOSE_CONV2D, and CONV3D for 3-D)"
     return None
 
 
+def _dilate_filter(b: Builder, w: str, fs: list[int], dilation: list[int]) -> tuple[str, list[int]]:
+    """Zeros between the taps of spatial axes 1.. of ``w`` (PAD a unit axis, RESHAPE, SLICE)."""
+    rank = len(fs)
+    for k, dl in enumerate(dilation):
+        if dl > 1:
+            a = 1 + k
+            split = [*fs[:a + 1], 1, *fs[a + 1:]]
+            w = b.reshape(w, fs, split)
+            padding = [0] * (2 * len(split))
+            padding[2 * (a + 1) + 1] = dl - 1
+            w = b.emit("PAD", w, b.shape(padding), b.const([0.0]))
+            split[a + 1] = dl
+            merged = list(fs)
+            merged[a] = fs[a] * dl
+            w = b.reshape(w, split, merged)
+            size = list(fs)
+            size[a] = (fs[a] - 1) * dl + 1
+            w = b.slice(w, merged, [0] * rank, size)
+            fs = size
+    return w, fs
+
+
 def _deconv(op: Any) -> Subgraph:
-    """TRANSPOSE to N,X..,C; the filter [n=in, fc=out per group, k..] becomes TOSA [OC, K.., IC] per
-    group (dilation: zeros interleaved with PAD/RESHAPE/SLICE); TRANSPOSE_CONV2D with out_pad 0
-    gives the full output oy = iy*stride + ky; PAD/SLICE take the stdlib's window at -offset."""
+    """TRANSPOSE to N,X..,C; the filter [n=in, fc=out per group, k..] to [n, k.., fc] (dilation: zeros
+    between taps). 1-D/2-D: per group TRANSPOSE_CONV2D with out_pad 0 (the full output
+    oy = iy*stride + ky); 3-D: per group CONV3D of the zero-upsampled, fully padded input with the
+    REVERSEd filter (the same full output). Then PAD/SLICE take the stdlib's window at -offset
+    (positions no input reaches hold the bias alone)."""
     b = Builder(op)
     d = len(shape_of(op.inputs[0])) - 2
     fmt, ffmt = op.attribs.get("data_format", "NCX"), op.attribs.get("filter_format", "NCX")
@@ -219,61 +243,70 @@ def _deconv(op: Any) -> Subgraph:
         w = b.reshape(w, fs, [*fs[:2], 1, fs[2]])
         s, fs = [*s[:2], 1, s[2]], [*fs[:2], 1, fs[2]]
         stride, dilation, offset, ox = [*stride, 1], [*dilation, 1], [*offset, 0], [*ox, 1]
-    for k in range(2):  # dilation: zeros between the filter taps
-        if dilation[k] > 1:
-            a = 1 + k
-            split = [*fs[:a + 1], 1, *fs[a + 1:]]
-            w = b.reshape(w, fs, split)
-            padding = [0] * (2 * len(split))
-            padding[2 * (a + 1) + 1] = dilation[k] - 1
-            w = b.emit("PAD", w, b.shape(padding), b.const([0.0]))
-            split[a + 1] = dilation[k]
-            merged = list(fs)
-            merged[a] = fs[a] * dilation[k]
-            w = b.reshape(w, split, merged)
-            size = list(fs)
-            size[a] = (fs[a] - 1) * dilation[k] + 1
-            w = b.slice(w, merged, [0, 0, 0, 0], size)
-            fs = size
+    dd = len(s) - 2
+    w, fs = _dilate_filter(b, w, fs, dilation)
     g, n, fc = int(env(op, "g")), fs[0], fs[-1]
     m = n // g
+    full = [(s[1 + k] - 1) * stride[k] + fs[1 + k] for k in range(dd)]
     zps = (b.const([0.0]), b.const([0.0]))
-    parts = []
     bias = b.arg(2)
+    if dd == 3:  # zero-upsample by the stride, pad by the filter extent - 1
+        for k in range(3):
+            if stride[k] > 1:
+                a = 1 + k
+                split = [*s[:a + 1], 1, *s[a + 1:]]
+                x = b.reshape(x, s, split)
+                padding = [0] * (2 * len(split))
+                padding[2 * (a + 1) + 1] = stride[k] - 1
+                x = b.emit("PAD", x, b.shape(padding), b.const([0.0]))
+                merged = list(s)
+                merged[a] = s[a] * stride[k]
+                x = b.reshape(x, [*s[:a + 1], stride[k], *s[a + 1:]], merged)
+                size = list(s)
+                size[a] = (s[a] - 1) * stride[k] + 1
+                x = b.slice(x, merged, [0] * 5, size)
+                s = size
+        x = b.emit("PAD", x, b.shape([0, 0, *[p for k in range(3) for p in (fs[1 + k] - 1,) * 2], 0, 0]),
+                   b.const([0.0]))
+        s = [s[0], *[s[1 + k] + 2 * (fs[1 + k] - 1) for k in range(3)], s[-1]]
+        for k in range(3):
+            w = b.emit("REVERSE", w, axis=1 + k)
+    parts = []
     for gi in range(g):
-        xg = b.slice(x, s, [0, 0, 0, gi * m], [*s[:3], m]) if g > 1 else x
-        wg = b.slice(w, fs, [gi * m, 0, 0, 0], [m, *fs[1:]]) if g > 1 else w
-        wg = b.transpose(wg, [3, 1, 2, 0])  # [fc, KH, KW, m]
+        xg = b.slice(x, s, [0] * (dd + 1) + [gi * m], [*s[:-1], m]) if g > 1 else x
+        wg = b.slice(w, fs, [gi * m] + [0] * (dd + 1), [m, *fs[1:]]) if g > 1 else w
+        wg = b.transpose(wg, [dd + 1, *range(1, dd + 1), 0])  # [fc, K.., m]
         if bias is None:
             bg = b.const(np.zeros(1))
         else:
             bg = b.slice(bias, [fc * g], [gi * fc], [fc]) if g > 1 else bias
-        parts.append(b.emit("TRANSPOSE_CONV2D", xg, wg, bg, *zps, out_pad=[0, 0, 0, 0], stride=stride,
-                            acc_type="fp32"))
-    y = b.concat(parts, 3)
-    full = [(s[1 + k] - 1) * stride[k] + fs[1 + k] for k in range(2)]
-    shape = [s[0], *full, fc * g]
+        if dd == 2:
+            parts.append(b.emit("TRANSPOSE_CONV2D", xg, wg, bg, *zps, out_pad=[0, 0, 0, 0], stride=stride,
+                                acc_type="fp32"))
+        else:
+            parts.append(b.emit("CONV3D", xg, wg, bg, *zps, pad=[0] * 6, stride=[1, 1, 1], dilation=[1, 1, 1],
+                                acc_type="fp32"))
+    y = b.concat(parts, dd + 1)
+    oc = fc * g
+    shape = [s[0], *full, oc]
     # output position o reads full position o + offset; outside the full output: the bias alone
-    padding = [0, 0]
-    start = [0]
-    for k in range(2):
+    padding, start = [0, 0], [0]
+    for k in range(dd):
         lo = max(-offset[k], 0)
         hi = max(ox[k] + offset[k] - full[k], 0)
         padding += [lo, hi]
         start.append(offset[k] + lo)
     padding += [0, 0]
     if any(padding):
-        # pad with the bias (positions no input reaches hold only the bias in @lower)
         y = b.emit("PAD", y, b.shape(padding), b.const([0.0]))
-        shape = [shape[0], shape[1] + padding[2] + padding[3], shape[2] + padding[4] + padding[5], shape[3]]
+        shape = [shape[0], *[shape[1 + k] + padding[2 + 2 * k] + padding[3 + 2 * k] for k in range(dd)], oc]
         if bias is not None:
-            mask = np.zeros([1, *shape[1:3], 1], np.float32)
-            mask[:, padding[2]:padding[2] + full[0], padding[4]:padding[4] + full[1], :] = 1.0
-            outside = b.const(1.0 - mask)
-            y = b.emit("ADD", y, b.mul(outside, b.reshape(bias, [fc * g], [1, 1, 1, fc * g])))
-    y = b.slice(y, shape, [*start, 0], [s[0], *ox, fc * g])
+            mask = np.zeros([1, *shape[1:-1], 1], np.float32)
+            mask[(slice(None), *[slice(padding[2 + 2 * k], padding[2 + 2 * k] + full[k]) for k in range(dd)])] = 1.0
+            y = b.emit("ADD", y, b.mul(b.const(1.0 - mask), b.reshape(bias, [oc], [1] * (dd + 1) + [oc])))
+    y = b.slice(y, shape, [*start, 0], [s[0], *ox, oc])
     if d == 1:
-        y = b.reshape(y, [s[0], *ox, fc * g], [s[0], ox[0], fc * g])
+        y = b.reshape(y, [s[0], *ox, oc], [s[0], ox[0], oc])
     return b.done(b.transpose(y, _inverse(perm)))
 
 
@@ -422,8 +455,9 @@ RULES: dict[str, list[Rule]] = {
     "nn.conv": [Rule("TRANSPOSE to N,X..,C / O,X..,I; 1-D as 2-D; CONV2D, CONV3D or DEPTHWISE_CONV2D (groups: SLICE "
                      "per group + CONCAT); SLICE for negative/remainder padding; TRANSPOSE back (windows wholly in "
                      "the padding: the bias, TILEd)", _conv, _conv_check)],
-    "nn.deconv": [Rule("TRANSPOSE to NHWC; 1-D as 2-D; per group TRANSPOSE_CONV2D (dilation: zero-interleaved "
-                       "filter), PAD/SLICE to the stdlib's output window; TRANSPOSE back", _deconv, _deconv_check)],
+    "nn.deconv": [Rule("TRANSPOSE to N,X..,C; 1-D as 2-D; per group TRANSPOSE_CONV2D, 3-D: CONV3D of the "
+                       "zero-upsampled padded input with the REVERSEd filter (dilation: zero-interleaved filter); "
+                       "PAD/SLICE to the stdlib's output window; TRANSPOSE back", _deconv, _deconv_check)],
     "nn.max_pool": [Rule("<= 2 pooled axes, dilation 1: TRANSPOSE/RESHAPE to NHWC, MAX_POOL2D (PAD -inf if pad >= "
                          "kernel), back", _tosa_pool, _tosa_pool_check),
                     Rule("PAD -inf, strided SLICE per window tap, MAXIMUM chain", _window, _window_check)],
