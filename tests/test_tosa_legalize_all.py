@@ -171,8 +171,8 @@ def differential(name: str, case: Case, seed: int) -> None:
     assert len(ops) == 1 and len(graph.operations) == 1, graph.operations
     op = ops[0]
     sg, reason = legalize(op)
-    if sg is None and any(a in reason for a in case.allow):
-        reject()
+    if sg is None and (reason.startswith("empty tensor") or any(a in reason for a in case.allow)):
+        reject()  # TOSA has no empty tensors (e.g. a deconv whose padding eats the output), or a documented case
     assert sg is not None, f"{name}: {reason}"
     rng = np.random.default_rng(seed)
     feed = {}
@@ -937,7 +937,11 @@ def resize(draw: Any, name: str) -> Case:
         attrs = attrs.replace(f"size={lst(size)}", f"factor={lst(factors)}")
     if mode is not None:
         attrs += f", mode='{mode}'"
-    return one({"x": T("real", s)}, f"image.{name}{{{attrs}}}(x)", exact=name == "nearest_resize")
+    # ALIGNED with a size of 1 on some axis: binding nearest/linear_resize divides by size - 1 = 0 in the
+    # branch `size <= 1 ? 0.0 : ...` it does not take (pack ternaries evaluate both sides), so resize's
+    # @compose cannot be expanded (neither for TOSA nor for the reference)
+    return one({"x": T("real", s)}, f"image.{name}{{{attrs}}}(x)", exact=name == "nearest_resize",
+               allow=("division by zero",))
 
 
 @st.composite
@@ -1028,8 +1032,10 @@ for _n in ("grid_sample", "_nearest_grid_sample", "_linear_grid_sample", "_cubic
 
 # -- the tests -----------------------------------------------------------------------------------
 
-DEFAULT_EXAMPLES = 12
-SETTINGS = settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=True,
+#: SKRIPTND_TOSA_EXAMPLES=5 runs five times as many examples per operator (a deeper, slower search)
+SCALE = max(1, int(os.environ.get("SKRIPTND_TOSA_EXAMPLES", "1")))
+DEFAULT_EXAMPLES = 12 * SCALE
+SETTINGS = settings(max_examples=DEFAULT_EXAMPLES, deadline=None, derandomize=SCALE == 1,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 MORE = {"nn.conv": 50, "nn.deconv": 40, "nn.max_pool": 30, "nn.sum_pool": 25, "nn.avg_pool": 30, "nn.rms_pool": 15,
         "layout.slice": 25, "layout.pad": 30, "math.pow": 25, "math.round": 20, "math.mod": 20,
@@ -1054,7 +1060,7 @@ def test_every_stdlib_operator_is_covered() -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tosa_matches_lower(name: str) -> None:
-    @settings(SETTINGS, max_examples=MORE.get(name, DEFAULT_EXAMPLES))
+    @settings(SETTINGS, max_examples=MORE.get(name, 12) * SCALE)
     @given(c=CASES[name](), seed=st.integers(0, 2 ** 16))
     def run(c: Case, seed: int) -> None:
         differential(name, c, seed)
