@@ -249,8 +249,11 @@ def nary(name: str, gen: Gen = UNIT, out: str = "real[~..]", dtype: str = "real"
 def reduce_attrs(draw: Any, min_rank: int = 1) -> tuple[list[int], str]:
     s = draw(shapes(min_rank, 4))
     r = len(s)
+    squeeze = f"squeeze={b(draw(st.booleans()))}"
+    if draw(st.integers(0, 4)) == 0:  # the default: every axis
+        return s, squeeze
     axes = draw(st.lists(st.integers(-r, r - 1), unique_by=lambda a: a % r, min_size=1, max_size=r))
-    return s, f"axes={lst(axes)}, squeeze={b(draw(st.booleans()))}"
+    return s, f"axes={lst(axes)}, {squeeze}"
 
 
 def reduction(name: str, gen: Gen = UNIT, dtype: str = "real", out: str = "real[~..]", extra: str = "",
@@ -473,11 +476,13 @@ def _dtype(draw: Any) -> str:
 @st.composite
 def reshape(draw: Any) -> Case:
     s = draw(shapes(1, 4))
-    n = int(np.prod(s))
-    new = [d for d in [1, 2, 3, 4, 6] if n % d == 0]
-    first = draw(st.sampled_from(new))
+    axis = draw(st.integers(0, len(s) - 1))
+    rank = draw(st.integers(1, len(s) - axis))
+    n = int(np.prod(s[axis:axis + rank]))
+    first = draw(st.sampled_from([d for d in [1, 2, 3, 4, 6] if n % d == 0]))
     dt = _dtype(draw)
-    return one({"x": T(dt, s)}, f"layout.reshape{{shape=[{first}, -1]}}(x)", f"{dt}[~..]", exact=True)
+    return one({"x": T(dt, s)}, f"layout.reshape{{axis={axis}, rank={rank}, shape=[{first}, -1]}}(x)",
+               f"{dt}[~..]", exact=True)
 
 
 @st.composite
@@ -559,10 +564,16 @@ def split(draw: Any) -> Case:
 def stack(draw: Any) -> Case:
     s = draw(shapes(0, 3))
     n = draw(st.integers(1, 3))
-    axis = draw(st.integers(-len(s) - 1, len(s))) if s else 0
+    squeeze = draw(st.booleans())
+    if squeeze:  # the inputs hold the unit axis that the stacked one replaces
+        axis = draw(st.integers(0, len(s)))
+        s = [*s[:axis], 1, *s[axis:]]
+    else:
+        axis = draw(st.integers(-len(s) - 1, len(s))) if s else 0
     dt = _dtype(draw)
     inputs = {f"x{i}": T(dt, s) for i in range(n)}
-    return one(inputs, f"layout.stack{{axis={axis}}}([{', '.join(inputs)}])", f"{dt}[~..]", exact=True)
+    return one(inputs, f"layout.stack{{axis={axis}, squeeze={b(squeeze)}}}([{', '.join(inputs)}])", f"{dt}[~..]",
+               exact=True)
 
 
 @st.composite
@@ -618,7 +629,7 @@ def pad(draw: Any) -> Case:
     axes = draw(st.lists(st.integers(0, len(s) - 1), unique=True, min_size=1))
     method = draw(st.sampled_from(["CONSTANT", "REFLECT", "REPLICATE", "SYMMETRIC"]))
     padding = [draw(st.integers(0, 4)) for _ in range(2 * len(axes))]
-    dt = _dtype(draw) if method == "CONSTANT" else "real"
+    dt = _dtype(draw)
     inputs = {"x": T(dt, s)}
     args = "x"
     if method == "CONSTANT" and draw(st.booleans()):
