@@ -344,6 +344,12 @@ def _parse_file(path: Path, is_stdlib: bool,
     return result
 
 
+def stdlib_module(name: str) -> ast.Module | None:
+    """A standard module's AST: parsed once per process (shared with load_program) and read from
+    the on-disk parse cache when possible."""
+    return _parse_file(stdlib_dir() / f"{name}.sknd", True)[1]
+
+
 def load_program(entry: Path | str, *, sources: Mapping[Path | str, str] | None = None,
                  parse: ModuleParser | None = None, model_dir: Path | str | None = None) -> Program:
     """Load the module at `entry` and, transitively, everything it imports.

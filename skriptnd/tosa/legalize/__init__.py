@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...resources import STDLIB_MODULES, stdlib_dir
+from ...resources import STDLIB_MODULES
 from ...semantics.intrinsics import operator_kind
-from ...syntax import parse_module
+from ...semantics.modules import stdlib_module
 from . import algo, elementwise, image, layout, reduce, tensor
 from .composite import composite_rule
 from .core import Builder, Rule, Subgraph, TosaOp, run_subgraph
@@ -44,7 +44,8 @@ __all__ = ["TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp
 def _stdlib_kinds() -> dict[str, str]:
     kinds = {}
     for name in STDLIB_MODULES:
-        module, _ = parse_module((stdlib_dir() / f"{name}.sknd").read_text(encoding="utf-8"), name)
+        module = stdlib_module(name)  # shared with skriptnd.load: no second parse
+        assert module is not None, f"the standard module {name} does not parse"
         for d in module.definitions:
             kinds[f"{name}.{d.name}"] = operator_kind(d)
     return kinds
