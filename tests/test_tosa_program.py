@@ -202,7 +202,8 @@ def test_fast_pools_match_the_generic_kernels(kh: int, kw: int, sy: int, sx: int
 
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "EXP", "ABS", "NEGATE", "RECIPROCAL",
-                        "SIGMOID", "TANH", "FLOOR", "CEIL", "CLAMP"]), st.integers(0, 2**31))
+                        "SIGMOID", "TANH", "FLOOR", "CEIL", "CLAMP", "RSQRT", "REDUCE_SUM", "REDUCE_MAX",
+                        "REDUCE_MIN"]), st.integers(0, 2**31))
 def test_fast_elementwise_forms_give_the_generic_bits(name: str, seed: int) -> None:
     rng = np.random.default_rng(seed)
     a, b = _rand(rng, 3, 4) * 4, _rand(rng, 1, 4) * 4
@@ -215,12 +216,16 @@ def test_fast_elementwise_forms_give_the_generic_bits(name: str, seed: int) -> N
         args = [a, np.zeros(1, F32), np.zeros(1, F32)]
     elif name == "CLAMP":
         args, attrs = [a], {"min_val": -1.0, "max_val": 2.0}
+    elif name.startswith("REDUCE"):
+        args, attrs = [a], {"axis": int(rng.integers(0, 2))}
+    elif name == "RSQRT":
+        args = [np.concatenate([np.abs(a), a, np.array([[0.0, -0.0, np.inf, np.nan]], F32)])]
     else:
         args = [a]
     fast = specialise(name, [None] + args[1:], attrs)
     assert fast is not None
     expected = OPS[name](*args, **attrs)
-    if name in ("SIGMOID", "TANH", "EXP", "RECIPROCAL"):  # transcendental: TOSA allows a few ulp
+    if name in ("SIGMOID", "TANH", "EXP", "RECIPROCAL", "RSQRT", "REDUCE_SUM"):  # TOSA allows a few ulp
         np.testing.assert_allclose(fast(*args), expected, rtol=2e-6, atol=1e-7)
     else:
         np.testing.assert_array_equal(fast(*args), expected)

@@ -84,6 +84,11 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     if name in _UNARY and (name != "NEGATE" or all(_zero(c) for c in consts[1:])):
         fn = _UNARY[name]
         return _checked(lambda x, *zp: fn(x))
+    if name == "RSQRT":
+        return _checked(_rsqrt)
+    if name in _REDUCE and (name == "REDUCE_SUM" or attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE"):
+        reduce, axis = _REDUCE[name], int(attrs["axis"])
+        return _checked(lambda x: reduce(x, axis=axis, keepdims=True))
     if name == "RECIPROCAL":
         return _checked(lambda x: np.divide(F32(1), x))
     if name == "SIGMOID":
@@ -118,6 +123,14 @@ def _checked(fn: Fn) -> Fn:
         return fn(*args)
 
     return run
+
+
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.divide(F32(1), np.sqrt(x))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
