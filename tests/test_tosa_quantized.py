@@ -583,3 +583,17 @@ def test_int8_mlir_compiles_and_runs_with_iree(tmp_path: Path) -> None:
             np.testing.assert_array_equal(got, expected)
         else:
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_graph_run_of_a_quantized_model_runs_the_integer_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graph.run does what `sknd run`'s default backend does: the integer TOSA graph."""
+    from skriptnd.tosa import quantized
+
+    graph = skriptnd.load(MODEL).compose()
+    x = np.load(ROOT / "models" / "digits" / "samples" / "3.npy")
+    expected = lower_quantized(graph).run({"image": x})["probabilities"]
+    lowered: list[str] = []
+    original = quantized.lower_quantized
+    monkeypatch.setattr(quantized, "lower_quantized", lambda g, *a, **k: lowered.append(g.name) or original(g, *a, **k))
+    np.testing.assert_array_equal(graph.run({"image": x})["probabilities"], expected)
+    assert lowered == [graph.name] and int(expected.argmax()) == 3

@@ -87,10 +87,17 @@ class Graph:
         return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name
 
     def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        """Execute the graph on numpy inputs (by input name); returns the outputs by name."""
+        """Execute the graph on numpy inputs (by input name); returns the outputs by name.
+
+        As `sknd run`'s default backend does, a graph with @quantize entries runs as its integer
+        TOSA graph (skriptnd.tosa.quantized); others run on the default Executor."""
         from ..execute import Executor
 
         executor = getattr(self, "_executor", None)
+        if executor is None and any(t.quant for t in self.tensors):
+            from ..tosa.quantized import lower_quantized
+
+            executor = self._executor = lower_quantized(self)
         if executor is None:
             # no reference kept here: the executor may fold and drop variables (skriptnd.execute.optimize)
             executor = Executor(self, {t.name: self.variable_source(t) for t in self.variables}
