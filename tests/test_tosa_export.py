@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import skriptnd
-from skriptnd.tosa.export import to_flatbuffer, to_mlir, tosa_opt_path
+from skriptnd.tosa.export import to_flatbuffer, to_mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tosa_oracle import require_oracle  # noqa: E402
+from tosa_oracle import require_tosa_opt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "models" / "digits"
@@ -55,9 +55,7 @@ def reference_run(fb: Path, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    require_oracle()
-    if tosa_opt_path() is None:
-        pytest.skip("tosa-opt (tosa-tools) is not installed")
+    require_tosa_opt()
 
 
 def test_digits_mlir_is_accepted_and_matches_sknd_run(tmp_path: Path, tools: None) -> None:

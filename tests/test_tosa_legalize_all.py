@@ -1192,10 +1192,11 @@ def test_descriptions_and_reasons_print_verbatim() -> None:
 def test_subgraphs_are_valid_tosa() -> None:
     """One graph per legalized operator (real/bool inputs and outputs) exported as TOSA 1.0 MLIR; all
     of them in one module, which tosa-opt (tosa-tools) validates against the pro_fp profile."""
+    from tosa_oracle import require_tosa_opt
+
     from skriptnd.tosa.export import check_exportable, to_mlir, tosa_opt_path
 
-    if tosa_opt_path() is None:
-        pytest.skip("tosa-opt (tosa-tools) is not installed")
+    require_tosa_opt()
     funcs: dict[str, str] = {}
     def collector(name: str) -> Callable[[], None]:
         @settings(SETTINGS, max_examples=4)

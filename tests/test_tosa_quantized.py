@@ -39,11 +39,11 @@ from skriptnd.execute import Executor
 from skriptnd.execute.backends import kernels_for
 from skriptnd.execute.quantize import dequantize, fake_quantize, qparams, quantize
 from skriptnd.tosa import OPS
-from skriptnd.tosa.export import to_flatbuffer, tosa_opt_path
+from skriptnd.tosa.export import to_flatbuffer
 from skriptnd.tosa.quantized import lower_quantized, rescale_parameters, to_mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tosa_oracle import require_oracle  # noqa: E402
+from tosa_oracle import require_tosa_opt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "digits_int8"
@@ -285,9 +285,7 @@ def reference_run(fb: bytes, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    require_oracle()
-    if tosa_opt_path() is None:
-        pytest.skip("tosa-opt (tosa-tools) is not installed")
+    require_tosa_opt()
 
 
 def _samples() -> np.ndarray:

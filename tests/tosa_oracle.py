@@ -640,6 +640,19 @@ def require_oracle() -> None:
     pytest.skip("tosa-tools is not installed (pip install --no-deps tosa-tools==" + TOSA_TOOLS_VERSION + ")")
 
 
+def require_tosa_opt() -> None:
+    """Like :func:`require_oracle`, for tosa-tools' ``tosa-opt`` (MLIR validation and serialization)."""
+    require_oracle()
+    from skriptnd.tosa.export import tosa_opt_path
+
+    if tosa_opt_path() is None:
+        import pytest
+
+        if os.environ.get("CI"):
+            pytest.fail("tosa-opt (tosa-tools) is not installed; .ci/run installs it")
+        pytest.skip("tosa-opt (tosa-tools) is not installed")
+
+
 def float_bits(x: np.ndarray, tosa_type: str) -> np.ndarray:
     """Sign-magnitude bit patterns of float values of ``tosa_type`` mapped to ordered int64."""
     x = np.asarray(x)
