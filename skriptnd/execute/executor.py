@@ -99,19 +99,19 @@ class Executor:
         if operations is not self.graph.operations:
             # the variables only rewritten operations read are released (a new mapping, the caller's
             # is untouched): folded constants replace them, memory is not doubled
-            read = {key for op in operations for key in _uses(op)}
+            read = {key for op in operations for key in read_keys(op)}
             self._released = {t.name for t in self.graph.variables if id(t) not in read}
             self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
         last: dict[int, int] = {}
         for i, op in enumerate(operations):
-            for key in _uses(op):
+            for key in read_keys(op):
                 last[key] = i
         program: list[tuple[Any, ...]] = []
         for i, op in enumerate(operations):
             simple = (op.op not in ("if", "loop") and not op.subgraphs
                       and not any(isinstance(v, list) for v in op.inputs + op.outputs))
-            produced = [id(t) for t in _flat(op.outputs)]
-            frees = tuple(k for k in set(_uses(op)) | set(produced) if last.get(k, i) <= i and k not in keep)
+            produced = [id(t) for t in flat_tensors(op.outputs)]
+            frees = tuple(k for k in set(read_keys(op)) | set(produced) if last.get(k, i) <= i and k not in keep)
             if simple:
                 fn = self.kernels.get(op.op)
                 call = None
@@ -391,17 +391,17 @@ def _bound_kernel(fn: Kernel, op: Operation) -> Callable[[list[Any]], Any]:
     return lambda args: fn(op, args)
 
 
-def _flat(values: list[Value]) -> list[Tensor]:
+def flat_tensors(values: list[Value]) -> list[Tensor]:
     return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
 
 
-def _uses(op: Operation) -> list[int]:
+def read_keys(op: Operation) -> list[int]:
     """The keys of the tensors an operation reads, its subgraphs' reads of enclosing values included."""
-    keys = [id(t) for t in _flat(op.inputs)]
+    keys = [id(t) for t in flat_tensors(op.inputs)]
     for sub in op.subgraphs.values():
         keys.extend(id(t) for t in sub.outputs)
         for inner in sub.operations:
-            keys.extend(_uses(inner))
+            keys.extend(read_keys(inner))
     return keys
 
 

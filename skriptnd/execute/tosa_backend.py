@@ -14,15 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Operation, Tensor, Value
+from ..compose.ir import Operation, Tensor
 from ..semantics.intrinsics import STDLIB_INTRINSICS
+from .executor import flat_tensors, read_keys
 
 PROGRAM_OP = "tosa.program"
 Kernel = Callable[[Operation, list[Any]], Any]
-
-
-def _flat(values: list[Value]) -> list[Tensor]:
-    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
 
 
 def _subgraph(op: Operation) -> Any:
@@ -31,15 +28,6 @@ def _subgraph(op: Operation) -> Any:
     if op.subgraphs or op.op in ("if", "loop") or any(isinstance(v, list) for v in op.outputs):
         return None
     return legalize(op)[0]
-
-
-def _uses(op: Operation) -> list[int]:
-    keys = [id(t) for t in _flat(op.inputs)]
-    for sub in op.subgraphs.values():
-        keys.extend(id(t) for t in sub.outputs)
-        for inner in sub.operations:
-            keys.extend(_uses(inner))
-    return keys
 
 
 def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.ndarray | None],
@@ -54,7 +42,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
     #: items of packs that may be shorter at run time (the scan outputs of loops, §2.10.1)
     dynamic_items: set[int] = set()
     for i, op in enumerate(operations):
-        for key in _uses(op):
+        for key in read_keys(op):
             last_use[key] = i
         if op.subgraphs:
             dynamic_items.update(id(t) for v in op.outputs if isinstance(v, list) for t in v)
@@ -90,7 +78,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
             if fused is not None and fused is not False and outs:
                 hi = float("inf") if fused is True else float(fused)
                 outs[0] = builder.emit("CLAMP", [outs[0]], {"min_val": 0.0, "max_val": hi})
-            for t, name in zip(_flat(op.outputs), outs, strict=True):
+            for t, name in zip(flat_tensors(op.outputs), outs, strict=True):
                 names[id(t)] = name
                 produced.append(t)
         results = [t for t in produced if id(t) in keep or last_use.get(id(t), -1) > end]
