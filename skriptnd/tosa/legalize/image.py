@@ -7,6 +7,7 @@ weights and ADDs, computed from the same formulas as the operator's @lower (in f
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -104,18 +105,29 @@ def _f32(v: Any) -> np.float32:
     return np.float32(v)
 
 
-def _nearest_resize(op: Any) -> Subgraph:
-    b = Builder(op)
-    shape = list(shape_of(op.inputs[0]))
-    x = b.arg(0)
+def _resize_axes(op: Any) -> list[tuple[int, int, Any, Any]]:
+    """(axis, output size, scale, offset) per resized axis: the ``size`` attribute and @lower's
+    ``scale`` and ``offset``, one value each or one per axis."""
     axes = _axes(op)
     sizes = _per_axis(ints(op.attribs["size"]), len(axes))
     scales = _per_axis(env(op, "scale"), len(axes))
     offsets = _per_axis(env(op, "offset"), len(axes))
+    return list(zip(axes, sizes, scales, offsets, strict=True))
+
+
+def _source_coordinates(size: int, scale: Any, offset: Any) -> np.ndarray:
+    """@lower's fp32 source coordinate of each output position o: o * scale + offset."""
+    return np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
+
+
+def _nearest_resize(op: Any) -> Subgraph:
+    b = Builder(op)
+    shape = list(shape_of(op.inputs[0]))
+    x = b.arg(0)
     method = op.attribs.get("rounding_method", "ROUND_PREFER_FLOOR")
-    for a, size, scale, offset in zip(axes, sizes, scales, offsets, strict=True):
+    for a, size, scale, offset in _resize_axes(op):
         with np.errstate(all="ignore"):
-            r = np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
+            r = _source_coordinates(size, scale, offset)
             r = {"FLOOR": np.floor(r), "CEIL": np.ceil(r), "ROUND_PREFER_FLOOR": np.ceil(r - np.float32(0.5)),
                  "ROUND_PREFER_CEIL": np.floor(r + np.float32(0.5))}[method]
         idx = np.clip(r.astype(np.int64), 0, shape[a] - 1)
@@ -127,12 +139,8 @@ def _linear_resize(op: Any) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     x = b.arg(0)
-    axes = _axes(op)
-    sizes = _per_axis(ints(op.attribs["size"]), len(axes))
-    scales = _per_axis(env(op, "scale"), len(axes))
-    offsets = _per_axis(env(op, "offset"), len(axes))
-    for a, size, scale, offset in zip(axes, sizes, scales, offsets, strict=True):
-        r = np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
+    for a, size, scale, offset in _resize_axes(op):
+        r = _source_coordinates(size, scale, offset)
         fr = np.abs(r) - np.floor(np.abs(r))
         base = np.floor(r).astype(np.int64)
         taps = [[(int(np.clip(base[o] + j, 0, shape[a] - 1)), float(np.abs(np.float32(1 - j) - fr[o])))
@@ -212,24 +220,21 @@ def _pow2(v: float) -> bool:
     return v > 0 and m == 0.5
 
 
-def _quant_check(op: Any) -> str | None:
-    scales = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
-    if not all(_pow2(s) for s in scales):
-        return ("scale that is not a power of two: x / scale has no exact TOSA form (x * RECIPROCAL(scale) "
-                "can differ by 1 ulp and move x across a rounding tie to the neighbouring level)")
+def _exact_levels_check(op: Any, scales: np.ndarray, inexact: str) -> str | None:
+    """Why a fake quantization with these ``scales`` has no exact TOSA form (``inexact`` when a scale is
+    not a power of two), or None."""
+    if not all(_pow2(float(s)) for s in scales):
+        return inexact
     if int(op.attribs["bits"]) > 24:
         return "more than 24 bits (quantization levels not exact in fp32)"
     return None
 
 
-def _zero_point_quantize(op: Any) -> Subgraph:
-    """q = clamp(zp + round(x * 2^-e), m, r); output = (q - zp) * scale (all exact in fp32)."""
-    b = Builder(op)
-    shape = shape_of(op.inputs[0])
-    rank = len(shape)
+def _per_channel_consts(b: Builder, op: Any) -> tuple[int, Callable[[Any], str]]:
+    """The input's rank and a maker of constants broadcasting along its ``channel_axis``: one value
+    becomes a [1, ..., 1] tensor, several values a tensor of their count along that axis."""
+    rank = len(shape_of(op.inputs[0]))
     axis = norm_axes(op.attribs.get("channel_axis", 1), rank)[0] if rank else 0
-    env_ = op.binding.env
-    lo, hi = float(env_["m"]), float(env_["r"])
 
     def per_channel(v: Any) -> str:
         a = np.atleast_1d(np.asarray(v, np.float32))
@@ -239,6 +244,22 @@ def _zero_point_quantize(op: Any) -> Subgraph:
         cs[axis] = a.size
         return b.const(a.reshape(cs))
 
+    return rank, per_channel
+
+
+def _quant_check(op: Any) -> str | None:
+    scales = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
+    return _exact_levels_check(op, scales, "scale that is not a power of two: x / scale has no exact TOSA form "
+                               "(x * RECIPROCAL(scale) can differ by 1 ulp and move x across a rounding tie to "
+                               "the neighbouring level)")
+
+
+def _zero_point_quantize(op: Any) -> Subgraph:
+    """q = clamp(zp + round(x * 2^-e), m, r); output = (q - zp) * scale (all exact in fp32)."""
+    b = Builder(op)
+    rank, per_channel = _per_channel_consts(b, op)
+    env_ = op.binding.env
+    lo, hi = float(env_["m"]), float(env_["r"])
     scale = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
     zp = per_channel(op.attribs["zero_point"])
     q = _round(b, b.mul(b.arg(0), per_channel(1.0 / scale)), rank)
@@ -250,13 +271,9 @@ def _zero_point_quantize(op: Any) -> Subgraph:
 def _min_max_check(op: Any) -> str | None:
     lo = np.atleast_1d(np.asarray(op.attribs["min"], np.float32))
     hi = np.atleast_1d(np.asarray(op.attribs["max"], np.float32))
-    scales = (hi - lo).astype(np.float32)
-    if not all(_pow2(float(s)) for s in scales):
-        return ("max - min that is not a power of two: (x - min) / (max - min) has no exact TOSA form (x * "
-                "RECIPROCAL(y) can differ by 1 ulp and move x across a rounding tie to the neighbouring level)")
-    if int(op.attribs["bits"]) > 24:
-        return "more than 24 bits (quantization levels not exact in fp32)"
-    return None
+    return _exact_levels_check(op, (hi - lo).astype(np.float32), "max - min that is not a power of two: (x - min) "
+                               "/ (max - min) has no exact TOSA form (x * RECIPROCAL(y) can differ by 1 ulp and "
+                               "move x across a rounding tie to the neighbouring level)")
 
 
 def _min_max_quantize(op: Any) -> Subgraph:
@@ -265,20 +282,9 @@ def _min_max_quantize(op: Any) -> Subgraph:
     from .elementwise import gt_select, lt_select
 
     b = Builder(op)
-    shape = shape_of(op.inputs[0])
-    rank = len(shape)
-    axis = norm_axes(op.attribs.get("channel_axis", 1), rank)[0] if rank else 0
+    rank, per_channel = _per_channel_consts(b, op)
     env_ = op.binding.env
     r, p = float(env_["r"]), float(env_["p"])
-
-    def per_channel(v: Any) -> str:
-        a = np.atleast_1d(np.asarray(v, np.float32))
-        if a.size == 1:
-            return b.const(np.full([1] * rank, a[0]))
-        cs = [1] * rank
-        cs[axis] = a.size
-        return b.const(a.reshape(cs))
-
     lo = np.atleast_1d(np.asarray(op.attribs["min"], np.float32))
     hi = np.atleast_1d(np.asarray(op.attribs["max"], np.float32))
     sc = (hi - lo).astype(np.float32)
