@@ -128,6 +128,11 @@ def _show(sig: Sequence[TensorType]) -> str:
     return "[" + ", ".join(map(str, sig)) + "]"
 
 
+def _require_same(a: Sequence[TensorType], b: Sequence[TensorType], condition: str, op: str) -> None:
+    """ERROR_IF(``condition``) where the two tensor lists' shapes and types differ; the message shows both."""
+    error_if(a != b, f"{condition}: {_show(a)} vs {_show(b)}", op)
+
+
 def _run_nodes(graph: Graph, inputs: list[Any], version: str, max_nesting: int | None) -> list[Any]:
     from . import OPS  # the operator table imports this module
 
@@ -157,15 +162,13 @@ def execute_graph(graph: Graph, input_list: Sequence[Any], *, version: str = "1.
     bodies pass ``version`` (and ``max_nesting`` to control-flow nodes) on unless a node sets them."""
     inputs = list(input_list)
     sig = _signature(inputs, op)
-    error_if(sig != graph.inputs,
-             f"tensor_list_shape(input_list) != tosa_input_shape(graph): {_show(sig)} vs {_show(graph.inputs)}", op)
+    _require_same(sig, graph.inputs, "tensor_list_shape(input_list) != tosa_input_shape(graph)", op)
     if callable(graph.body):
         outputs = list(graph.body(inputs))
     else:
         outputs = _run_nodes(graph, inputs, version, max_nesting)
     sig = _signature(outputs, op)
-    error_if(sig != graph.outputs,
-             f"tensor_list_shape(output_list) != tosa_output_shape(graph): {_show(sig)} vs {_show(graph.outputs)}", op)
+    _require_same(sig, graph.outputs, "tensor_list_shape(output_list) != tosa_output_shape(graph)", op)
     return outputs
 
 
@@ -180,6 +183,19 @@ def _check_graph(g: Any, name: str, op: str) -> Graph:
     return g
 
 
+def _graphs_taking(input_list: Sequence[Any], op: str, version: str, **graphs: Any,
+                   ) -> tuple[list[Any], list[TensorType], list[Graph]]:
+    """A control-flow operator's common checks: ``version``; each of ``graphs`` (by argument name) a
+    Graph whose inputs are tensor_list_shape(input_list). Returns (inputs, their signature, the graphs)."""
+    check_version(version)
+    checked = [_check_graph(g, name, op) for name, g in graphs.items()]
+    inputs = list(input_list)
+    sig = _signature(inputs, op)
+    for name, g in zip(graphs, checked, strict=True):
+        _require_same(sig, g.inputs, f"tensor_list_shape(input_list) != tosa_input_shape({name})", op)
+    return inputs, sig, checked
+
+
 def _enter(op: str, version: str, max_nesting: int | None) -> contextvars.Token[int]:
     depth = _DEPTH.get()
     if version == "1.0" and max_nesting is not None:
@@ -191,17 +207,10 @@ def cond_if(condition: Any, input_list: Sequence[Any], *, then_graph: Graph, els
             version: str = "1.0", max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """COND_IF: run ``then_graph`` if the single element of ``condition`` is true, else ``else_graph``."""
     op = "COND_IF"
-    check_version(version)
-    then_graph = _check_graph(then_graph, "then_graph", op)
-    else_graph = _check_graph(else_graph, "else_graph", op)
-    inputs = list(input_list)
-    sig = _signature(inputs, op)
-    error_if(sig != then_graph.inputs, f"tensor_list_shape(input_list) != tosa_input_shape(then_graph): "
-             f"{_show(sig)} vs {_show(then_graph.inputs)}", op)
-    error_if(sig != else_graph.inputs, f"tensor_list_shape(input_list) != tosa_input_shape(else_graph): "
-             f"{_show(sig)} vs {_show(else_graph.inputs)}", op)
-    error_if(then_graph.outputs != else_graph.outputs, "tensor_list_shape(output_list) != tosa_output_shape(then_graph) "
-             f"|| ... != tosa_output_shape(else_graph): {_show(then_graph.outputs)} vs {_show(else_graph.outputs)}", op)
+    inputs, _, (then_graph, else_graph) = _graphs_taking(input_list, op, version, then_graph=then_graph,
+                                                         else_graph=else_graph)
+    _require_same(then_graph.outputs, else_graph.outputs, "tensor_list_shape(output_list) != "
+                  "tosa_output_shape(then_graph) || ... != tosa_output_shape(else_graph)", op)
     c, ct = tensor(condition, op, "condition")
     error_if(ct != "bool", f"condition has type {ct}, expected bool", op)
     if version == "0.30":
@@ -220,17 +229,9 @@ def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Grap
                max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """WHILE_LOOP: ``while cond_graph(list): list = body_graph(list)``; returns the final list."""
     op = "WHILE_LOOP"
-    check_version(version)
-    cond_graph = _check_graph(cond_graph, "cond_graph", op)
-    body_graph = _check_graph(body_graph, "body_graph", op)
-    inputs = list(input_list)
-    sig = _signature(inputs, op)
-    error_if(sig != cond_graph.inputs, f"tensor_list_shape(input_list) != tosa_input_shape(cond_graph): "
-             f"{_show(sig)} vs {_show(cond_graph.inputs)}", op)
-    error_if(sig != body_graph.inputs, f"tensor_list_shape(input_list) != tosa_input_shape(body_graph): "
-             f"{_show(sig)} vs {_show(body_graph.inputs)}", op)
-    error_if(sig != body_graph.outputs, f"tensor_list_shape(input_list) != tosa_output_shape(body_graph): "
-             f"{_show(sig)} vs {_show(body_graph.outputs)}", op)
+    inputs, sig, (cond_graph, body_graph) = _graphs_taking(input_list, op, version, cond_graph=cond_graph,
+                                                           body_graph=body_graph)
+    _require_same(sig, body_graph.outputs, "tensor_list_shape(input_list) != tosa_output_shape(body_graph)", op)
     couts = cond_graph.outputs
     if version == "0.30":
         error_if(couts != [TensorType((), "bool")],

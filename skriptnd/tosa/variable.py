@@ -73,6 +73,15 @@ def _store(op: str, store: Any, version: str) -> VariableStore:
     return store
 
 
+def _declared(op: str, uid: int, store: Any, version: str, condition: str) -> _Variable:
+    """The declared variable ``uid`` of ``store`` (``variable_tensor_lookup``); REQUIRE(``condition``, the
+    operator's wording of "it is declared") where there is none."""
+    var = _store(op, store, version).lookup(uid)
+    require(var is not None, condition, op)
+    assert var is not None
+    return var
+
+
 def _out(values: np.ndarray, t: str) -> np.ndarray:
     return values.copy().view(BF16Array) if t == "bf16" else values.copy()
 
@@ -102,10 +111,7 @@ def variable(initial_value: Any = None, *, uid: int, var_shape: Any, type: str, 
 def variable_write(input1: Any, *, uid: int, store: VariableStore, version: str = "1.0") -> None:
     """VARIABLE_WRITE: assign ``input1`` to variable ``uid``."""
     op = "VARIABLE_WRITE"
-    store = _store(op, store, version)
-    var = store.lookup(uid)
-    require(var is not None, "variable_tensor (uid is declared)", op)
-    assert var is not None
+    var = _declared(op, uid, store, version, "variable_tensor (uid is declared)")
     require(var.seen, "variable_tensor.seen (declared in this graph invocation)", op)
     a, t = tensor(input1, op, "input1")
     require(var.shape == a.shape, f"variable_tensor.shape == shape ({list(var.shape)} vs {list(a.shape)})", op)
@@ -117,9 +123,6 @@ def variable_write(input1: Any, *, uid: int, store: VariableStore, version: str 
 def variable_read(*, uid: int, store: VariableStore, version: str = "1.0") -> np.ndarray:
     """VARIABLE_READ: the current value of variable ``uid``."""
     op = "VARIABLE_READ"
-    store = _store(op, store, version)
-    var = store.lookup(uid)
-    require(var is not None, "variable_tensor != NULL (uid is declared)", op)
-    assert var is not None
+    var = _declared(op, uid, store, version, "variable_tensor != NULL (uid is declared)")
     require(var.is_written, "variable_tensor.is_written", op)
     return _out(var.data, var.dtype)
