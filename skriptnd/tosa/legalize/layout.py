@@ -263,10 +263,9 @@ def _flat_indices(b: Builder, i: str, nb: int, nz: int, ssh: Sequence[int]) -> s
     return b.const(np.zeros([nb, nz]), np.int32) if flat is None else flat
 
 
-def _gather_nd(op: Any) -> Subgraph:
-    """Flat int32 indices sum(indices[..., j] * stride_j) (exact: the data has < 2^31 elements),
-    then GATHER per batch over the flattened indexed dimensions."""
-    b = Builder(op)
+def _nd_flat_indices(b: Builder, op: Any) -> tuple[Sequence[int], int, int, int, int, str]:
+    """For gather_nd/scatter_nd (data, indices, ...): the data's shape; nb, ns, nt, its batch, indexed
+    and trailing dimensions' sizes; nz, the index tuples per batch; their [nb, nz] int32 flat indices."""
     bd = int(op.attribs.get("batch_dims", 0))
     data, ind = shape_of(op.inputs[0]), shape_of(op.inputs[1])
     d = ind[-1]
@@ -275,7 +274,14 @@ def _gather_nd(op: Any) -> Subgraph:
     ns = int(np.prod(ssh, dtype=np.int64))
     nt = int(np.prod(tsh, dtype=np.int64))
     nz = int(np.prod(ind[bd:-1], dtype=np.int64))
-    flat = _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
+    return data, nb, ns, nt, nz, _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
+
+
+def _gather_nd(op: Any) -> Subgraph:
+    """Flat int32 indices sum(indices[..., j] * stride_j) (exact: the data has < 2^31 elements),
+    then GATHER per batch over the flattened indexed dimensions."""
+    b = Builder(op)
+    data, nb, ns, nt, nz, flat = _nd_flat_indices(b, op)
     v = b.reshape(b.arg(0), data, [nb, ns, nt])
     y = b.emit("GATHER", v, flat)
     return b.done(b.reshape(y, [nb, nz, nt], shape_of(op.outputs[0])))
@@ -363,15 +369,7 @@ def _scatter_nd(op: Any) -> Subgraph:
     """Flat int32 indices (MUL/ADD); then @lower's order exactly: per update z,
     SELECT(EQUAL(flat[z], iota), updates[z], acc) over the flattened indexed dimensions."""
     b = Builder(op)
-    bd = int(op.attribs.get("batch_dims", 0))
-    data, ind = shape_of(op.inputs[0]), shape_of(op.inputs[1])
-    d = ind[-1]
-    bsh, ssh, tsh = data[:bd], data[bd:bd + d], data[bd + d:]
-    nb = int(np.prod(bsh, dtype=np.int64))
-    ns = int(np.prod(ssh, dtype=np.int64))
-    nt = int(np.prod(tsh, dtype=np.int64))
-    nz = int(np.prod(ind[bd:-1], dtype=np.int64))
-    flat = _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
+    data, nb, ns, nt, nz, flat = _nd_flat_indices(b, op)
     flat = b.reshape(flat, [nb, nz], [nb, nz, 1])
     acc = b.reshape(b.arg(0), data, [nb, ns, nt])
     upd = b.reshape(b.arg(2), shape_of(op.inputs[2]), [nb, nz, nt])
