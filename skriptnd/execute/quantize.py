@@ -181,6 +181,21 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
     return np.copysign(np.where(ax - f >= 0.5, f + 1, f), x)
 
 
+def _min_max_params(qp: QParams, rank: int) -> tuple[np.ndarray, np.ndarray, np.float32, int]:
+    """min_max_linear_quantize's float32 min and max (along ``qp.axis`` of a rank-``rank`` array),
+    its level count r and its offset p (@lower's formulas)."""
+    a = qp.attribs
+    n = qp.scale.size
+    mins = [float(v) for v in _values(a["min"])]
+    maxs = [float(v) for v in _values(a["max"])]
+    mn = _along(np.asarray(mins * (n if len(mins) == 1 else 1), np.float32), qp.axis, rank)
+    mx = _along(np.asarray(maxs * (n if len(maxs) == 1 else 1), np.float32), qp.axis, rank)
+    signed, symmetric = bool(a.get("signed", True)), bool(a.get("symmetric", False))
+    r = np.float32(2 ** qp.bits - 1 - int(signed and symmetric))
+    p = 2 ** (qp.bits - 1) - int(symmetric) if signed else 0
+    return mn, mx, r, p
+
+
 NUMPY_INT = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
 
 
@@ -200,15 +215,7 @@ def quantize(x: Any, qp: QParams) -> np.ndarray:
             zp = _along(qp.zero_point - qp.offset, qp.axis, rank)
             q = np.clip(zp + t.astype(np.int64), qp.qmin - qp.offset, qp.qmax - qp.offset)
         else:
-            a = qp.attribs
-            n = qp.scale.size
-            mins = [float(v) for v in _values(a["min"])]
-            maxs = [float(v) for v in _values(a["max"])]
-            mn = _along(np.asarray(mins * (n if len(mins) == 1 else 1), np.float32), qp.axis, rank)
-            mx = _along(np.asarray(maxs * (n if len(maxs) == 1 else 1), np.float32), qp.axis, rank)
-            bits, signed, symmetric = qp.bits, bool(a.get("signed", True)), bool(a.get("symmetric", False))
-            r = np.float32(2 ** bits - 1 - int(signed and symmetric))
-            p = 2 ** (bits - 1) - int(symmetric) if signed else 0
+            mn, mx, r, p = _min_max_params(qp, rank)
             sc = mx - mn
             t = _round_half_away((np.minimum(np.maximum(x, mn), mx) - mn) / sc * r)
             q = np.nan_to_num(t).astype(np.int64) - p
@@ -225,15 +232,7 @@ def dequantize(q: Any, qp: QParams) -> np.ndarray:
         zp = _along(qp.zero_point, qp.axis, rank)
         scale = _along(qp.scale.astype(np.float32), qp.axis, rank)
         return ((q - zp).astype(np.float32) * scale).astype(np.float32)
-    a = qp.attribs
-    n = qp.scale.size
-    mins = [float(v) for v in _values(a["min"])]
-    maxs = [float(v) for v in _values(a["max"])]
-    mn = _along(np.asarray(mins * (n if len(mins) == 1 else 1), np.float32), qp.axis, rank)
-    mx = _along(np.asarray(maxs * (n if len(maxs) == 1 else 1), np.float32), qp.axis, rank)
-    signed, symmetric = bool(a.get("signed", True)), bool(a.get("symmetric", False))
-    r = np.float32(2 ** qp.bits - 1 - int(signed and symmetric))
-    p = 2 ** (qp.bits - 1) - int(symmetric) if signed else 0
+    mn, mx, r, p = _min_max_params(qp, rank)
     return ((q - qp.offset + p).astype(np.float32) / r * (mx - mn) + mn).astype(np.float32)
 
 
