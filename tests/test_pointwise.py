@@ -12,18 +12,15 @@ that the kernels ran (did not decline), and that they decline what they do not h
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_counting import load_source, run_both
 
 import skriptnd
 from skriptnd.compose.ir import Graph
 from skriptnd.execute import KERNELS, Executor, pointwise
-from skriptnd.execute.backends import kernels_for
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -119,41 +116,18 @@ graph Declined {{
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> skriptnd.Model:
-    folder = tmp_path_factory.mktemp("pointwise")
-    (folder / "main.sknd").write_text(SOURCE)
-    return skriptnd.load(folder)
-
-
-class _Counting(dict):
-    """The default kernels, counting the calls of this module's kernels that did not decline."""
-
-    def __init__(self) -> None:
-        super().__init__(KERNELS)
-        self.calls: dict[str, int] = {}
-        for name in pointwise.POINTWISE_KERNELS:
-            self[name] = self._counted(name, KERNELS[name])
-
-    def _counted(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def run(op: Any, args: list[Any]) -> Any:
-            result = fn(op, args)
-            if result is not NotImplemented:
-                self.calls[name] = self.calls.get(name, 0) + 1
-            return result
-
-        return run
+    return load_source(tmp_path_factory.mktemp("pointwise"), SOURCE)
 
 
 def _compare(graph: Graph, inputs: dict[str, np.ndarray]) -> dict[str, int]:
-    counting = _Counting()
-    fast = Executor(graph, {}, kernels=counting).run(inputs)
-    reference = Executor(graph, {}, kernels=kernels_for("lower")[0], optimize=False).run(inputs)
+    fast, reference, calls = run_both(graph, inputs, pointwise.POINTWISE_KERNELS)
     assert fast.keys() == reference.keys()
     for name, expected in reference.items():
         actual = fast[name]
         assert actual.shape == expected.shape, name
         assert actual.dtype == expected.dtype, name
         np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL, err_msg=name)
-    return counting.calls
+    return calls
 
 
 dims3 = st.fixed_dictionaries({"a": st.integers(1, 3), "b": st.integers(1, 4), "c": st.integers(1, 5)})

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kernel_counting import load_source, run_both
 
 import skriptnd
 from skriptnd.compose.ir import Graph
@@ -114,37 +115,13 @@ graph Step {{
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> skriptnd.Model:
-    folder = tmp_path_factory.mktemp("recurrent")
-    (folder / "main.sknd").write_text(SOURCE)
-    return skriptnd.load(folder)
-
-
-class _Counting(dict):
-    """The default kernels, counting the calls of the recurrent ones that did not decline."""
-
-    def __init__(self) -> None:
-        super().__init__(KERNELS)
-        self.calls: dict[str, int] = {}
-        for name in recurrent.RECURRENT_KERNELS:
-            self[name] = self._counted(name, KERNELS[name])
-
-    def _counted(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def run(op: Any, args: list[Any]) -> Any:
-            result = fn(op, args)
-            if result is not NotImplemented:
-                self.calls[name] = self.calls.get(name, 0) + 1
-            return result
-
-        return run
+    return load_source(tmp_path_factory.mktemp("recurrent"), SOURCE)
 
 
 def _run_both(graph: Graph, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
                                                                      dict[str, int]]:
     """(outputs with the kernels, outputs of the @compose / @lower reference, kernel calls)."""
-    counting = _Counting()
-    fast = Executor(graph, {}, kernels=counting).run(inputs)
-    reference = Executor(graph, {}, kernels=kernels_for("lower")[0], optimize=False).run(inputs)
-    return fast, reference, counting.calls
+    return run_both(graph, inputs, recurrent.RECURRENT_KERNELS)
 
 
 def _close(actual: np.ndarray, expected: np.ndarray) -> None:
@@ -390,10 +367,8 @@ def test_models_lstm_runs_on_the_kernel() -> None:
     rng = np.random.default_rng(5)
     variables = {t.name: (rng.standard_normal(t.shape) * 0.3).astype(np.float32) for t in graph.variables}
     X = rng.standard_normal((3, 2, 16)).astype(np.float32)
-    counting = _Counting()
-    out = Executor(graph, variables, kernels=counting).run({"X": X})
-    reference = Executor(graph, variables, kernels=kernels_for("lower")[0], optimize=False).run({"X": X})
-    assert counting.calls == {"nn.lstm": 2}
+    out, reference, calls = run_both(graph, {"X": X}, recurrent.RECURRENT_KERNELS, variables)
+    assert calls == {"nn.lstm": 2}
     for name in ("Y", "hN", "cN"):
         _close(out[name], reference[name])
 
