@@ -88,13 +88,7 @@ def run_both(op: str, operands: list[Any], bodies: dict[str, Body], out_sig=None
     graphs = {k: b.graph() for k, b in bodies.items()}
     args = [operands[0], operands[1:]] if op == "COND_IF" else [operands]
     if isinstance(ref, to.ReferenceError):
-        if ref.is_unpredictable:
-            expected: type[Exception] = TosaUnpredictable
-        elif ref.is_error:
-            expected = TosaError
-        else:
-            raise AssertionError(f"reference model failed: {ref}")
-        with pytest.raises(expected):
+        with pytest.raises(ref.expected_exception()):
             OPS[op](*args, **graphs, **kwargs)
         return ref
     mine = OPS[op](*args, **graphs, **kwargs)

@@ -19,38 +19,16 @@ import skriptnd
 from skriptnd.tosa.export import to_flatbuffer, to_mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tosa_oracle import require_tosa_opt  # noqa: E402
+from tosa_oracle import require_tosa_opt, run_flatbuffer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "models" / "digits"
 SAMPLES = DIGITS / "samples"
 
-_RUN_REFERENCE = """
-import sys, numpy as np, tosa_reference_model as trm
-fb, out, *inputs = sys.argv[1:]
-outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
-assert status == trm.GraphStatus.TOSA_VALID, status
-np.save(out, np.asarray(outputs[0]))
-"""
-
-
 def sknd(*args: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT)
     assert "Traceback" not in proc.stdout + proc.stderr
     return proc
-
-
-def reference_run(fb: Path, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
-    paths = []
-    for i, x in enumerate(inputs):
-        paths.append(tmp / f"in{i}.npy")
-        np.save(paths[-1], x)
-    out = tmp / "out.npy"
-    proc = subprocess.run([sys.executable, "-c", _RUN_REFERENCE, str(fb), str(out), *map(str, paths)],
-                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return np.load(out)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +51,7 @@ def test_digits_mlir_is_accepted_and_matches_sknd_run(tmp_path: Path, tools: Non
     for sample in ("3.npy", "7.npy"):
         x = np.load(SAMPLES / sample).astype(np.float32).reshape(1, 1, 8, 8)
         expected = np.asarray(graph.run({"image": x})["probabilities"])
-        got = reference_run(fb, [x], tmp_path)
+        got = run_flatbuffer(fb, [x], tmp_path)
         np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
 
@@ -85,7 +63,7 @@ def test_flatbuffer_option_batch_attribute(tmp_path: Path, tools: None) -> None:
     graph = skriptnd.load(DIGITS).compose(attribs={"batch": 2})
     x = np.stack([np.load(SAMPLES / f"{i}.npy").astype(np.float32).reshape(1, 8, 8) for i in (1, 2)])
     expected = np.asarray(graph.run({"image": x})["probabilities"])
-    np.testing.assert_allclose(reference_run(fb, [x], tmp_path).reshape(expected.shape), expected,
+    np.testing.assert_allclose(run_flatbuffer(fb, [x], tmp_path).reshape(expected.shape), expected,
                                rtol=1e-4, atol=1e-7)
 
 

@@ -30,7 +30,7 @@ import skriptnd
 from skriptnd.tosa.export import RESOURCE_MIN_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tosa_oracle import require_oracle  # noqa: E402
+from tosa_oracle import require_oracle, run_flatbuffer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "models" / "digits"
@@ -39,15 +39,6 @@ SEED = 7
 
 IREE_FLAGS = ["--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"]
-
-_RUN_REFERENCE = """
-import sys, numpy as np, tosa_reference_model as trm
-fb, out, *inputs = sys.argv[1:]
-outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
-assert status == trm.GraphStatus.TOSA_VALID, status
-np.save(out, np.asarray(outputs[0]))
-"""
-
 
 def sknd(*args: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT,
@@ -68,19 +59,6 @@ def tosa_opt_serialize(mlir: Path, fb: Path) -> None:
                            "--tosa-validate", "--tosa-serialize", f"--tosa-flatbuffer-filename={fb}",
                            "-o", os.devnull], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and fb.is_file(), proc.stderr[-3000:]
-
-
-def reference_run(fb: Path, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
-    paths = []
-    for i, x in enumerate(inputs):
-        paths.append(tmp / f"ref_in{i}.npy")
-        np.save(paths[-1], x)
-    out = tmp / "ref_out.npy"
-    proc = subprocess.run([sys.executable, "-c", _RUN_REFERENCE, str(fb), str(out), *map(str, paths)],
-                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return np.load(out)
 
 
 def require_iree() -> None:
@@ -149,7 +127,7 @@ def test_alexnet_mlir_runs_in_the_reference_model(alexnet: tuple[Path, np.ndarra
     assert "dense_resource<kernel1> : tensor<64x3x11x11xf32>" in head
     fb = mlir.with_suffix(".tosa")
     tosa_opt_serialize(mlir, fb)
-    got = reference_run(fb, [x], tmp_path)
+    got = run_flatbuffer(fb, [x], tmp_path, timeout=600)
     np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
 
@@ -198,8 +176,8 @@ def test_resource_and_inline_forms_compute_the_same(tmp_path: Path) -> None:
         mlir, fb = tmp_path / "d.mlir", tmp_path / "d.tosa"
         sknd("export", str(DIGITS), "--tosa-mlir", str(mlir), *form)
         tosa_opt_serialize(mlir, fb)
-        np.testing.assert_allclose(reference_run(fb, [x], tmp_path).reshape(expected.shape), expected,
-                                   rtol=1e-4, atol=1e-7)
+        got = run_flatbuffer(fb, [x], tmp_path, timeout=600)
+        np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
 
 def test_resource_keys_are_identifiers_and_unique() -> None:

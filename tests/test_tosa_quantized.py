@@ -43,7 +43,7 @@ from skriptnd.tosa.export import to_flatbuffer
 from skriptnd.tosa.quantized import lower_quantized, rescale_parameters, to_mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tosa_oracle import require_tosa_opt  # noqa: E402
+from tosa_oracle import require_tosa_opt, run_flatbuffer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "digits_int8"
@@ -260,29 +260,6 @@ def test_sknd_run_via_tosa_is_integer_and_agrees_with_fake_quantization(tmp_path
 
 # -- MLIR, tosa-opt and the reference model ------------------------------------------------------------
 
-_RUN_REFERENCE = """
-import sys, numpy as np, tosa_reference_model as trm
-fb, out, *inputs = sys.argv[1:]
-outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
-assert status == trm.GraphStatus.TOSA_VALID, status
-np.save(out, np.asarray(outputs[0]))
-"""
-
-
-def reference_run(fb: bytes, inputs: list[np.ndarray], tmp: Path) -> np.ndarray:
-    (tmp / "model.tosa").write_bytes(fb)
-    paths = []
-    for i, x in enumerate(inputs):
-        paths.append(tmp / f"in{i}.npy")
-        np.save(paths[-1], x)
-    out = tmp / "out.npy"
-    proc = subprocess.run([sys.executable, "-c", _RUN_REFERENCE, str(tmp / "model.tosa"), str(out), *map(str, paths)],
-                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return np.load(out)
-
-
 @pytest.fixture(scope="module")
 def tools() -> None:
     require_tosa_opt()
@@ -301,7 +278,7 @@ def test_exported_int8_mlir_runs_bit_exactly_in_the_reference_model(tmp_path: Pa
     assert "(tensor<10x1x8x8xi8>) -> (tensor<10x10xi8>)" in mlir and "f32" not in mlir
     fb = to_flatbuffer(mlir, profile="pro_int")  # tosa-opt: parse, --tosa-validate (pro_int), serialize
     inputs = integer.quantize_inputs({"image": x})
-    got = reference_run(fb, inputs, tmp_path)
+    got = run_flatbuffer(fb, inputs, tmp_path)
     ours = integer.run({"image": x}, outputs=[logits])[logits]
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, ours)
@@ -323,7 +300,7 @@ def test_sknd_export_int8_matches_sknd_run_in_the_reference_model(tmp_path: Path
     x = _samples()
     graph = skriptnd.load(MODEL).compose(attribs={"batch": 10})
     integer = lower_quantized(graph)
-    got = reference_run(fbpath.read_bytes(), integer.quantize_inputs({"image": x}), tmp_path)
+    got = run_flatbuffer(fbpath.read_bytes(), integer.quantize_inputs({"image": x}), tmp_path)
     ours = integer.run({"image": x})["probabilities"]
     np.testing.assert_allclose(got, ours, rtol=1e-5, atol=1e-7)  # fp32 softmax: exp may differ in ulps
     np.save(tmp_path / "x.npy", x)
@@ -475,7 +452,7 @@ def test_int16_mlir_runs_bit_exactly_in_the_reference_model(tmp_path: Path, tool
     assert "xi48>" in mlir and "acc_type = i48" in mlir and "scale32 = false" in mlir
     fb = to_flatbuffer(mlir, profile="pro_int extensions=int16")
     x = rng.uniform(-2, 2, (2, 2, 6, 6)).astype(np.float32)
-    got = reference_run(fb, integer.quantize_inputs({"x": x}), tmp_path)
+    got = run_flatbuffer(fb, integer.quantize_inputs({"x": x}), tmp_path)
     assert got.dtype == np.int16
     np.testing.assert_array_equal(got, integer.run({"x": x}, outputs=[y])[y])
 

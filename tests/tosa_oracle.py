@@ -139,6 +139,17 @@ class ReferenceError(Exception):  # noqa: A001 - the name is part of the oracle'
         """True for the statuses a TOSA_ERROR graph produces (run-time or validation)."""
         return self.status in ("ERROR", "INVALID_GRAPH")
 
+    def expected_exception(self) -> type[Exception]:
+        """The exception skriptnd.tosa must raise for this outcome: TosaUnpredictable or TosaError
+        (AssertionError when the reference model failed otherwise, e.g. crashed)."""
+        from skriptnd.tosa import TosaError, TosaUnpredictable
+
+        if self.is_unpredictable:
+            return TosaUnpredictable
+        if self.is_error:
+            return TosaError
+        raise AssertionError(f"reference model failed: {self}")
+
 
 def available() -> bool:
     """Whether the tosa-tools wheel (serializer + reference model) is importable."""
@@ -439,10 +450,33 @@ def _attribute(ts, op: str, attributes: dict[str, Any], input_type: str):
     return attr
 
 
+def _from_bf16(value: np.ndarray) -> np.ndarray:
+    """float32 values of the reference model's bf16 output bytes (``|V2``: the upper 16 bits)."""
+    return (np.frombuffer(value.tobytes(), "<u2").astype(np.uint32) << 16).view(np.float32)
+
+
+def _load_and_run(workdir: str, fbs: str, path: str, tosa_level: str = "NONE") -> list[np.ndarray]:
+    """The outputs of the graph JSON at ``path``, serialized (TOSA 1.0) and run by the reference model;
+    :class:`_Status` for an invalid graph or a status other than TOSA_VALID."""
+    import tosa_reference_model as trm
+    import tosa_serializer as ts
+
+    loader = ts.TosaSerializer(workdir, targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
+    loader.loadFileSchema(fbs)
+    if not loader.loadTosaJson(path):
+        raise RuntimeError("loadTosaJson failed")
+    try:
+        outputs, status = trm.run(loader.serialize(), [], tosa_level=tosa_level)
+    except ValueError as exc:
+        raise _Status("INVALID_GRAPH", str(exc)) from None
+    if status != trm.GraphStatus.TOSA_VALID:
+        raise _Status({1: "UNPREDICTABLE", 2: "ERROR"}.get(int(status), str(status)), "")
+    return outputs
+
+
 def _run(request: _Request, workdir: str) -> np.ndarray:
     import json
 
-    import tosa_reference_model as trm
     import tosa_serializer as ts
 
     fbs = os.path.join(os.path.dirname(os.path.dirname(ts.__file__)), "bin", "tosa.fbs")
@@ -479,22 +513,12 @@ def _run(request: _Request, workdir: str) -> np.ndarray:
                                       "attribute": {}, "inputs": [], "outputs": [s["name"]]})
     with open(path, "w") as f:
         json.dump(graph, f)
-    loader = ts.TosaSerializer(workdir, targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
-    loader.loadFileSchema(fbs)
-    if not loader.loadTosaJson(path):
-        raise RuntimeError("loadTosaJson failed")
-    try:
-        outputs, status = trm.run(loader.serialize(), [])
-    except ValueError as exc:
-        raise _Status("INVALID_GRAPH", str(exc)) from None
-    if status != trm.GraphStatus.TOSA_VALID:
-        raise _Status({1: "UNPREDICTABLE", 2: "ERROR"}.get(int(status), str(status)), "")
+    outputs = _load_and_run(workdir, fbs, path)
     if n_out > 1:
         return tuple(np.asarray(o).reshape(request.output_shape) for o in outputs)
     result = outputs[0]
     if request.output_type == "bf16":
-        result = (np.frombuffer(result.tobytes(), "<u2").astype(np.uint32) << 16).view(np.float32)
-        result = result.reshape(request.output_shape)
+        result = _from_bf16(result).reshape(request.output_shape)
     return np.asarray(result).reshape(request.output_shape)
 
 
@@ -525,7 +549,6 @@ def _attribute_json(ts, fbs: str, workdir: str, op: str, attributes: dict[str, A
 def _run_graph(regions: list[dict[str, Any]], workdir: str, tosa_level: str = "NONE") -> list[np.ndarray]:
     import json
 
-    import tosa_reference_model as trm
     import tosa_serializer as ts
 
     fbs = os.path.join(os.path.dirname(os.path.dirname(ts.__file__)), "bin", "tosa.fbs")
@@ -546,22 +569,13 @@ def _run_graph(regions: list[dict[str, Any]], workdir: str, tosa_level: str = "N
     path = os.path.join(workdir, "graph.json")
     with open(path, "w") as f:
         json.dump(graph, f)
-    loader = ts.TosaSerializer(workdir, targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
-    loader.loadFileSchema(fbs)
-    if not loader.loadTosaJson(path):
-        raise RuntimeError("loadTosaJson failed")
-    try:
-        outputs, status = trm.run(loader.serialize(), [], tosa_level=tosa_level)
-    except ValueError as exc:
-        raise _Status("INVALID_GRAPH", str(exc)) from None
-    if status != trm.GraphStatus.TOSA_VALID:
-        raise _Status({1: "UNPREDICTABLE", 2: "ERROR"}.get(int(status), str(status)), "")
+    outputs = _load_and_run(workdir, fbs, path, tosa_level)
     main = regions[0]
     results = []
     for name, value in zip(main["outputs"], outputs, strict=False):
         shape, t = main["tensors"][name]
         if t == "bf16":
-            value = (np.frombuffer(value.tobytes(), "<u2").astype(np.uint32) << 16).view(np.float32)
+            value = _from_bf16(value)
         results.append(np.asarray(value).reshape(shape))
     return results
 
@@ -640,6 +654,38 @@ def require_oracle() -> None:
     pytest.skip("tosa-tools is not installed (pip install --no-deps tosa-tools==" + TOSA_TOOLS_VERSION + ")")
 
 
+_RUN_FLATBUFFER = """
+import sys, numpy as np, tosa_reference_model as trm
+fb, out, *inputs = sys.argv[1:]
+outputs, status = trm.run(open(fb, 'rb').read(), [np.load(p) for p in inputs])
+assert status == trm.GraphStatus.TOSA_VALID, status
+np.save(out, np.asarray(outputs[0]))
+"""
+
+
+def run_flatbuffer(fb: bytes | os.PathLike[str], inputs: list[np.ndarray], workdir: os.PathLike[str],
+                   timeout: float = 120.0) -> np.ndarray:
+    """The first output of a whole TOSA flatbuffer (``fb``: its bytes or its file) run by the reference
+    model on ``inputs``, in a subprocess of its own (an abort takes only it down); asserts the run is
+    TOSA_VALID. The flatbuffer bytes, the inputs and the output go to ``workdir`` as ``reference*`` files."""
+    from pathlib import Path
+
+    workdir = Path(workdir)
+    if isinstance(fb, bytes):
+        (workdir / "reference.tosa").write_bytes(fb)
+        fb = workdir / "reference.tosa"
+    paths = []
+    for i, x in enumerate(inputs):
+        paths.append(workdir / f"reference_in{i}.npy")
+        np.save(paths[-1], x)
+    out = workdir / "reference_out.npy"
+    proc = subprocess.run([sys.executable, "-c", _RUN_FLATBUFFER, str(fb), str(out), *map(str, paths)],
+                          capture_output=True, text=True, env={"TOSA_MODEL_NO_BACKTRACE": "1", "PATH": ""},
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return np.load(out)
+
+
 def require_tosa_opt() -> None:
     """Like :func:`require_oracle`, for tosa-tools' ``tosa-opt`` (MLIR validation and serialization)."""
     require_oracle()
@@ -708,18 +754,13 @@ def compare_with_reference(op: str, inputs: list[Any], attributes: dict[str, Any
     ``flush_subnormals`` accepts ±0 from the reference where the exact result is subnormal.
     When the reference reports an error the implementation must raise the matching exception.
     """
-    from skriptnd.tosa import OPS, TosaError, TosaUnpredictable
+    from skriptnd.tosa import OPS
 
     ref = run_reference(op, list(oracle_inputs if oracle_inputs is not None else inputs), attributes,
                         output_type, input_types=input_types_of(list(inputs)), output_shape=output_shape)
     kwargs = dict(attributes if mine_kwargs is None else mine_kwargs)
     if isinstance(ref, ReferenceError):
-        if ref.is_unpredictable:
-            expected: type[Exception] = TosaUnpredictable
-        elif ref.is_error:
-            expected = TosaError
-        else:
-            raise AssertionError(f"reference model failed: {ref}")
+        expected = ref.expected_exception()
         try:
             OPS[op](*inputs, **kwargs)
         except expected:
