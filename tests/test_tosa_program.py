@@ -316,3 +316,26 @@ def test_clamps_keep_their_nan_mode_fused_or_not(nan_mode: str) -> None:
     for program in (fused, alone):
         np.testing.assert_array_equal(program([x])[0], expected)
     assert np.isnan(expected).any() == (nan_mode == "PROPAGATE")
+
+
+def test_a_failing_tosa_operator_is_a_diagnostic_at_its_operation(tmp_path: Path) -> None:
+    # a run-time index out of range: TOSA GATHER's REQUIRE fails inside the program
+    from skriptnd.diagnostics import DiagnosticError
+
+    (tmp_path / "main.sknd").write_text("""import layout;
+graph G {
+    @input { x: real[4]; i: int[2]; }
+    @output { y: real[2]; }
+    @compose {
+        y = layout.gather{axis=0}(x, i);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    x = np.arange(4, dtype=F32)
+    np.testing.assert_array_equal(graph.run({"x": x, "i": np.array([3, 1])})["y"], [3.0, 1.0])
+    with pytest.raises(DiagnosticError) as info:
+        graph.run({"x": x, "i": np.array([0, 7])})
+    (diag,) = info.value.diagnostics
+    assert diag.code == "E0713" and diag.span.line == 6 and "layout.gather" in diag.message
+    assert "GATHER" in diag.notes[0].message

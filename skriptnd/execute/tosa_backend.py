@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..compose.ir import Operation, Tensor
+from ..diagnostics import Diagnostic, DiagnosticError, Note
 from ..semantics.intrinsics import STDLIB_INTRINSICS
+from ..source import NO_SPAN, Span
 from .executor import flat_tensors, read_keys
 
 PROGRAM_OP = "tosa.program"
@@ -70,7 +72,8 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
             return name
 
         produced: list[Tensor] = []
-        for _, op, sg in run:
+        for k, (_, op, sg) in enumerate(run):
+            builder.origin = k
             args = [None if v is None else [name_of(t) for t in v] if isinstance(v, list) else name_of(v)
                     for v in op.inputs]
             outs = builder.splice(sg, args)
@@ -104,7 +107,19 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
 
 
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:
-    return op.attribs["program"](args)
+    from ..tosa.program import ProgramError
+
+    try:
+        return op.attribs["program"](args)
+    except ProgramError as err:  # located at the standard operation the failing TOSA operator implements
+        operations = op.attribs["operations"]
+        source = operations[err.op.origin] if 0 <= err.op.origin < len(operations) else operations[0]
+        cause = str(err.cause) or type(err.cause).__name__
+        span = source.span if isinstance(source.span, Span) else NO_SPAN
+        raise DiagnosticError([Diagnostic(
+            code="E0713", message=f"{source.op} failed: {cause}", span=span,
+            notes=(Note(f"in TOSA {err.op.name}, in operation '{source.label}'" if source.label
+                        else f"in TOSA {err.op.name}"),))]) from None
 
 
 def _composed_shapes(op: Operation, args: list[Any]) -> bool:
@@ -133,7 +148,12 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
             cache[id(op)] = entry
         subgraph = entry[1]
         if subgraph is not None and _composed_shapes(op, args):
-            return run_subgraph(subgraph, args)
+            from ..tosa import TosaError, TosaUnpredictable
+
+            try:
+                return run_subgraph(subgraph, args)
+            except (TosaError, TosaUnpredictable) as err:  # the executor locates it at the operation
+                raise ValueError(str(err)) from None
         kernel = fallback.get(op.op)
         return NotImplemented if kernel is None else kernel(op, args)
 

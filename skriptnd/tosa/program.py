@@ -56,6 +56,17 @@ class Op:
     inputs: list[str]
     attrs: dict[str, Any]
     output: str
+    #: which spliced subgraph (its index, see Builder.origin) the operator comes from; -1: none
+    origin: int = -1
+
+
+class ProgramError(Exception):
+    """An operator of a program failed (a TOSA ERROR_IF or REQUIRE on run-time data, an index
+    out of the int32 range, ...): ``op`` is the TOSA operator, ``cause`` the exception."""
+
+    def __init__(self, op: Op, cause: BaseException) -> None:
+        super().__init__(f"{op.name}: {cause}")
+        self.op, self.cause = op, cause
 
 
 @dataclass
@@ -96,14 +107,19 @@ class Program:
         values: list[Any] = [None] * (len(slots) + 1)
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
-        for step in self._steps:  # type: ignore[union-attr]
-            operands = [values[v] if is_slot else v for is_slot, v in step.operands]
-            result = step.fn(*operands)
-            if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
-                result = _generic(step.op)(*operands)
-            values[step.out] = result
-            for k in step.frees:
-                values[k] = None
+        step = None
+        try:
+            for step in self._steps:  # type: ignore[union-attr]
+                operands = [values[v] if is_slot else v for is_slot, v in step.operands]
+                result = step.fn(*operands)
+                if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
+                    result = _generic(step.op)(*operands)
+                values[step.out] = result
+                for k in step.frees:
+                    values[k] = None
+        except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
+            assert step is not None
+            raise ProgramError(step.op, err) from err
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _plan(self) -> None:
@@ -179,6 +195,8 @@ class Builder:
         self._lazy: dict[str, tuple[str, tuple[int, ...]]] = {}
         self._materialized: dict[str, str] = {}
         self._widened: dict[str, str] = {}  # WIDEN output -> its int32 source
+        #: recorded on the operators appended from now on (the caller's index of what it splices)
+        self.origin = -1
 
     # -- values -----------------------------------------------------------------------------------
 
@@ -261,7 +279,7 @@ class Builder:
 
     def _append(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
         out = self._fresh()
-        self.program.ops.append(Op(name, inputs, attrs, out))
+        self.program.ops.append(Op(name, inputs, attrs, out, self.origin))
         return out
 
     def _sink(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str | None:
