@@ -131,6 +131,8 @@ def _tosa_coverage(graph: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from .execute import KERNELS
+    from .execute.quantize import has_quantization
     from .tosa.legalize import coverage
 
     rows = coverage(graph)
@@ -138,12 +140,25 @@ def _tosa_coverage(graph: Any) -> None:
     for col in ("operation", "label", "TOSA", "rule or reason"):
         table.add_column(col)
     for op, ok, reason in rows:
-        table.add_row(op.op, escape(op.label), "yes" if ok else "no: @lower", escape(reason),
+        fallback = "native kernel" if op.op in KERNELS else "@lower"
+        table.add_row(op.op, escape(op.label), "yes" if ok else f"no: {fallback}", escape(reason),
                       style=None if ok else "yellow")
     console = Console()
     console.print(table)
     done = sum(ok for _, ok, _ in rows)
-    console.print(f"{done} of {len(rows)} operations map to TOSA; {len(rows) - done} fall back to @lower")
+    console.print(f"{done} of {len(rows)} operations map to TOSA; {len(rows) - done} fall back to a native "
+                  "kernel or @lower")
+    if has_quantization(graph):  # what `sknd run` runs by default for it: the integer graph
+        from .tosa.quantized import lower_quantized
+
+        try:
+            integer = lower_quantized(graph)
+        except DiagnosticError as err:
+            console.print(f"@quantize: no integer TOSA graph ({escape(err.diagnostics[0].message)}); "
+                          "sknd run uses fake quantization")
+            return
+        console.print(f"@quantize: runs as an integer TOSA graph of {len(integer.ops)} operations "
+                      f"({', '.join(sorted({o.name for o in integer.ops}))})")
 
 
 def _load_array(spec: str, name: str) -> np.ndarray:

@@ -72,6 +72,10 @@ def test_cli_via_and_tosa_coverage(tmp_path: Path) -> None:
         assert int(np.load(tmp_path / via / "probabilities.npy").argmax()) == 6
     assert sknd("run", str(DIGITS), "--random-inputs", "--via", "gpu").returncode == 2
     report = sknd("compose", str(DIGITS), "--tosa")
-    assert report.returncode == 0 and "9 of 9 operations map to TOSA; 0 fall back to @lower" in report.stdout
+    assert report.returncode == 0 and "9 of 9 operations map to TOSA; 0 fall back" in report.stdout
     lstm = sknd("compose", str(ROOT / "models" / "lstm"), "--tosa")
-    assert lstm.returncode == 0 and "fall back to @lower" in lstm.stdout and "no: @lower" in lstm.stdout
+    assert lstm.returncode == 0 and "2 of 4 operations map to TOSA; 2 fall back" in lstm.stdout
+    assert "no: native kernel" in lstm.stdout  # nn.lstm runs skriptnd/execute/recurrent.py
+    quantized = sknd("compose", str(ROOT / "models" / "digits_int8"), "--tosa")
+    assert quantized.returncode == 0 and "@quantize: runs as an integer TOSA graph of" in quantized.stdout
+    assert "RESCALE" in quantized.stdout and "CONV2D" in quantized.stdout
