@@ -96,7 +96,7 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
                                                                 "a .png/.svg/.pdf with --format dot is rendered "
                                                                 "by graphviz when installed.")] = None,
                     tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA "
-                                                       "and which fall back to @lower.")] = False,
+                                                       "and which run a native kernel or @lower.")] = False,
                     color: ColorOpt = "auto") -> None:
     """Compose a model's graph and print it."""
     from .compose.render import to_dot, to_json_text, to_text
