@@ -72,8 +72,9 @@ TIMEOUT = 20.0
 class Session:
     """A language client whose asyncio loop runs in a thread; methods block until done."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, capabilities: types.ClientCapabilities | None = None) -> None:
         self.root = root
+        self.capabilities = capabilities or types.ClientCapabilities()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -94,7 +95,7 @@ class Session:
 
         await client.start_io(sys.executable, "-m", "skriptnd", "lsp", cwd=str(self.root))
         await client.initialize_async(types.InitializeParams(
-            process_id=os.getpid(), root_uri=self.root.as_uri(), capabilities=types.ClientCapabilities()))
+            process_id=os.getpid(), root_uri=self.root.as_uri(), capabilities=self.capabilities))
         client.initialized(types.InitializedParams())
         return client
 
@@ -435,3 +436,40 @@ def test_formatting(lsp: Session, model: Path) -> None:
     lsp.change(uri, messy.replace("nn.relu(c);", "nn.relu(c)"), version=2)  # a syntax error: no edit
     assert not lsp.formatting(uri)
     lsp.close_document(uri)
+
+
+# ---------------------------------------------------------------------------- position encoding
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def test_positions_count_utf16_units_by_default(lsp: Session, model: Path) -> None:
+    """'😋' is one code point but two UTF-16 code units (LSP's default encoding): a diagnostic
+    after it on its line, and a request there, are in UTF-16 units."""
+    bad = MAIN.replace("c = nn.conv{padding=1}(x, w);", "c = nn.conv{padding_align='😋', paddin=1}(x, w);")
+    uri = lsp.open(model / "main.sknd", bad, version=1)
+    diags = lsp.diagnostics(uri, version=1)
+    line, col = position_of(bad, "paddin=")
+    prefix = bad.split("\n")[line][:col]
+    (unknown,) = [d for d in diags if d.code == "E0209"]
+    assert unknown.range.start == types.Position(line, utf16(prefix)) != types.Position(line, col)
+    assert unknown.range.end == types.Position(line, utf16(prefix) + len("paddin"))
+    # a hover on `w` after the emoji, sent in UTF-16 units, finds w
+    wline, wcol = position_of(bad, "(x, w)", 4)
+    hover = lsp.hover(uri, wline, utf16(bad.split("\n")[wline][:wcol]))
+    assert hover is not None and "w" in hover.contents.value and "real[4, 3, 3, 3]" in hover.contents.value
+
+
+def test_a_client_offering_utf32_gets_code_points(model: Path) -> None:
+    session = Session(model, types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf32])))
+    try:
+        bad = MAIN.replace("c = nn.conv{padding=1}(x, w);", "c = nn.conv{padding_align='😋', paddin=1}(x, w);")
+        uri = session.open(model / "main.sknd", bad, version=1)
+        (unknown,) = [d for d in session.diagnostics(uri, version=1) if d.code == "E0209"]
+        line, col = position_of(bad, "paddin=")
+        assert unknown.range.start == types.Position(line, col)
+    finally:
+        session.stop()

@@ -17,7 +17,8 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from . import features
-from .workspace import Workspace
+from .encoding import Positions
+from .workspace import Workspace, uri_to_path
 
 __all__ = ["DEBOUNCE_SECONDS", "SkriptndServer", "create_server", "main"]
 
@@ -33,6 +34,22 @@ class SkriptndServer(LanguageServer):
         self.state = Workspace()
         self.debounce = debounce
         self._pending: dict[str, asyncio.TimerHandle] = {}
+
+    # ------------------------------------------------------------ positions
+
+    @property
+    def positions(self) -> Positions:
+        """Conversions between the negotiated position encoding and code points (encoding.py)."""
+        return Positions(self.workspace.position_codec, self.lines_of)
+
+    def lines_of(self, uri: str) -> list[str] | None:
+        doc = self.state.documents.get(uri)
+        if doc is not None:
+            return doc.text.split("\n")
+        try:
+            return uri_to_path(uri).read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
 
     # ------------------------------------------------------------ documents
 
@@ -67,7 +84,7 @@ class SkriptndServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
                                                            message=f"sknd: checking {uri} failed: {err!r}"))
             return
-        lsp_diags = [features.to_lsp_diagnostic(d, self.state.uri_of) for d in diags]
+        lsp_diags = self.positions.outgoing(uri, [features.to_lsp_diagnostic(d, self.state.uri_of) for d in diags])
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=lsp_diags, version=doc.version))
 
@@ -118,30 +135,37 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> SkriptndServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: SkriptndServer, params: types.HoverParams) -> types.Hover | None:
-        return features.hover(ls.state, params.text_document.uri, params.position)
+        uri = params.text_document.uri
+        return ls.positions.outgoing(uri, features.hover(ls.state, uri, ls.positions.incoming(uri, params.position)))
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
     def definition(ls: SkriptndServer, params: types.DefinitionParams) -> list[types.Location] | None:
-        return features.definition(ls.state, params.text_document.uri, params.position)
+        uri = params.text_document.uri
+        return ls.positions.outgoing(uri, features.definition(ls.state, uri,
+                                                              ls.positions.incoming(uri, params.position)))
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
     def references(ls: SkriptndServer, params: types.ReferenceParams) -> list[types.Location] | None:
-        return features.references(ls.state, params.text_document.uri, params.position,
-                                   params.context.include_declaration)
+        uri = params.text_document.uri
+        return ls.positions.outgoing(uri, features.references(ls.state, uri, ls.positions.incoming(uri, params.position),
+                                                              params.context.include_declaration))
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=list(features.TRIGGER_CHARACTERS)))
     def completion(ls: SkriptndServer, params: types.CompletionParams) -> types.CompletionList:
         trigger = params.context.trigger_character if params.context is not None else None
-        return features.completion(ls.state, params.text_document.uri, params.position, trigger)
+        uri = params.text_document.uri
+        return features.completion(ls.state, uri, ls.positions.incoming(uri, params.position), trigger)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     def document_symbol(ls: SkriptndServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        return features.document_symbols(ls.state, params.text_document.uri)
+        uri = params.text_document.uri
+        return ls.positions.outgoing(uri, features.document_symbols(ls.state, uri))
 
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: SkriptndServer, params: types.DocumentFormattingParams) -> list[types.TextEdit]:
-        return features.formatting(ls.state, params.text_document.uri)
+        uri = params.text_document.uri
+        return ls.positions.outgoing(uri, features.formatting(ls.state, uri))
 
     return server
 
