@@ -15,8 +15,8 @@ output shapes and an operator output may introduce a data-dependent symbol toget
 upper bound (`s|k`, §2.6.1; E0411 without one). Attribute pack lengths `int..(k)` declare k
 when it is new.
 
-Expressions are typed by an `ExprTyper` (see typecheck.py), so that this module stays about
-names; `build_scope` runs the whole checker and returns the finished table.
+Expressions are typed by an `ExprTyper` (see typecheck/expressions.py), so that this module
+stays about names; `build_scope` runs the whole checker and returns the finished table.
 """
 
 from __future__ import annotations
