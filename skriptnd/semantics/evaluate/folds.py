@@ -30,12 +30,7 @@ def _fold_arith(op: str, items: Pack) -> Any:
         if type(u) is int:
             return unit
         raise _bad_operands(op, u, u, _NUM)
-    _check_items(op, items)
-    fn = _BINARY[op]
-    result = items[0]
-    for x in items[1:]:
-        result = fn(result, x)
-    return result
+    return _left_fold(op, items)
 
 
 def _fold_logic(op: str, items: Pack) -> bool:
@@ -74,6 +69,11 @@ def _fold_minmax(op: str, items: Pack) -> Any:
     """`x <? ..` / `x >? ..`: no neutral element, so an empty pack is an error."""
     if not items:
         raise _OpError("E0502", f"'{op} ..' of an empty pack (minimum and maximum need at least one item)")
+    return _left_fold(op, items)
+
+
+def _left_fold(op: str, items: Pack) -> Any:
+    """``((items[0] op items[1]) op items[2]) ...`` over a non-empty pack whose items suit ``op``."""
     _check_items(op, items)
     fn = _BINARY[op]
     result = items[0]
