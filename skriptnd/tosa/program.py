@@ -17,6 +17,9 @@ simplifies it as a compiler does, before anything runs:
 4. each operator gets its fast fp32 form (skriptnd.tosa.fast) or the generic kernel, and values
    are freed after their last use.
 
+A program keeps scratch buffers between runs (im2col columns, Winograd tiles), shared by its
+operators: one program runs one call at a time (like an Executor; use one per thread).
+
 The graph that runs is TOSA (``Program.ops``, printable with ``str(program)``) plus the int64/int32
 conversions at the edges of index computations (``NARROW``/``WIDEN``, see ``BOUNDARY``).
 """
