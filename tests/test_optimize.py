@@ -75,6 +75,9 @@ def test_tiny_conv_bn_relu_folds_into_one_operation(tiny: Any) -> None:
     assert tosa._program is not None and len(tosa._program) == 1
     (conv,) = tosa._program[0][1].attribs["operations"]
     assert conv.op == "nn.conv" and conv.attribs["fused_relu"] is True
+    # the weights are held once, by the program (re-laid-out): neither the variables nor the
+    # folded filter stay in the executor, nor in what the program keeps of the operation
+    assert not tosa.variables and not tosa._constants and not conv.inputs
 
 
 def test_folding_without_conv_kernel_runs_the_plan(tiny: Any) -> None:

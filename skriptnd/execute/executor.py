@@ -93,15 +93,11 @@ class Executor:
 
             operations, constants = optimize_operations(operations, self.graph, self.variables)
             self._constants = {id(t): t.value for t in constants}
+            self._release(operations)
         segmenter = getattr(self.kernels, "compile_segments", None)
         if segmenter is not None:  # a backend compiling runs of operations (see tosa_backend)
             operations = segmenter(operations, self._known, keep)
-        if operations is not self.graph.operations:
-            # the variables only rewritten operations read are released (a new mapping, the caller's
-            # is untouched): folded constants replace them, memory is not doubled
-            read = {key for op in operations for key in read_keys(op)}
-            self._released = {t.name for t in self.graph.variables if id(t) not in read}
-            self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
+            self._release(operations)
         last: dict[int, int] = {}
         for i, op in enumerate(operations):
             for key in read_keys(op):
@@ -126,6 +122,15 @@ class Executor:
                 program.append((1, op, None, (), (), frees))
         self._program = program
 
+    def _release(self, operations: list[Operation]) -> None:
+        """Drop the variables and plan-time constants no operation reads any more (folded into
+        others, or captured by a compiled program), so the weights are not held twice. A new
+        mapping: the caller's is untouched."""
+        read = {key for op in operations for key in read_keys(op)}
+        self._released |= {t.name for t in self.graph.variables if id(t) not in read}
+        self.variables = {k: v for k, v in self.variables.items() if k not in self._released}
+        self._constants = {k: v for k, v in self._constants.items() if k in read}
+
     def _known(self, t: Tensor) -> np.ndarray | None:
         """A tensor's value at plan time: constants, and variables unless the graph updates them."""
         if t.kind == "constant":
@@ -135,6 +140,8 @@ class Executor:
         return None
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._program is None:  # first: it releases folded variables before values holds them
+            self.prepare()
         values: dict[int, Any] = {}
         for t in self.graph.inputs:
             if t.name not in inputs:
@@ -156,8 +163,6 @@ class Executor:
                     raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
                                                       span=_where(t))])
                 values[id(t)] = self.variables[t.name]
-        if self._program is None:
-            self.prepare()
         values.update(self._constants)
         self._run_program(values)
         if self.graph.updates:  # @update (§2.11): the next run sees the new variable values

@@ -10,6 +10,7 @@ do not legalize (and intrinsics) run as before: their @lower plans, or native ke
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
         program = builder.finish()
         first = run[0][1]
         result.append(Operation(op=PROGRAM_OP, definition=None, inputs=list(external), outputs=list(results),
-                                attribs={"program": program, "operations": [op for _, op, _ in run]},
+                                attribs={"program": program, "operations": [_source(op) for _, op, _ in run]},
                                 label=first.label, span=first.span))
         run.clear()
 
@@ -104,6 +105,13 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
             run.append((i, op, sg))
     flush()
     return result
+
+
+def _source(op: Operation) -> Operation:
+    """What a program keeps of an operation it compiled: its name, attributes, label and span (for
+    diagnostics), not its tensors, whose plan-time values (e.g. folded filters) the program holds
+    in its own layout."""
+    return replace(op, inputs=[], outputs=[], binding=None, subgraphs={})
 
 
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:

@@ -223,9 +223,12 @@ def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
     """OHWI 3x3 weight -> [a*a, IC, OC] float32 (G g G^T per (oc, ic), computed in float64)."""
     _, g, _ = matrices(m)
     gm = np.array(g, dtype=np.float64)
-    u = np.einsum("ak,okli,bl->abio", gm, weight.astype(np.float64), gm)
-    a = m + 2
-    return np.ascontiguousarray(u.reshape(a * a, weight.shape[3], weight.shape[0]).astype(F32))
+    a, (oc, _, _, ic) = m + 2, weight.shape
+    out = np.empty((a * a, ic, oc), F32)
+    for o in range(0, oc, 64):  # in blocks of output channels: the float64 temporaries stay small
+        u = np.einsum("ak,okli,bl->abio", gm, weight[o:o + 64].astype(np.float64), gm)
+        out[:, :, o:o + 64] = u.reshape(a * a, ic, -1)
+    return out
 
 
 _BLAS: list[Any] = []  # [get_num_threads, set_num_threads] of OpenBLAS, or [] if unknown
