@@ -20,6 +20,7 @@ import skriptnd
 from skriptnd.execute import Executor
 from skriptnd.execute.backends import kernels_for
 from skriptnd.tosa import OPS
+from skriptnd.tosa import fast as fast_forms
 from skriptnd.tosa.fast import Clamp, specialise
 from skriptnd.tosa.program import BOUNDARY, Builder, Op
 
@@ -174,9 +175,16 @@ def test_fast_depthwise_matches_the_generic_kernel(geo: tuple[int, ...], c: int,
     ih, iw = _extent(int(rng.integers(1, 5)), kh, sy, d, 2 * pt), _extent(int(rng.integers(1, 5)), kw, sx, 1, pl)
     x, w, b = _rand(rng, 1, ih, iw, c), _rand(rng, kh, kw, c, m), _rand(rng, c * m)
     attrs = {"pad": [pt, pt, pl, 0], "stride": [sy, sx], "dilation": [d, 1]}
-    fast = specialise("DEPTHWISE_CONV2D", [None, w, b], attrs)
-    assert fast is not None
-    np.testing.assert_allclose(fast(x, w, b), OPS["DEPTHWISE_CONV2D"](x, w, b, **attrs), rtol=1e-5, atol=1e-5)
+    expected = OPS["DEPTHWISE_CONV2D"](x, w, b, **attrs)
+    saved = fast_forms._DEPTHWISE_BAND_BYTES
+    try:
+        for band in (saved, 1):  # one band, and bands of one output row
+            fast_forms._DEPTHWISE_BAND_BYTES = band
+            fast = specialise("DEPTHWISE_CONV2D", [None, w, b], attrs)
+            assert fast is not None
+            np.testing.assert_allclose(fast(x, w, b), expected, rtol=1e-5, atol=1e-5)
+    finally:
+        fast_forms._DEPTHWISE_BAND_BYTES = saved
 
 
 @settings(max_examples=40, deadline=None)
