@@ -239,6 +239,15 @@ def test_fast_elementwise_forms_give_the_generic_bits(name: str, seed: int) -> N
         np.testing.assert_array_equal(fast(*args), expected)
 
 
+def test_fast_slice_is_a_view_with_the_generic_values() -> None:
+    x = np.arange(2 * 5 * 4, dtype=F32).reshape(2, 5, 4)
+    start, size = np.array([1, 1, 0]), np.array([1, 3, 4])
+    fast = specialise("SLICE", [None, start, size], {})
+    assert fast is not None
+    np.testing.assert_array_equal(fast(x, start, size), OPS["SLICE"](x, start, size))
+    assert np.shares_memory(fast(x, start, size), x)
+
+
 def test_fast_forms_decline_other_types() -> None:
     fast = specialise("ADD", [None, None], {})
     assert fast is not None

@@ -100,6 +100,10 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _checked(lambda a, b, *shift: np.multiply(a, b))
     if name == "RESHAPE":
         return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
+    if name == "SLICE" and len(consts) == 3 and consts[1] is not None and consts[2] is not None:
+        # a view: no operator of a program writes into its inputs, so the copy can be skipped
+        window = tuple(slice(int(a), int(a) + int(n)) for a, n in zip(consts[1], consts[2], strict=True))
+        return lambda x, start, size: x[window] if x.ndim == len(window) else NotImplemented
     if name == "TRANSPOSE":
         perms = tuple(int(p) for p in attrs["perms"])
         return lambda x: np.ascontiguousarray(np.transpose(x, perms))
