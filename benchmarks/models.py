@@ -1,20 +1,47 @@
-"""Model-zoo latency: skriptnd vs onnxruntime (and PyTorch eager for ResNet-18).
+"""Model-zoo latency: skriptnd (TOSA programs and native kernels) vs onnxruntime vs PyTorch eager.
 
-    python benchmarks/models.py [--threads 1 2] [--repeat 20] [--no-write] [--baseline]
+    python benchmarks/models.py [--threads 1 2] [--repeat 20] [--budget 3] [--gap 0.3] [--sequential]
+                                [--models resnet18 ...] [--no-write] [--no-sgemm] [--baseline]
 
 For ResNet-18 (224x224, batch 1), MobileNetV2 (224x224, batch 1), the LSTM and the Transformer
-(the shapes of tests/test_model_zoo.py), and the LSTM of issue #7 (models/lstm's graph LSTM with
-seq 128, batch 8, input and hidden 256: two stacked nn.lstm layers against two stacked ONNX LSTM
-operators): weights from each model's make_weights.py in a temporary folder; the ONNX reference
-graphs are the test's builders (tests/test_model_zoo.py), with the same weights. The LSTMs and the
-Transformer are timed interleaved (skriptnd and onnxruntime alternate, run by run, so load changes
-on a shared machine hit both alike) after checking that their outputs agree. Both run with the same thread count: threadpoolctl limits numpy's BLAS, onnxruntime gets
-intra_op_num_threads. `--baseline` also times skriptnd without the fast kernels of
-skriptnd/execute/kernels.py (the @lower plans). When torch is installed, ResNet-18 also runs in
-PyTorch eager mode (a functional torchvision-style ResNet-18 on the same weights, batch norm unfused,
-`torch.inference_mode()`, `torch.set_num_threads`). "peak run MB" is the largest amount of memory
-numpy allocated during one skriptnd run (tracemalloc), on top of the weights the executor holds.
-Writes a markdown table (one row per model and thread count) to docs/performance.md.
+(the shapes of tests/test_model_zoo.py), and the LSTM of issue #7 (`lstm-large`: models/lstm's graph
+LSTM with seq 128, batch 8, input and hidden 256), in one process, on the same weights (each
+model's make_weights.py, written to a temporary folder) and with the same thread count:
+
+* skriptnd: `Executor(graph, variables)`, the default backend (runs of legalizable operations
+  compiled into TOSA programs, skriptnd.execute.tosa_backend);
+* kernels: skriptnd's native numpy kernels (`sknd run --via kernels`,
+  `skriptnd.execute.backends.kernels_for("kernels")`), no TOSA;
+* onnxruntime: the ONNX reference graph of tests/test_model_zoo.py's builders, CPU execution
+  provider, `intra_op_num_threads` = threads;
+* PyTorch eager, when torch imports: functional implementations in this file (`TORCH`: conv2d +
+  unfused eval-mode batch_norm for the CNNs, `torch.nn.LSTM` for the LSTMs, `layer_norm` +
+  `scaled_dot_product_attention` for the transformer), `torch.inference_mode()`,
+  `torch.set_num_threads(threads)`; without torch its column shows "–".
+
+Every implementation's outputs are first compared with skriptnd's (max |difference| / max |skriptnd|
+over all outputs, printed); one that differs by more than 1e-4 is not timed. The implementations
+are then timed interleaved, round by round, so load changes on a shared machine hit all alike
+(`--sequential`: one after the other); the table gives the medians. With one thread: one run of
+each per round, at least `--repeat` rounds, more while they fit in `--budget` seconds. With more
+threads the thread pools (OpenBLAS, onnxruntime, PyTorch's OpenMP) spin-wait after a run and slow
+down whatever runs next on the same cores (2-10x measured on 2 CPUs), so each implementation's
+turn in a round starts with `--gap` seconds of sleep and an untimed run, then times runs for at
+least 0.1 s; at least 3 rounds and `--repeat` timed runs each. numpy's BLAS is limited with
+threadpoolctl. Each row also records how many CPUs other processes kept busy meanwhile
+(/proc/stat): two-thread rows measured while another process ran are not meaningful. `--baseline` also times skriptnd on the @lower plans only (no
+kernels, no TOSA). "peak run MB" is the largest amount of memory numpy allocated during one
+skriptnd run (tracemalloc), on top of the weights the executor holds.
+
+Unless `--no-sgemm`, the ResNet-18 rows are followed by a measurement of numpy's sgemm (OpenBLAS)
+on the im2col GEMM shapes of ResNet-18's 20 convolutions ([positions x in*k*k] @ [in*k*k x out],
+as skriptnd.tosa.fast's CONV2D multiplies them), per thread count: the GFLOP/s range over the
+shapes and the sum of the 20 GEMM times, against the convolution FLOP rate implied by each
+framework's whole-network latency.
+
+Writes docs/performance.md (a markdown table, one row per model and thread count, above the
+hand-written notes that follow the `<!-- notes -->` marker) and, when matplotlib imports,
+docs/performance.png (grouped bars per model, one panel per thread count, log scale).
 """
 
 from __future__ import annotations
@@ -41,16 +68,22 @@ import test_model_zoo as zoo  # noqa: E402  (the ONNX reference builders)
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import skriptnd  # noqa: E402
-from skriptnd.execute import KERNELS, Executor  # noqa: E402
-from skriptnd.execute.kernels import FAST_KERNELS  # noqa: E402
-from skriptnd.execute.pointwise import POINTWISE_KERNELS  # noqa: E402
-from skriptnd.execute.recurrent import RECURRENT_KERNELS  # noqa: E402
+from skriptnd.execute import Executor  # noqa: E402
+from skriptnd.execute.backends import kernels_for  # noqa: E402
 
 #: The LSTM configuration of issue #7 (target: within 2x of onnxruntime's LSTM operator)
 LSTM_LARGE = {"seq": 128, "batch": 8, "input": 256, "hidden": 256}
+#: Largest relative difference from skriptnd's outputs for an implementation to be timed
+TOLERANCE = 1e-4
+#: Implementations (row keys) and their column titles, in table and chart order
+IMPLS = {"sknd": "skriptnd", "kernels": "skriptnd kernels", "ort": "onnxruntime", "torch": "PyTorch eager"}
+CHART_LABELS = {"sknd": "skriptnd (default: TOSA programs)", "kernels": "skriptnd --via kernels",
+                "ort": "onnxruntime", "torch": "PyTorch eager"}
+Outputs = dict[str, np.ndarray]
 
 
-def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
+def _median_ms(fn: Callable[[], Any], repeat: int, gap: float = 0.0) -> float:
+    time.sleep(gap)  # another thread pool may still be spinning (see _interleaved_ms)
     fn()  # warm-up (plans, ORT allocations)
     times = []
     for _ in range(repeat):
@@ -60,17 +93,63 @@ def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
     return 1000.0 * statistics.median(times)
 
 
-def _interleaved_ms(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
-    """Median latency of each function, timed alternately (one run of each per round)."""
+def _interleaved_ms(fns: list[Callable[[], Any]], repeat: int, budget: float = 0.0, gap: float = 0.0) -> list[float]:
+    """Median latency of each function, timed alternately.
+
+    gap 0 (one thread): one run of each per round, at least `repeat` rounds, more (up to 10x) while
+    they fit in `budget` seconds. gap > 0 (several threads, where thread pools spin-wait after a
+    run: OpenBLAS' workers for ~0.1 s, slowing whatever runs next on the shared cores): per round,
+    each function in turn after `gap` seconds of sleep and one untimed run, then timed runs for
+    at least 0.1 s (and 3 runs); at least 3 rounds and `repeat` timed runs of each."""
+    start = time.perf_counter()
     for fn in fns:
         fn()  # warm-up
+    first = time.perf_counter() - start
     times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
+    if gap <= 0:
+        for _ in range(max(repeat, min(10 * repeat, int(budget / max(first, 1e-9))))):
+            for fn, t in zip(fns, times, strict=True):
+                start = time.perf_counter()
+                fn()
+                t.append(time.perf_counter() - start)
+        return [1000.0 * statistics.median(t) for t in times]
+    rounds = 0
+    while rounds < 3 or min(len(t) for t in times) < repeat:
+        rounds += 1
         for fn, t in zip(fns, times, strict=True):
-            start = time.perf_counter()
+            time.sleep(gap)
             fn()
-            t.append(time.perf_counter() - start)
+            block, count = time.perf_counter(), 0
+            while count < 3 or time.perf_counter() - block < 0.1:
+                start = time.perf_counter()
+                fn()
+                t.append(time.perf_counter() - start)
+                count += 1
     return [1000.0 * statistics.median(t) for t in times]
+
+
+def _cpu_snapshot() -> tuple[float, float, float] | None:
+    """(CPU seconds of all processes, of this one, wall seconds) now; None where /proc/stat is missing."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    own = os.times()
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK"), own.user + own.system, time.perf_counter()
+
+
+def _others_cpus(before: tuple[float, float, float] | None) -> float | None:
+    """Average number of CPUs other processes kept busy since `before` (a shared machine's noise)."""
+    after = _cpu_snapshot()
+    if before is None or after is None:
+        return None
+    return max(0.0, ((after[0] - before[0]) - (after[1] - before[1])) / (after[2] - before[2]))
+
+
+def _relative_difference(got: Outputs, expected: Outputs) -> float:
+    return max(float(np.abs(np.asarray(got[k], np.float64) - v).max() / max(float(np.abs(v).max()), 1e-12))
+               for k, v in expected.items())
 
 
 def _lstm_large(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
@@ -83,7 +162,7 @@ def _lstm_large(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
 
 
 def _session(ort: Any, builder: zoo.Onnx, inputs: dict[str, np.ndarray], outputs: dict[str, str],
-             threads: int) -> Callable[[], Any]:
+             threads: int) -> Callable[[], Outputs]:
     import onnx
     from onnx import TensorProto, helper
 
@@ -102,18 +181,50 @@ def _session(ort: Any, builder: zoo.Onnx, inputs: dict[str, np.ndarray], outputs
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = list(outputs)
-    return lambda: session.run(names, inputs)
+    return lambda: dict(zip(names, session.run(names, inputs), strict=True))
 
 
-def _torch_resnet18(w: dict[str, np.ndarray], threads: int) -> Callable[[np.ndarray], Any] | None:
-    """torchvision's resnet18 in PyTorch eager (functional, BatchNorm in eval mode), or None without torch."""
+# ------------------------------------------------------------------------------------ PyTorch eager
+# Each builder takes the model's weights (make_weights.py names), the case's inputs and the thread
+# count, and returns a function running the model on those inputs (outputs by skriptnd's names),
+# or None when torch does not import.
+
+
+def _torch() -> Any:
     try:
         import torch
-        import torch.nn.functional as F  # noqa: N812
     except ImportError:
         return None
+    return torch
+
+
+def _torch_runner(torch: Any, forward: Callable[..., Any], inputs: dict[str, np.ndarray],
+                  names: list[str]) -> Callable[[], Outputs]:
+    args = [torch.from_numpy(np.ascontiguousarray(v)) for v in inputs.values()]
+
+    def run() -> Outputs:
+        with torch.inference_mode():
+            out = forward(*args)
+        out = out if isinstance(out, tuple) else (out,)
+        return {n: o.numpy() for n, o in zip(names, out, strict=True)}
+
+    return run
+
+
+def _tensors(torch: Any, w: dict[str, np.ndarray]) -> dict[str, Any]:
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in w.items()}
+
+
+def _torch_resnet18(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                    threads: int) -> Callable[[], Outputs] | None:
+    """torchvision's resnet18 (functional: conv2d, eval-mode batch_norm unfused)."""
+    torch = _torch()
+    if torch is None:
+        return None
+    import torch.nn.functional as F  # noqa: N812
+
     torch.set_num_threads(threads)
-    p = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in w.items()}
+    p = _tensors(torch, w)
 
     def conv_bn(x: Any, name: str, stride: int, relu: bool = False) -> Any:
         f = p[f"{name}.filter"]
@@ -134,11 +245,109 @@ def _torch_resnet18(w: dict[str, np.ndarray], threads: int) -> Callable[[np.ndar
         x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
         return F.linear(x, p["fc_filter"], p["fc_bias"])
 
-    def run(x: np.ndarray) -> Any:
-        with torch.inference_mode():
-            return forward(torch.from_numpy(x)).numpy()
+    return _torch_runner(torch, forward, inputs, ["output"])
 
-    return run
+
+def _torch_mobilenetv2(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                       threads: int) -> Callable[[], Outputs] | None:
+    """torchvision's mobilenet_v2 (functional, eval mode, no dropout), as models/mobilenetv2/ops/blocks.sknd."""
+    torch = _torch()
+    if torch is None:
+        return None
+    import torch.nn.functional as F  # noqa: N812
+
+    torch.set_num_threads(threads)
+    p = _tensors(torch, w)
+    blocks = zoo._make_weights("mobilenetv2").blocks()
+
+    def conv_bn(x: Any, name: str, stride: int = 1, depthwise: bool = False, relu6: bool = True) -> Any:
+        f = p[f"{name}.filter"]
+        x = F.conv2d(x, f, stride=stride, padding=f.shape[-1] // 2, groups=f.shape[0] if depthwise else 1)
+        x = F.batch_norm(x, p[f"{name}.mean"], p[f"{name}.variance"], p[f"{name}.scale"], p[f"{name}.bias"],
+                         training=False, eps=1e-5)
+        return F.hardtanh(x, 0.0, 6.0, inplace=True) if relu6 else x
+
+    def forward(x: Any) -> Any:
+        x = conv_bn(x, "conv0", stride=2)
+        channels = p["conv0.filter"].shape[0]
+        for k, (t, c, s) in enumerate(blocks, start=1):
+            y = conv_bn(x, f"block{k}.expand") if t != 1 else x
+            y = conv_bn(y, f"block{k}.depthwise", stride=s, depthwise=True)
+            y = conv_bn(y, f"block{k}.project", relu6=False)
+            x = x + y if s == 1 and channels == c else y
+            channels = c
+        x = conv_bn(x, "conv18")
+        x = torch.flatten(F.adaptive_avg_pool2d(x, 1), 1)
+        return F.linear(x, p["classifier_filter"], p["classifier_bias"])
+
+    return _torch_runner(torch, forward, inputs, ["output"])
+
+
+def _torch_lstm(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                threads: int) -> Callable[[], Outputs] | None:
+    """models/lstm's graph LSTM as a two-layer torch.nn.LSTM: nn.lstm_step's gate order [i, f, g, o]
+    is PyTorch's, so W, R and B are weight_ih, weight_hh and bias_ih of each layer (bias_hh = 0);
+    zero initial states; outputs Y (the last layer's hidden states), hN and cN ([layers, batch, hidden])."""
+    torch = _torch()
+    if torch is None:
+        return None
+    torch.set_num_threads(threads)
+    hidden, features = w["layer1_R"].shape[1], w["layer1_W"].shape[1]
+    lstm = torch.nn.LSTM(features, hidden, num_layers=2).eval()
+    with torch.no_grad():
+        for k, layer in enumerate(("layer1", "layer2")):
+            getattr(lstm, f"weight_ih_l{k}").copy_(torch.from_numpy(w[f"{layer}_W"]))
+            getattr(lstm, f"weight_hh_l{k}").copy_(torch.from_numpy(w[f"{layer}_R"]))
+            getattr(lstm, f"bias_ih_l{k}").copy_(torch.from_numpy(w[f"{layer}_B"]))
+            getattr(lstm, f"bias_hh_l{k}").zero_()
+
+    def forward(x: Any) -> Any:
+        y, (h, c) = lstm(x)
+        return y, h, c
+
+    return _torch_runner(torch, forward, inputs, ["Y", "hN", "cN"])
+
+
+def _torch_transformer(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray], threads: int,
+                       heads: int = 4) -> Callable[[], Outputs] | None:
+    """models/transformer's two pre-norm encoder blocks: layer_norm (eps 1e-5), linear, multi-head
+    scaled_dot_product_attention (softmax(q k^T / sqrt(dh)) v), exact-erf gelu, the two residuals."""
+    torch = _torch()
+    if torch is None:
+        return None
+    import torch.nn.functional as F  # noqa: N812
+
+    torch.set_num_threads(threads)
+    p = _tensors(torch, w)
+    blocks = sorted({k.split(".", 1)[0] for k in w if k.startswith("block")})
+
+    def dense(x: Any, name: str) -> Any:
+        return F.linear(x, p[f"{name}.filter"], p[f"{name}.bias"])
+
+    def norm(x: Any, name: str) -> Any:
+        return F.layer_norm(x, x.shape[-1:], p[f"{name}.scale"], p[f"{name}.bias"], eps=1e-5)
+
+    def forward(x: Any) -> Any:
+        b, s, c = x.shape
+        for block in blocks:
+            n1 = norm(x, f"{block}.norm1")
+            q, k, v = (dense(n1, f"{block}.attention.{m}").view(b, s, heads, c // heads).transpose(1, 2)
+                       for m in ("query", "key", "value"))
+            context = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, c)
+            x = x + dense(context, f"{block}.attention.out")
+            x = x + dense(F.gelu(dense(norm(x, f"{block}.norm2"), f"{block}.fc1")), f"{block}.fc2")
+        return x
+
+    return _torch_runner(torch, forward, inputs, ["output"])
+
+
+TORCH: dict[str, Callable[..., Callable[[], Outputs] | None]] = {
+    "resnet18": _torch_resnet18, "mobilenetv2": _torch_mobilenetv2, "lstm": _torch_lstm,
+    "lstm-large": _torch_lstm, "transformer": _torch_transformer,
+}
+
+
+# ------------------------------------------------------------------------------------- measuring
 
 
 def _peak_mb(fn: Callable[[], Any]) -> float:
@@ -156,9 +365,10 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
     cases = []
     for name, attribs, graph_name, inputs, build, outputs in [
         ("resnet18", {"height": 224, "width": 224}, None, {"input": (1, 3, 224, 224)},
-         lambda w: zoo.resnet18_onnx(w), lambda b: {"logits": b.logits}),
+         lambda w: zoo.resnet18_onnx(w), lambda b: {"output": b.logits}),
         ("mobilenetv2", {"height": 224, "width": 224}, None, {"input": (1, 3, 224, 224)},
-         lambda w: zoo.mobilenetv2_onnx(w, zoo._make_weights("mobilenetv2").blocks()), lambda b: {"logits": b.logits}),
+         lambda w: zoo.mobilenetv2_onnx(w, zoo._make_weights("mobilenetv2").blocks()),
+         lambda b: {"output": b.logits}),
         ("lstm", {"seq": zoo.SEQ, "batch": zoo.BATCH}, "LSTM", {"X": (zoo.SEQ, zoo.BATCH, 16)},
          lambda w: zoo.lstm_onnx(w, with_steps=False), lambda b: {"Y": b.Y, "hN": b.hN, "cN": b.cN}),
         ("transformer", {"batch": 2, "seq": 16}, None, {"tokens": (2, 16, 64)},
@@ -172,85 +382,200 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
             path, params = zoo._copy_with_weights(name, folder / name)
         arrays = {k: rng.standard_normal(s).astype(np.float32) for k, s in inputs.items()}
         cases.append({"name": name, "path": path, "params": params, "attribs": attribs, "graph": graph_name,
-                      "inputs": arrays, "build": build, "outputs": outputs,
-                      "interleave": name in ("lstm", "lstm-large", "transformer")})
+                      "inputs": arrays, "build": build, "outputs": outputs})
     return cases
+
+
+def _executor(model: Any, case: dict[str, Any], via: str) -> Callable[[], Outputs]:
+    """A fresh composition of the case's graph on the `via` backend's kernels (first run done)."""
+    graph = model.compose(case["graph"], attribs=case["attribs"])
+    kernels, optimize = kernels_for(via)
+    executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables},
+                        kernels=kernels, optimize=optimize)
+    run = lambda: executor.run(case["inputs"])  # noqa: E731
+    run()
+    return run
+
+
+def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[str, Any]:
+    snapshot = _cpu_snapshot()
+    start = time.perf_counter()
+    model = skriptnd.load(case["path"])
+    graph = model.compose(case["graph"], attribs=case["attribs"])
+    result = graph.run(case["inputs"])  # builds the execution plan (TOSA programs, kernels, @lower plans)
+    setup = time.perf_counter() - start
+    runs: dict[str, Callable[[], Outputs] | None] = {"sknd": lambda: graph.run(case["inputs"])}
+    runs["kernels"] = _executor(model, case, "kernels")
+    builder = case["build"](case["params"])
+    runs["ort"] = _session(ort, builder, case["inputs"], case["outputs"](builder), threads)
+    runs["torch"] = TORCH[case["name"]](case["params"], case["inputs"], threads)
+    errors: dict[str, float] = {}
+    for key, run in list(runs.items()):
+        if key == "sknd" or run is None:
+            continue
+        errors[key] = _relative_difference(run(), result)
+        ok = errors[key] <= TOLERANCE
+        print(f"  {case['name']}: {IMPLS[key]} vs skriptnd, max relative difference {errors[key]:.1e}"
+              + ("" if ok else f"  > {TOLERANCE:g}: NOT TIMED"), flush=True)
+        if not ok:
+            runs[key] = None
+    timed = {k: fn for k, fn in runs.items() if fn is not None}
+    gap = args.gap if threads > 1 else 0.0
+    if args.sequential:
+        ms = {k: _median_ms(fn, args.repeat, gap) for k, fn in timed.items()}
+    else:
+        ms = dict(zip(timed, _interleaved_ms(list(timed.values()), args.repeat, args.budget, gap), strict=True))
+    peak = _peak_mb(runs["sknd"])
+    weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
+    base = None
+    if args.baseline:
+        base = _median_ms(_executor(model, case, "lower"), max(3, args.repeat // 4))
+    r = {"model": case["name"], "threads": threads,
+         "shape": " ".join("x".join(map(str, v.shape)) for v in case["inputs"].values()),
+         **{k: ms.get(k) for k in IMPLS}, "base": base, "setup": setup, "peak": peak, "weights": weights,
+         "errors": errors, "graph": graph, "others": _others_cpus(snapshot)}
+    print(f"{r['model']:12s} threads {threads}  "
+          + "   ".join(f"{IMPLS[k]} {_ms(r[k])}" + (" ms" if r[k] is not None else "") for k in IMPLS)
+          + f"   skriptnd/ORT {_ratio(r['sknd'], r['ort'])}   kernels/ORT {_ratio(r['kernels'], r['ort'])}"
+          f"   skriptnd/PyTorch {_ratio(r['sknd'], r['torch'])}"
+          + (f"   @lower plans {base:8.2f} ms" if base is not None else "")
+          + f"   compose+plans {setup:5.2f} s   peak run {peak:6.1f} MB (weights {weights:.1f} MB)"
+          + ("" if r["others"] is None else f"   other processes {r['others']:.2f} CPUs"), flush=True)
+    return r
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.2f}" if v < 1 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "–" if a is None or b is None else f"{a / b:.2f}x"
+
+
+# ------------------------------------------------------------------------- sgemm on ResNet-18's shapes
+
+
+def _conv_gemms(graph: Any) -> list[tuple[int, int, int]]:
+    """(positions, in*k*k, out) of each nn.conv of the composed graph: its im2col GEMM."""
+    shapes = []
+    for op in graph.operations:
+        if op.op != "nn.conv":
+            continue
+        filt, out = op.inputs[1].shape, op.outputs[0].shape
+        shapes.append((int(np.prod(out[:1]) * np.prod(out[2:])), int(np.prod(filt[1:])), int(filt[0])))
+    return shapes
+
+
+def _sgemm(graph: Any, threads: int, repeat: int) -> dict[str, Any]:
+    """numpy sgemm on the im2col shapes (cols [P, K] @ filter [OC, K]^T, the fast CONV2D's product):
+    per-shape GFLOP/s (median of interleaved rounds) and the sum over the network's convolutions."""
+    rng = np.random.default_rng(1)
+    gemms = _conv_gemms(graph)
+    unique = sorted(set(gemms), key=gemms.index)
+    operands = [(rng.standard_normal((p, k), np.float32), rng.standard_normal((oc, k), np.float32).T)
+                for p, k, oc in unique]
+    snapshot = _cpu_snapshot()
+    with threadpool_limits(threads):
+        times = _interleaved_ms([lambda a=a, b=b: a @ b for a, b in operands], max(repeat, 30))
+    others = _others_cpus(snapshot)
+    rate = {shape: 2e-6 * shape[0] * shape[1] * shape[2] / t for shape, t in zip(unique, times, strict=True)}
+    by_shape = dict(zip(unique, times, strict=True))
+    flops = sum(2.0 * p * k * oc for p, k, oc in gemms)
+    total = sum(by_shape[s] for s in gemms)
+    slowest = min(rate, key=rate.get)
+    fastest = max(rate, key=rate.get)
+    print(f"  sgemm on ResNet-18's {len(gemms)} im2col shapes, {threads} thread(s): "
+          f"{min(rate.values()):.0f}-{max(rate.values()):.0f} GFLOP/s per shape "
+          f"(slowest {slowest}, fastest {fastest}); all 20 GEMMs {total:.1f} ms = {flops / total / 1e6:.0f} GFLOP/s; "
+          f"convolutions {flops / 1e9:.2f} GFLOP"
+          + ("" if others is None else f"; other processes {others:.2f} CPUs"), flush=True)
+    for s in unique:
+        print(f"    [{s[0]} x {s[1]}] @ [{s[1]} x {s[2]}]  {by_shape[s]:.3f} ms  {rate[s]:.0f} GFLOP/s"
+              f"  (x{gemms.count(s)})", flush=True)
+    return {"threads": threads, "min": min(rate.values()), "max": max(rate.values()), "total_ms": total,
+            "flops": flops, "rate": flops / total / 1e6, "others": others}
+
+
+# ----------------------------------------------------------------------------------------- output
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--baseline", action="store_true", help="also time the @lower plans (no fast kernels)")
-    parser.add_argument("--no-write", action="store_true", help="do not write docs/performance.md")
+    parser.add_argument("--repeat", type=int, default=20, help="minimum number of timed rounds")
+    parser.add_argument("--budget", type=float, default=3.0,
+                        help="seconds per model and thread count: more rounds (up to 10x --repeat) while they fit")
+    parser.add_argument("--sequential", action="store_true", help="time the implementations one after the other")
+    parser.add_argument("--gap", type=float, default=0.3,
+                        help="with several threads: seconds of sleep before each implementation's runs in a "
+                             "round (the previous one's thread pool stops spinning)")
+    parser.add_argument("--baseline", action="store_true", help="also time the @lower plans (no kernels, no TOSA)")
+    parser.add_argument("--no-sgemm", action="store_true", help="skip the sgemm measurement on ResNet-18's shapes")
+    parser.add_argument("--no-write", action="store_true", help="do not write docs/performance.md (.png)")
     parser.add_argument("--models", nargs="*", default=None)
     args = parser.parse_args()
     import onnxruntime as ort
 
-    rows = []
+    rows, sgemm = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        cases = _cases(Path(tmp))
+        cases = [c for c in _cases(Path(tmp)) if not args.models or c["name"] in args.models]
         for threads in args.threads:
             with threadpool_limits(threads):
                 for case in cases:
-                    if args.models and case["name"] not in args.models:
-                        continue
                     rows.append(_measure(case, threads, args, ort))
-    if not args.no_write:
-        _write(rows, args.threads)
+                    if case["name"] == "resnet18" and not args.no_sgemm:
+                        sgemm.append(_sgemm(rows[-1]["graph"], threads, args.repeat))
+    if not args.no_write:  # rows by thread count (`--threads 2 1` measures the load-sensitive rows first)
+        if rows:
+            rows[0]["first"] = True
+        rows.sort(key=lambda r: r["threads"])
+        sgemm.sort(key=lambda s: s["threads"])
+        threads = sorted(args.threads)
+        chart = _chart(rows, threads, ROOT / "docs" / "performance.png")
+        _write(rows, threads, sgemm, chart, args)
 
 
-def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[str, Any]:
-    start = time.perf_counter()
-    graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
-    result = graph.run(case["inputs"])  # builds the execution plan (and the plans of operations without a kernel)
-    setup = time.perf_counter() - start
-    builder = case["build"](case["params"])
-    session = _session(ort, builder, case["inputs"], case["outputs"](builder), threads)
-    if case.get("interleave"):
-        expected = dict(zip(case["outputs"](builder), session(), strict=True))
-        error = max(float(np.abs(result[k] - v).max() / max(np.abs(v).max(), 1e-12)) for k, v in expected.items())
-        print(f"  {case['name']}: skriptnd vs onnxruntime, max relative difference {error:.1e}", flush=True)
-        sknd, onnx = _interleaved_ms([lambda g=graph, c=case: g.run(c["inputs"]), session], args.repeat)
-    else:
-        sknd = _median_ms(lambda g=graph, c=case: g.run(c["inputs"]), args.repeat)
-    peak = _peak_mb(lambda g=graph, c=case: g.run(c["inputs"]))
-    weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
-    base = None
-    if args.baseline:
-        variables = {t.name: graph.variable_source(t) for t in graph.variables}
-        plain = Executor(graph, variables, kernels={k: v for k, v in KERNELS.items()
-                                                    if k not in FAST_KERNELS + RECURRENT_KERNELS + POINTWISE_KERNELS},
-                         optimize=False)
-        base = _median_ms(lambda e=plain, c=case: e.run(c["inputs"]), max(3, args.repeat // 4))
-    torch_ms = None
-    if case["name"] == "resnet18":
-        forward = _torch_resnet18(case["params"], threads)
-        if forward is not None:
-            x = case["inputs"]["input"]
-            expected = next(iter(result.values()))
-            got = forward(x)
-            error = float(np.abs(got - expected).max() / max(np.abs(expected).max(), 1e-12))
-            print(f"  torch vs skriptnd: max relative difference {error:.1e}", flush=True)
-            torch_ms = _median_ms(lambda f=forward, v=x: f(v), args.repeat)
-    if not case.get("interleave"):
-        onnx = _median_ms(session, args.repeat)
-    r = {"model": case["name"], "threads": threads,
-         "shape": " ".join("x".join(map(str, v.shape)) for v in case["inputs"].values()),
-         "sknd": sknd, "base": base, "ort": onnx, "torch": torch_ms, "setup": setup, "peak": peak,
-         "weights": weights}
-    print(f"{r['model']:12s} threads {threads}  skriptnd {sknd:8.2f} ms   onnxruntime {onnx:8.2f} ms   "
-          f"ratio {sknd / onnx:5.2f}x" + (f"   torch {torch_ms:8.2f} ms" if torch_ms is not None else "")
-          + (f"   @lower plans {base:8.2f} ms" if base is not None else "")
-          + f"   compose+plans {setup:5.2f} s   peak run {peak:6.1f} MB (weights {weights:.1f} MB)", flush=True)
-    return r
+def _chart(rows: list[dict[str, Any]], threads: list[int], path: Path) -> Path | None:
+    """Grouped bars (one group per model, one bar per implementation), one panel per thread count,
+    log latency axis; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+    except ImportError:
+        print("matplotlib not installed: no chart", flush=True)
+        return None
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(1, len(threads), figsize=(5.5 * len(threads), 4.2), sharey=True, squeeze=False)
+    width = 0.8 / len(IMPLS)
+    for ax, n in zip(axes[0], threads, strict=True):
+        by_model = {r["model"]: r for r in rows if r["threads"] == n}
+        for i, key in enumerate(IMPLS):
+            xs = [m + (i - (len(IMPLS) - 1) / 2) * width for m in range(len(models))]
+            ys = [by_model.get(m, {}).get(key) for m in models]
+            ax.bar([x for x, y in zip(xs, ys, strict=True) if y is not None], [y for y in ys if y is not None],
+                   width, label=CHART_LABELS[key], color=f"C{i}")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xticks(range(len(models)), models, rotation=20)
+        ax.set_title(f"{n} thread{'s' if n > 1 else ''}")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0][0].set_ylabel("median latency (ms, log scale)")
+    axes[0][0].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"wrote {path}", flush=True)
+    return path
 
 
-def _write(rows: list[dict[str, Any]], threads: list[int]) -> None:
+def _write(rows: list[dict[str, Any]], threads: list[int], sgemm: list[dict[str, Any]], chart: Path | None,
+           args: Any) -> None:
     import onnxruntime as ort
-
-    def ms(v: float | None) -> str:
-        return "–" if v is None else f"{v:.1f}"
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cpu = platform.processor() or platform.machine()
@@ -259,42 +584,83 @@ def _write(rows: list[dict[str, Any]], threads: list[int]) -> None:
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    base = any(r["base"] is not None for r in rows)
+    now = datetime.datetime.now(datetime.UTC)
     lines = [
         "# Performance",
         "",
-        f"Measured {datetime.date.today().isoformat()} with `python benchmarks/models.py` on {cpu}, "
+        f"Measured {now:%Y-%m-%d %H:%M} UTC with `python benchmarks/models.py` on {cpu}, "
         f"{os.cpu_count()} logical CPUs (a shared VM; load average {load:.1f} at the end of the run), "
         f"{' and '.join(map(str, threads))} threads (the same for numpy's BLAS via threadpoolctl, onnxruntime "
         f"{ort.__version__}'s `intra_op_num_threads` and `torch.set_num_threads`); numpy {np.__version__}"
-        f"{_torch_version()}. Median latency of repeated runs, batch 1 unless the shape says otherwise; "
-        "'peak run MB': memory numpy allocates during one skriptnd run (tracemalloc), besides the weights.",
+        f"{_torch_version()}. Median latency; the implementations are timed "
+        + ("one after the other (with several threads each after" if args.sequential else
+           "interleaved round by round (one thread: one run of each per round; several threads: each "
+           "implementation's turn in a round starts with")
+        + f" {args.gap:g} s of sleep and an untimed run, since the thread pools of OpenBLAS, onnxruntime and "
+        "PyTorch spin-wait after a run and slow down whatever runs next on the same cores); batch 1 unless "
+        "the shape says otherwise; all on the same weights in one process.",
         "",
-        "Targets (from the issue): ResNet-18 at most 1.25x onnxruntime and faster than PyTorch eager; "
+        "Columns: **skriptnd** is the default backend (`Executor(graph, variables)`: runs of legalizable "
+        "operations compiled into TOSA programs on numpy); **skriptnd kernels** the native numpy kernels "
+        "(`sknd run --via kernels`, no TOSA); **onnxruntime** the ONNX reference graph of "
+        "tests/test_model_zoo.py (CPU provider); **PyTorch eager** the functional implementations in "
+        "benchmarks/models.py (`torch.inference_mode()`); "
+        + ("**@lower plans only** the operators' own `@lower` formulas (`--via lower`); " if base else "")
+        + "'compose + plans': load, compose and first run of the default backend"
+        + "".join(f" (the {r['model']} row with {r['threads']} thread{'s' if r['threads'] > 1 else ''}, "
+                  "measured first, includes parsing the standard library)" for r in rows if r.get("first"))
+        + "; 'peak run MB': memory numpy allocates during one skriptnd run "
+        "(tracemalloc), besides the weights; 'other processes': the average number of CPUs other "
+        "processes kept busy while the row was measured (/proc/stat; rows above ~0.2 are suspect on 2 CPUs, "
+        "two-thread rows most). Every implementation's outputs agree with skriptnd's to "
+        f"{max((e for r in rows for e in r['errors'].values()), default=0.0):.0e} relative or better "
+        f"(checked before timing; above {TOLERANCE:.0e} a column would show '–').",
+        "",
+        "Targets (from the issues): ResNet-18 at most 1.25x onnxruntime and faster than PyTorch eager; "
         "composition + plan build under 0.5 s. Issue #7: the LSTM with seq 128, batch 8, input and hidden 256 "
         "(`lstm-large`, two layers) at most 2x onnxruntime's LSTM operator.",
         "",
-        "| model | input | threads | skriptnd (ms) | @lower plans only (ms) | onnxruntime (ms) | "
-        "PyTorch eager (ms) | skriptnd / ORT | compose + plans (s) | peak run MB (weights MB) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | input | threads | skriptnd (ms) | skriptnd kernels (ms) | "
+        + ("@lower plans only (ms) | " if base else "")
+        + "onnxruntime (ms) | PyTorch eager (ms) | skriptnd / ORT | kernels / ORT | skriptnd / PyTorch | "
+        "compose + plans (s) | peak run MB (weights MB) | other processes (CPUs) |",
+        "|---|---|---:|---:|---:|" + ("---:|" if base else "") + "---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['shape']} | {r['threads']} | {ms(r['sknd'])} | {ms(r['base'])} | "
-                     f"{ms(r['ort'])} | {ms(r['torch'])} | {r['sknd'] / r['ort']:.2f}x | {r['setup']:.2f} | "
-                     f"{r['peak']:.1f} ({r['weights']:.1f}) |")
+        lines.append(f"| {r['model']} | {r['shape']} | {r['threads']} | {_ms(r['sknd'])} | {_ms(r['kernels'])} | "
+                     + (f"{_ms(r['base'])} | " if base else "")
+                     + f"{_ms(r['ort'])} | {_ms(r['torch'])} | {_ratio(r['sknd'], r['ort'])} | "
+                     f"{_ratio(r['kernels'], r['ort'])} | {_ratio(r['sknd'], r['torch'])} | {r['setup']:.2f} | "
+                     f"{r['peak']:.1f} ({r['weights']:.1f}) | "
+                     + ("–" if r["others"] is None else f"{r['others']:.2f}") + " |")
     lines.append("")
+    if chart is not None:
+        lines += [f"![Median latency per model, log scale]({chart.name})", ""]
+    if sgemm:
+        resnet = {r["threads"]: r for r in rows if r["model"] == "resnet18"}
+        parts = []
+        for s in sgemm:
+            r = resnet[s["threads"]]
+            implied = ", ".join(f"{IMPLS[k]} {s['flops'] / r[k] / 1e6:.0f}" for k in ("ort", "torch", "sknd")
+                                if r[k] is not None)
+            parts.append(f"{s['threads']} thread{'s' if s['threads'] > 1 else ''}: {s['min']:.0f}–{s['max']:.0f} "
+                         f"GFLOP/s per shape, the 20 GEMMs alone {s['total_ms']:.1f} ms ({s['rate']:.0f} GFLOP/s); "
+                         f"whole network, as GFLOP/s of convolution: {implied}"
+                         + ("" if s["others"] is None else f" (other processes {s['others']:.2f} CPUs)"))
+        lines += [f"numpy sgemm (OpenBLAS) on the im2col GEMMs of ResNet-18's 20 convolutions "
+                  f"({sgemm[0]['flops'] / 1e9:.2f} GFLOP; `[positions x in*k*k] @ [in*k*k x out]`, measured in "
+                  "the same run): " + "; ".join(parts) + ".", ""]
     path = ROOT / "docs" / "performance.md"
-    notes = path.read_text().split("<!-- notes -->", 1)[1] if path.exists() and "<!-- notes -->" in \
-        path.read_text() else "\n"
+    text = path.read_text() if path.exists() else ""
+    notes = text.split("<!-- notes -->", 1)[1] if "<!-- notes -->" in text else "\n"
     path.write_text("\n".join(lines) + "\n<!-- notes -->" + notes)
-    print(f"wrote {path}")
+    print(f"wrote {path}", flush=True)
 
 
 def _torch_version() -> str:
-    try:
-        import torch
-    except ImportError:
-        return "; PyTorch not installed (no eager column)"
-    return f", PyTorch {torch.__version__}"
+    torch = _torch()
+    return "; PyTorch not installed (no eager column)" if torch is None else f", PyTorch {torch.__version__}"
 
 
 if __name__ == "__main__":
