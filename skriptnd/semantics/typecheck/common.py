@@ -10,6 +10,7 @@ layers implement, `type_of` and `_invocation`, and any layer may call them.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -57,7 +58,7 @@ class _Results:
         return f"{self.source} {verb} {_plural(self.count, self.noun)}"
 
 
-class CheckerBase:
+class CheckerBase(ABC):
     """The checker's state and reporting, and the helpers every layer uses."""
 
     def __init__(self, defn: ast.Definition, lookup: Lookup, module_name: str = "") -> None:
@@ -86,13 +87,13 @@ class CheckerBase:
 
     # ------------------------------------------------------------ implemented by later layers
 
+    @abstractmethod
     def type_of(self, expr: ast.Expr, env: Scope, ctx: Ctx) -> Type:
         """The type of expr (expressions.py), recorded for `_cached`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _invocation(self, call: ast.Call, env: Scope, ctx: Ctx) -> _Results:
         """Checks an operator invocation in @compose or @update (compose.py)."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------ shared helpers
 
