@@ -139,6 +139,20 @@ def test_a_clamp_after_a_convolution_is_fused_in_place() -> None:
     assert r.min() >= 0 and r.max() <= 0.5
 
 
+def test_a_fused_clamp_holds_when_the_fast_form_declines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a fast form returns NotImplemented for operand types it does not handle: the generic kernel
+    # then runs, and the CLAMP fused into the convolution must still be applied
+    monkeypatch.setattr("skriptnd.tosa.program.specialise", lambda *a, **k: lambda *args: NotImplemented)
+    rng = np.random.default_rng(7)
+    x, w, b = _rand(rng, 1, 5, 5, 2), _rand(rng, 3, 3, 3, 2), _rand(rng, 3)
+    conv = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1]}
+    ops = [("CONV2D", ["x", "w", "b"], conv, "y"), ("CLAMP", ["y"], {"min_val": 0.0, "max_val": 0.5}, "r")]
+    program = _build(ops, {"x": x}, {"w": w, "b": b}, ["r"])
+    (r,) = program([x])
+    assert len(program._steps) == 1
+    np.testing.assert_array_equal(r, _naive(ops, {"x": x, "w": w, "b": b})["r"])
+
+
 # -- fast forms against the generic kernels --------------------------------------------------------
 
 geometry = st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 2), st.integers(1, 2),

@@ -66,9 +66,10 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     known = [c for c in consts if c is not None]
     if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
         return None
-    if name == "CONV2D" and _f32_consts(consts, (1, 2)):
+    zero_points = all(_zero(c) for c in consts[3:])  # fp32 has none (TOSA: ERROR_IF nonzero)
+    if name == "CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
         return _Conv2D(consts[1], consts[2], attrs, clamp, {} if scratch is None else scratch)  # type: ignore[arg-type]
-    if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)):
+    if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
         return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
     if clamp is not None:
         return None

@@ -75,6 +75,8 @@ class ProgramError(Exception):
 @dataclass
 class _Step:
     fn: Callable[..., Any]
+    #: the generic kernel (with the fused clamp, if any), for when ``fn`` declines an operand type
+    fallback: Callable[..., Any]
     operands: tuple[tuple[bool, Any], ...]  # (True, slot) or (False, constant array)
     out: int
     frees: tuple[int, ...]
@@ -116,7 +118,7 @@ class Program:
                 operands = [values[v] if is_slot else v for is_slot, v in step.operands]
                 result = step.fn(*operands)
                 if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
-                    result = _generic(step.op)(*operands)
+                    result = step.fallback(*operands)
                 values[step.out] = result
                 for k in step.frees:
                     values[k] = None
@@ -137,7 +139,7 @@ class Program:
                 fused[o.output] = src.output
                 clamps[src.output] = Clamp(float(o.attrs["min_val"]), float(o.attrs["max_val"]),
                                            o.attrs.get("nan_mode") == "IGNORE")
-        alias = {k: v for k, v in fused.items()}
+        alias = fused  # a fused CLAMP's output is its convolution's
         slots: dict[str, int] = {}
         for name in self.inputs:
             slots.setdefault(name, len(slots))
@@ -153,15 +155,14 @@ class Program:
             operands = tuple((False, self.constants[n]) if n in self.constants else (True, slots[alias.get(n, n)])
                              for n in o.inputs)
             consts = [None if is_slot else v for is_slot, v in operands]
-            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch)
-            if fn is None:
-                fn = _generic(o)
-                if o.output in clamps:  # no fast form to fuse into: clamp after the generic kernel
-                    fn = _then_clamp(fn, clamps[o.output])
+            generic = _generic(o)
+            if o.output in clamps:  # the generic kernel has no fused clamp: apply it after
+                generic = _then_clamp(generic, clamps[o.output])
+            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch) or generic
             slots.setdefault(o.output, len(slots))
             frees = tuple(slots[n] for n in set(alias.get(n, n) for n in o.inputs)
                           if n in slots and last.get(n) == i and n not in keep)
-            steps.append(_Step(fn, operands, slots[o.output], frees, o))
+            steps.append(_Step(fn, generic, operands, slots[o.output], frees, o))
         for clamp_out, conv_out in fused.items():
             slots[clamp_out] = slots[conv_out]
         self._slots, self._steps = slots, steps
