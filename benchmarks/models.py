@@ -190,11 +190,14 @@ def _session(ort: Any, builder: zoo.Onnx, inputs: dict[str, np.ndarray], outputs
 # or None when torch does not import.
 
 
-def _torch() -> Any:
+def _torch(threads: int | None = None) -> Any:
+    """torch (with ``threads`` intra-op threads when given), or None when it does not import."""
     try:
         import torch
     except ImportError:
         return None
+    if threads is not None:
+        torch.set_num_threads(threads)
     return torch
 
 
@@ -218,12 +221,11 @@ def _tensors(torch: Any, w: dict[str, np.ndarray]) -> dict[str, Any]:
 def _torch_resnet18(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
                     threads: int) -> Callable[[], Outputs] | None:
     """torchvision's resnet18 (functional: conv2d, eval-mode batch_norm unfused)."""
-    torch = _torch()
+    torch = _torch(threads)
     if torch is None:
         return None
     import torch.nn.functional as F  # noqa: N812
 
-    torch.set_num_threads(threads)
     p = _tensors(torch, w)
 
     def conv_bn(x: Any, name: str, stride: int, relu: bool = False) -> Any:
@@ -251,12 +253,11 @@ def _torch_resnet18(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
 def _torch_mobilenetv2(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
                        threads: int) -> Callable[[], Outputs] | None:
     """torchvision's mobilenet_v2 (functional, eval mode, no dropout), as models/mobilenetv2/ops/blocks.sknd."""
-    torch = _torch()
+    torch = _torch(threads)
     if torch is None:
         return None
     import torch.nn.functional as F  # noqa: N812
 
-    torch.set_num_threads(threads)
     p = _tensors(torch, w)
     blocks = zoo._make_weights("mobilenetv2").blocks()
 
@@ -288,10 +289,9 @@ def _torch_lstm(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
     """models/lstm's graph LSTM as a two-layer torch.nn.LSTM: nn.lstm_step's gate order [i, f, g, o]
     is PyTorch's, so W, R and B are weight_ih, weight_hh and bias_ih of each layer (bias_hh = 0);
     zero initial states; outputs Y (the last layer's hidden states), hN and cN ([layers, batch, hidden])."""
-    torch = _torch()
+    torch = _torch(threads)
     if torch is None:
         return None
-    torch.set_num_threads(threads)
     hidden, features = w["layer1_R"].shape[1], w["layer1_W"].shape[1]
     lstm = torch.nn.LSTM(features, hidden, num_layers=2).eval()
     with torch.no_grad():
@@ -312,12 +312,11 @@ def _torch_transformer(w: dict[str, np.ndarray], inputs: dict[str, np.ndarray], 
                        heads: int = 4) -> Callable[[], Outputs] | None:
     """models/transformer's two pre-norm encoder blocks: layer_norm (eps 1e-5), linear, multi-head
     scaled_dot_product_attention (softmax(q k^T / sqrt(dh)) v), exact-erf gelu, the two residuals."""
-    torch = _torch()
+    torch = _torch(threads)
     if torch is None:
         return None
     import torch.nn.functional as F  # noqa: N812
 
-    torch.set_num_threads(threads)
     p = _tensors(torch, w)
     blocks = sorted({k.split(".", 1)[0] for k in w if k.startswith("block")})
 
