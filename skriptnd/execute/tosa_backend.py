@@ -26,9 +26,11 @@ Kernel = Callable[[Operation, list[Any]], Any]
 
 
 def _subgraph(op: Operation) -> Any:
+    """The operation's TOSA subgraph if it can join a program (legalize refuses control flow;
+    programs have no pack outputs)."""
     from ..tosa.legalize import legalize
 
-    if op.subgraphs or op.op in ("if", "loop") or any(isinstance(v, list) for v in op.outputs):
+    if any(isinstance(v, list) for v in op.outputs):
         return None
     return legalize(op)[0]
 
