@@ -130,7 +130,14 @@ def _checked(fn: Fn) -> Fn:
     return run
 
 
-_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
+def _sum(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
+    """Accumulated in float64 and rounded once, as the generic kernel does: a float32 sum of values
+    that cancel can be far off relative to the result."""
+    with np.errstate(over="ignore"):
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
+
+
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": _sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
