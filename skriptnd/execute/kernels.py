@@ -454,7 +454,8 @@ def avg_pool(op: Operation, args: list[Any]) -> Any:
         count = _tap_reduce(ones, params, 0.0, np.add)
     else:
         count = np.float32(float(np.prod(params[1])))
-    return [np.divide(total, count, dtype=_F32)]
+    with np.errstate(invalid="ignore"):  # a window wholly in the padding: 0 / 0 = NaN, as @lower computes it
+        return [np.divide(total, count, dtype=_F32)]
 
 
 # ============================================================================ elementwise
