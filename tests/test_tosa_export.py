@@ -86,6 +86,33 @@ def test_unlegalized_operation_is_a_located_diagnostic(tmp_path: Path) -> None:
         to_mlir(skriptnd.load(model).compose())
 
 
+def test_dynamic_output_points_at_its_declaration(tmp_path: Path) -> None:
+    """A graph output of dynamic shape cannot be a TOSA result: the diagnostic names its @output line."""
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import layout;\ngraph G {\n    @input { x: real[6]; }\n    @output { y: int[~, 1]; }\n"
+        "    @compose { y = layout.nonzero(x); }\n}\n")
+    proc = sknd("export", str(model), "--tosa-mlir", str(tmp_path / "o.mlir"), "--color", "never")
+    assert proc.returncode == 1, proc.stderr
+    assert "main.sknd:4:15: error[E0750]: graph output 'y'" in proc.stderr, proc.stderr
+    assert "<graph>" not in proc.stderr
+    assert not (tmp_path / "o.mlir").exists()
+
+
+def test_stateful_graph_points_at_the_updated_variable(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import math;\ngraph Counter {\n    @input { x: real[3]; }\n    @output { y: real[3]; }\n"
+        "    @variable { total: real[3]; }\n    @compose { y = math.add(total, x); }\n"
+        "    @update { total = y; }\n}\n")
+    proc = sknd("export", str(model), "--tosa-mlir", str(tmp_path / "o.mlir"), "--random-weights", "--color", "never")
+    assert proc.returncode == 1, proc.stderr
+    assert "main.sknd:5:17: error[E0750]: the graph updates variable 'total'" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o.mlir").exists()
+
+
 def test_needs_an_output_option() -> None:
     proc = sknd("export", str(DIGITS))
     assert proc.returncode == 2

@@ -379,6 +379,21 @@ def test_quantized_output_of_a_float_operation_is_refused(tmp_path: Path) -> Non
     assert proc.returncode == 1 and "E0761" in proc.stderr
 
 
+def test_stateful_quantized_graph_points_at_the_updated_variable(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "main.sknd").write_text(
+        "import math;\nimport quant;\ngraph G {\n    @input { x: real[3]; }\n    @output { y: real[3]; }\n"
+        "    @variable { total: real[3]; }\n    @compose { y = math.add(total, x); }\n    @update { total = y; }\n"
+        "    @quantize { x: quant.zero_point_linear_quantize{zero_point=0, scale=0.5, bits=8}; }\n}\n")
+    graph = skriptnd.load(folder).compose(random_weights=True)
+    with pytest.raises(DiagnosticError) as err:
+        lower_quantized(graph)
+    diag = err.value.diagnostics[0]
+    assert diag.code == "E0761" and "'total'" in diag.message
+    assert (diag.span.line, diag.span.col) == (6, 17)  # `total: real[3];` in @variable
+
+
 # -- int16 activations --------------------------------------------------------------------------------
 
 _INT16 = """import nn;

@@ -181,6 +181,8 @@ class Composer:
                 self._check_declared_shape(binder, decl, value, dynamic)
             if value.kind == "intermediate":
                 value.kind = "output"
+            if value.span is None:  # diagnostics about a graph output point at its declaration
+                value.span = decl.span
             graph.outputs.append(value)
             graph.output_names.append(decl.name)
         update = frame.child()

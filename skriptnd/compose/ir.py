@@ -25,7 +25,7 @@ class Tensor:
     bounds: tuple[int | None, ...] | None = None  # upper bounds of dynamic extents (§2.6.1, §3.1)
     value: Any = None  # a numpy array for constants
     quant: dict[str, Any] | None = None  # @quantize: operator and attributes
-    span: Any = None  # the declaration, for graph inputs, variables and constants
+    span: Any = None  # the declaration, for graph inputs, outputs, variables and constants
     #: For dynamic extents: their sympy expressions in the graph's dynamic input extents (§3.1)
     symbolic: tuple[Any, ...] | None = None
     declared: str | None = None  # the declared type of a graph input, e.g. 'real[batch, 1, 8, 8]'

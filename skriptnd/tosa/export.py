@@ -132,8 +132,10 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
         if t.dtype not in ("real", "bool") or any(d is None for d in t.shape):
             diags.append(_fail(f"graph {'input' if t in graph.inputs else 'output'} '{t.name}' is "
                                f"{t.dtype}{list(t.shape)} (only static real/bool tensors map to TOSA)", _span(t)))
-    if getattr(graph, "updates", None):
-        diags.append(_fail("the graph updates variables (stateful graphs cannot be exported)", None))
+    for name in getattr(graph, "updates", None) or {}:
+        declared = next((t for t in graph.variables if t.name == name), None)
+        diags.append(_fail(f"the graph updates variable '{name}' (stateful graphs cannot be exported)",
+                           _span(declared)))
     for op, ok, reason in coverage(graph):
         if not ok:
             diags.append(_fail(f"operation '{op.op}' ({op.label}) is not legalized to TOSA: {reason}", _span(op)))

@@ -180,10 +180,10 @@ def _where(x: Any) -> Span:
     return span if isinstance(span, Span) else NO_SPAN
 
 
-def _fail(op: Operation | None, message: str, hint: str | None = None) -> DiagnosticError:
-    notes = (Note(f"in operation '{op.label}'"),) if op is not None and op.label else ()
-    return DiagnosticError([Diagnostic(code="E0761", message=message, span=_where(op) if op is not None else NO_SPAN,
-                                       notes=notes, hint=hint)])
+def _fail(at: Operation | Tensor | None, message: str, hint: str | None = None) -> DiagnosticError:
+    """E0761 at an operation (noting its label) or at a tensor's declaration."""
+    notes = (Note(f"in operation '{at.label}'"),) if isinstance(at, Operation) and at.label else ()
+    return DiagnosticError([Diagnostic(code="E0761", message=message, span=_where(at), notes=notes, hint=hint)])
 
 
 def _tensors(values: list[Any]) -> list[Tensor]:
@@ -308,13 +308,15 @@ class _Lowering:
     def run(self) -> IntegerGraph:
         g = self.graph
         if g.updates:
-            raise _fail(None, "the graph updates variables: stateful graphs are not lowered to integer TOSA")
+            name = next(iter(g.updates))
+            raise _fail(next((t for t in g.variables if t.name == name), None),
+                        f"the graph updates variable '{name}': stateful graphs are not lowered to integer TOSA")
         for t in g.inputs:
             if any(d is None for d in t.shape):
-                raise _fail(None, f"graph input '{t.name}' has a dynamic shape")
+                raise _fail(t, f"graph input '{t.name}' has a dynamic shape")
             qp = qparams(t) if t.quant is not None else None
             if qp is not None and qp.axis is not None:
-                raise _fail(None, f"graph input '{t.name}' is quantized per channel; only per-tensor inputs are "
+                raise _fail(t, f"graph input '{t.name}' is quantized per channel; only per-tensor inputs are "
                             "lowered")
             name = f"in_{_hint(t.name)}"
             self.ig.inputs.append((name, t, qp))
