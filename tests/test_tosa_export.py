@@ -31,6 +31,14 @@ def sknd(*args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _model(tmp_path: Path, source: str) -> Path:
+    """A model folder holding ``source`` as its main.sknd."""
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(source)
+    return model
+
+
 @pytest.fixture(scope="module")
 def tools() -> None:
     require_tosa_opt()
@@ -68,12 +76,10 @@ def test_flatbuffer_option_batch_attribute(tmp_path: Path, tools: None) -> None:
 
 
 def test_unlegalized_operation_is_a_located_diagnostic(tmp_path: Path) -> None:
-    model = tmp_path / "m"
-    model.mkdir()
-    (model / "main.sknd").write_text(
+    model = _model(tmp_path, (
         "import quant;\ngraph G {\n    @input { x: real[1,2,8]; w: real[4,2,3]; }\n    @output { y: real[1,2,8]; }\n"
         "    @compose {\n        y = quant.min_max_linear_quantize{min=[-1.0, -1.0], max=[2.0, 2.0], bits=8}(x);\n"
-        "    }\n}\n")
+        "    }\n}\n"))
     out = tmp_path / "out.mlir"
     out.write_text("old")
     proc = sknd("export", str(model), "--tosa-mlir", str(out), "--color", "never")
@@ -88,11 +94,9 @@ def test_unlegalized_operation_is_a_located_diagnostic(tmp_path: Path) -> None:
 
 def test_dynamic_output_points_at_its_declaration(tmp_path: Path) -> None:
     """A graph output of dynamic shape cannot be a TOSA result: the diagnostic names its @output line."""
-    model = tmp_path / "m"
-    model.mkdir()
-    (model / "main.sknd").write_text(
+    model = _model(tmp_path, (
         "import layout;\ngraph G {\n    @input { x: real[6]; }\n    @output { y: int[~, 1]; }\n"
-        "    @compose { y = layout.nonzero(x); }\n}\n")
+        "    @compose { y = layout.nonzero(x); }\n}\n"))
     proc = sknd("export", str(model), "--tosa-mlir", str(tmp_path / "o.mlir"), "--color", "never")
     assert proc.returncode == 1, proc.stderr
     assert "main.sknd:4:15: error[E0750]: graph output 'y'" in proc.stderr, proc.stderr
@@ -101,12 +105,10 @@ def test_dynamic_output_points_at_its_declaration(tmp_path: Path) -> None:
 
 
 def test_stateful_graph_points_at_the_updated_variable(tmp_path: Path) -> None:
-    model = tmp_path / "m"
-    model.mkdir()
-    (model / "main.sknd").write_text(
+    model = _model(tmp_path, (
         "import math;\ngraph Counter {\n    @input { x: real[3]; }\n    @output { y: real[3]; }\n"
         "    @variable { total: real[3]; }\n    @compose { y = math.add(total, x); }\n"
-        "    @update { total = y; }\n}\n")
+        "    @update { total = y; }\n}\n"))
     proc = sknd("export", str(model), "--tosa-mlir", str(tmp_path / "o.mlir"), "--random-weights", "--color", "never")
     assert proc.returncode == 1, proc.stderr
     assert "main.sknd:5:17: error[E0750]: the graph updates variable 'total'" in proc.stderr, proc.stderr

@@ -332,11 +332,16 @@ graph G {{
 """
 
 
-def _small(tmp_path: Path, tail: str, more: str) -> Path:
+def _model(tmp_path: Path, source: str) -> Path:
+    """A model folder holding ``source`` as its main.sknd."""
     folder = tmp_path / "m"
     folder.mkdir(exist_ok=True)
-    (folder / "main.sknd").write_text(_SMALL.format(tail=tail, more=more))
+    (folder / "main.sknd").write_text(source)
     return folder
+
+
+def _small(tmp_path: Path, tail: str, more: str) -> Path:
+    return _model(tmp_path, _SMALL.format(tail=tail, more=more))
 
 
 @pytest.mark.parametrize("quant", [
@@ -380,12 +385,10 @@ def test_quantized_output_of_a_float_operation_is_refused(tmp_path: Path) -> Non
 
 
 def test_stateful_quantized_graph_points_at_the_updated_variable(tmp_path: Path) -> None:
-    folder = tmp_path / "m"
-    folder.mkdir()
-    (folder / "main.sknd").write_text(
+    folder = _model(tmp_path, (
         "import math;\nimport quant;\ngraph G {\n    @input { x: real[3]; }\n    @output { y: real[3]; }\n"
         "    @variable { total: real[3]; }\n    @compose { y = math.add(total, x); }\n    @update { total = y; }\n"
-        "    @quantize { x: quant.zero_point_linear_quantize{zero_point=0, scale=0.5, bits=8}; }\n}\n")
+        "    @quantize { x: quant.zero_point_linear_quantize{zero_point=0, scale=0.5, bits=8}; }\n}\n"))
     graph = skriptnd.load(folder).compose(random_weights=True)
     with pytest.raises(DiagnosticError) as err:
         lower_quantized(graph)

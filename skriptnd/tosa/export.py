@@ -133,9 +133,8 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
             diags.append(_fail(f"graph {'input' if t in graph.inputs else 'output'} '{t.name}' is "
                                f"{t.dtype}{list(t.shape)} (only static real/bool tensors map to TOSA)", _span(t)))
     for name in getattr(graph, "updates", None) or {}:
-        declared = next((t for t in graph.variables if t.name == name), None)
         diags.append(_fail(f"the graph updates variable '{name}' (stateful graphs cannot be exported)",
-                           _span(declared)))
+                           _span(graph.tensor(name))))
     for op, ok, reason in coverage(graph):
         if not ok:
             diags.append(_fail(f"operation '{op.op}' ({op.label}) is not legalized to TOSA: {reason}", _span(op)))

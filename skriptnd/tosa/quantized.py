@@ -309,7 +309,7 @@ class _Lowering:
         g = self.graph
         if g.updates:
             name = next(iter(g.updates))
-            raise _fail(next((t for t in g.variables if t.name == name), None),
+            raise _fail(g.tensor(name),
                         f"the graph updates variable '{name}': stateful graphs are not lowered to integer TOSA")
         for t in g.inputs:
             if any(d is None for d in t.shape):
