@@ -1,0 +1,1 @@
+"""Interoperability: importers that write SkriptND model folders, exporters to other formats."""

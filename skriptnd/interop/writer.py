@@ -1,0 +1,314 @@
+"""Write a SkriptND model folder (main.sknd, extra modules, NNEF tensor files) from a plain description.
+
+Every importer (ONNX, NNEF 1.x, the NNAPI/MLI conformance readers) ends here, so that the folders they
+write look alike and are written the same safe way: the text is rendered from dataclasses, parsed and
+re-printed by the house formatter (so `sknd fmt --check` is clean and a rendering bug is caught here,
+not by the user), and the whole folder is built in a temporary sibling and renamed into place, so an
+error leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import Diagnostic, DiagnosticError, register_codes
+from ..resources import STDLIB_MODULES
+from ..source import Span
+
+#: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words, the
+#: operators `is`/`in`, and the standard module names (`layout.shape(x)` must not read as a member).
+_RESERVED = frozenset(
+    "if then elif else with for while do unroll yield optional graph operator public version extension import "
+    "true false inf pi type arith num int real bool str is in".split()) | frozenset(STDLIB_MODULES)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+register_codes({"E0790": "output path not usable"})
+
+
+def is_identifier(name: str) -> bool:
+    """A name that generated SkriptND text can use as it is."""
+    return bool(_IDENT.match(name)) and name not in _RESERVED
+
+
+class Names:
+    """Unique SkriptND identifiers for foreign names (ONNX tensor names may be '/conv1/Conv_output_0').
+
+    `renamed` keeps the foreign names that had to change, for the importer to print the mapping.
+    """
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._used: set[str] = set(taken)
+        self._given: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
+
+    def __call__(self, foreign: str) -> str:
+        if foreign in self._given:
+            return self._given[foreign]
+        base = foreign if is_identifier(foreign) else self._clean(foreign)
+        name, k = base, 1
+        while name in self._used:
+            k += 1
+            name = f"{base}_{k}"
+        self._used.add(name)
+        self._given[foreign] = name
+        if name != foreign:
+            self.renamed[foreign] = name
+        return name
+
+    def reserve(self, name: str) -> None:
+        self._used.add(name)
+
+    @staticmethod
+    def _clean(foreign: str) -> str:
+        text = re.sub(r"[^A-Za-z0-9_]+", "_", foreign).strip("_")
+        if not text:
+            text = "t"
+        if text[0].isdigit():
+            text = f"t_{text}"
+        if text in _RESERVED or keyword.iskeyword(text):
+            text = f"{text}_"
+        return text
+
+
+def literal(value: Any) -> str:
+    """A Python value as a SkriptND literal: bool, int, float (always with '.', `inf`), str, lists."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if math.isnan(v):
+            raise ValueError("NaN has no SkriptND literal")
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        text = repr(v)
+        return text if any(c in text for c in ".en") else f"{text}.0"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, np.ndarray):
+        return literal(value.tolist())
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, Expr):
+        return value.text
+    raise TypeError(f"no SkriptND literal for {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Verbatim SkriptND expression text (an extent like `batch * 2`, a tensor reference)."""
+
+    text: str
+
+
+def _extent(d: int | str | Expr) -> str:
+    return d.text if isinstance(d, Expr) else str(d)
+
+
+@dataclass
+class Attrib:
+    """A graph attribute: `name: type = default;` (importers turn symbolic dims into these)."""
+
+    name: str
+    type: str
+    default: Any = None
+
+
+@dataclass
+class TensorDecl:
+    """An input, output, constant or variable. `shape` items are ints or extent expressions (names of
+    attributes); `value` is a constant's value (scalar or flat row-major list)."""
+
+    name: str
+    dtype: str
+    shape: Sequence[int | str | Expr]
+    value: Any = None
+
+    def text(self) -> str:
+        decl = f"{self.name}: {self.dtype}[{', '.join(_extent(d) for d in self.shape)}]"
+        if self.value is not None:
+            decl += f" = {literal(self.value)}"
+        return decl + ";"
+
+
+@dataclass
+class Call:
+    """One statement of @compose: `outs = label: op<types>{attribs}(args);`. An argument is a tensor
+    name (str), None (an omitted optional input: `~`), an `Expr`, or a list of names (a pack)."""
+
+    outputs: Sequence[str]
+    op: str
+    args: Sequence[str | Expr | None | Sequence[str]] = ()
+    attribs: Mapping[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    type_args: Sequence[str] = ()
+    comment: str | None = None
+
+    def text(self) -> str:
+        outs = self.outputs[0] if len(self.outputs) == 1 else "(" + ", ".join(self.outputs) + ")"
+        label = f"{self.label}: " if self.label else ""
+        types = f"<{', '.join(self.type_args)}>" if self.type_args else ""
+        attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""
+        args = ", ".join(_argument(a) for a in self.args)
+        line = f"{outs} = {label}{self.op}{types}{attrs}({args});"
+        return f"{line}  # {self.comment}" if self.comment else line
+
+
+def _argument(a: Any) -> str:
+    if a is None:
+        return "~"
+    if isinstance(a, Expr):
+        return a.text
+    if isinstance(a, str):
+        return a
+    return "[" + ", ".join(_argument(x) for x in a) + "]"
+
+
+@dataclass
+class Quantize:
+    """A @quantize entry: `tensor: op{attribs};`."""
+
+    tensor: str
+    op: str
+    attribs: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self) -> str:
+        attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""
+        return f"{self.tensor}: {self.op}{attrs};"
+
+
+@dataclass
+class GraphText:
+    """A graph definition; `body` holds Calls or verbatim statements (control flow, formulas)."""
+
+    name: str
+    inputs: Sequence[TensorDecl]
+    outputs: Sequence[TensorDecl]
+    body: Sequence[Call | str]
+    attribs: Sequence[Attrib] = ()
+    constants: Sequence[TensorDecl] = ()
+    variables: Sequence[TensorDecl] = ()
+    quantize: Sequence[Quantize] = ()
+    comment: str | None = None
+    imports: Sequence[str] = ()
+
+    def modules(self) -> list[str]:
+        """The modules to import: those named by the calls and quantizers, then the extra imports."""
+        used: dict[str, None] = {}
+        for item in [*self.body, *self.quantize]:
+            if isinstance(item, Call | Quantize) and "." in item.op:
+                used[item.op.rpartition(".")[0]] = None
+        for name in self.imports:
+            used[name] = None
+        return list(used)
+
+    def text(self) -> str:
+        lines: list[str] = []
+        if self.comment:
+            lines += [f"# {line}".rstrip() for line in self.comment.splitlines()]
+        lines += [f"import {m};" for m in self.modules()]
+        lines.append(f"graph {self.name} {{")
+        blocks: list[tuple[str, list[str]]] = [
+            ("@attrib", [f"{a.name}: {a.type}" + (f" = {literal(a.default)}" if a.default is not None else "") + ";"
+                         for a in self.attribs]),
+            ("@input", [t.text() for t in self.inputs]),
+            ("@output", [t.text() for t in self.outputs]),
+            ("@constant", [t.text() for t in self.constants]),
+            ("@variable", [t.text() for t in self.variables]),
+            ("@compose", [s.text() if isinstance(s, Call) else s for s in self.body]),
+            ("@quantize", [q.text() for q in self.quantize]),
+        ]
+        for head, items in blocks:
+            if items:
+                lines.append(f"    {head} {{")
+                lines += [f"        {item}" for item in items]
+                lines.append("    }")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
+class ModelFolder:
+    """What an importer produces: the main graph, its weights by (scoped) variable name, and extra
+    modules (relative path -> text, e.g. `ops/custom.sknd` for operators the stdlib lacks)."""
+
+    graph: GraphText
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict)
+    modules: Mapping[str, str] = field(default_factory=dict)
+    module: str = "main"
+
+
+def render(text: str, path: str) -> str:
+    """Parse and re-print generated text in the house style; a parse failure is a bug in the importer
+    and is raised as such (with the generated text's location), never written."""
+    from ..syntax import parse_module
+    from ..syntax.printer import format_module
+
+    module, diags = parse_module(text, path)
+    if module is None or diags:
+        first = diags[0] if diags else None
+        where = f"{first.span.line}:{first.span.col}: {first.message}" if first else "no module"
+        line = text.splitlines()[first.span.line - 1] if first and 0 < first.span.line <= text.count("\n") + 1 else ""
+        raise AssertionError(f"generated SkriptND does not parse ({path}:{where}): {line.strip()}")
+    return format_module(module)
+
+
+def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = False) -> Path:
+    """Write the folder atomically: everything goes to a temporary sibling first, which replaces
+    `out_dir` only when complete. An existing non-empty `out_dir` is an error unless `overwrite`."""
+    from ..io.tensor_file import write_tensor
+    from ..model import variable_file
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise DiagnosticError([_path_error(out, "exists and is not a folder")])
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise DiagnosticError([_path_error(out, "exists and is not empty; choose another folder or remove it")])
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise DiagnosticError([_path_error(parent, "does not exist")])
+    texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
+             **folder.modules}
+    rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        for rel, text in rendered.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for name, array in folder.weights.items():
+            write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
+        os.chmod(tmp, 0o777 & ~_umask())
+        if out.exists():
+            backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            backup.rmdir()
+            os.replace(out, backup)
+            os.replace(tmp, out)
+            shutil.rmtree(backup, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _path_error(path: Path, what: str) -> Diagnostic:
+    return Diagnostic(code="E0790", message=f"output folder {path} {what}", span=Span(str(path), 1, 1, 1, 2))
