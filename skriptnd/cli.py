@@ -11,10 +11,10 @@ import typer
 
 from . import __version__, cli_graph
 from .checking import check_paths, expand_paths
+from .cli_export import export_command
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
 from .source import SourceFile
-from .tosa.export import export_command
 
 app = typer.Typer(
     add_completion=False,

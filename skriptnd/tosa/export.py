@@ -26,10 +26,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
-import typer
 
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import Span
@@ -267,62 +266,3 @@ def to_flatbuffer(mlir: str, profile: str = "pro_fp", timeout: float = 300.0) ->
         if done.returncode != 0 or not os.path.isfile(fb):
             raise ExportError(f"tosa-opt rejected the module:\n{done.stderr.strip()}")
         return Path(fb).read_bytes()
-
-
-# -- `sknd export` ---------------------------------------------------------------------------------
-
-
-def export_command(
-    path: Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")],
-    tosa_mlir: Annotated[Path | None, typer.Option("--tosa-mlir", help="Write TOSA 1.0 MLIR (generic form).")]
-    = None,
-    tosa_flatbuffer: Annotated[Path | None, typer.Option("--tosa-flatbuffer", help="Write a TOSA flatbuffer "
-                                                         "(validated and serialized by tosa-opt).")] = None,
-    graph: Annotated[str | None, typer.Option("--graph", help="The graph to export (default: the first).")] = None,
-    attrib: Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value.")]
-    = None,
-    random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for variables "
-                                                 "without tensor files.")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
-    inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
-                                                   "literals instead of dense_resource blobs.")] = False,
-    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
-) -> None:
-    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer).
-
-    The MLIR is one func.func @main in the generic op form
-    ("tosa.conv2d"(...) <{...}>); weights are dense_resource blobs in the
-    file's dialect_resources section (--inline-constants: dense literals).
-    tosa-opt (tosa-tools) validates and serializes it (--tosa-flatbuffer),
-    the TOSA reference model runs the flatbuffer, and
-    iree-compile --iree-input-type=tosa compiles the MLIR.
-
-    Only fully legalized graphs with static real/bool inputs and outputs
-    export; anything else is a located E0750 diagnostic."""
-    from ..cli_graph import _color, fail, load_and_compose, parse_attribs
-    from ..fileio import write_atomic
-    from .quantized import export_mlir, has_quantization
-
-    if tosa_mlir is None and tosa_flatbuffer is None:
-        raise typer.BadParameter("give --tosa-mlir FILE and/or --tosa-flatbuffer FILE", param_hint="--tosa-mlir")
-    colour = _color(color)
-    composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
-    profile = "pro_fp"
-    try:
-        if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.quantized)
-            mlir, profile = export_mlir(composed)
-        else:
-            mlir = to_mlir(composed, inline_constants=inline_constants)
-    except DiagnosticError as err:
-        fail(err.diagnostics, None, colour)
-    if tosa_flatbuffer is not None:
-        try:
-            fb = to_flatbuffer(mlir, profile=profile)
-        except (ExportError, subprocess.TimeoutExpired, OSError) as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(1) from None
-        write_atomic(tosa_flatbuffer, fb)
-        typer.echo(f"wrote {tosa_flatbuffer}", err=True)
-    if tosa_mlir is not None:
-        write_atomic(tosa_mlir, mlir)
-        typer.echo(f"wrote {tosa_mlir}", err=True)

@@ -1,0 +1,91 @@
+"""`sknd export`: a composed graph written in other formats (TOSA MLIR / flatbuffer today).
+
+The command lives with the CLI, not in the exporters: an exporter is a function from a composed graph
+to bytes or text (`skriptnd.tosa.export.to_mlir`, ...) and never imports the command line. Each format
+is one option here and one entry in the list of files to produce; every file is produced in memory
+first and written atomically only once all of them succeeded, so a failure writes nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .diagnostics import DiagnosticError
+
+
+def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
+    """The TOSA MLIR text and its profile: the integer graph for @quantize, else the fp32 graph."""
+    from .tosa.export import to_mlir
+    from .tosa.quantized import export_mlir, has_quantization
+
+    if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.quantized)
+        return export_mlir(composed)
+    return to_mlir(composed, inline_constants=inline_constants), "pro_fp"
+
+
+def export_command(
+    path: Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")],
+    tosa_mlir: Annotated[Path | None, typer.Option("--tosa-mlir", help="Write TOSA 1.0 MLIR (generic form).")]
+    = None,
+    tosa_flatbuffer: Annotated[Path | None, typer.Option("--tosa-flatbuffer", help="Write a TOSA flatbuffer "
+                                                         "(validated and serialized by tosa-opt).")] = None,
+    graph: Annotated[str | None, typer.Option("--graph", help="The graph to export (default: the first).")] = None,
+    attrib: Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value.")]
+    = None,
+    random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for variables "
+                                                 "without tensor files.")] = False,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
+                                                   "literals instead of dense_resource blobs.")] = False,
+    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+) -> None:
+    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer).
+
+    The MLIR is one func.func @main in the generic op form
+    ("tosa.conv2d"(...) <{...}>); weights are dense_resource blobs in the
+    file's dialect_resources section (--inline-constants: dense literals).
+    tosa-opt (tosa-tools) validates and serializes it (--tosa-flatbuffer),
+    the TOSA reference model runs the flatbuffer, and
+    iree-compile --iree-input-type=tosa compiles the MLIR.
+
+    Only fully legalized graphs with static real/bool inputs and outputs
+    export; anything else is a located E0750 diagnostic."""
+    from .cli_graph import _color, fail, load_and_compose, parse_attribs
+    from .fileio import write_atomic
+    from .tosa.export import ExportError, to_flatbuffer
+
+    #: (option, target file, producer of its contents); producers run in order and may share work.
+    wanted: list[tuple[str, Path, Callable[[], str | bytes]]] = []
+    colour = _color(color)
+    memo: dict[str, Any] = {}
+
+    def mlir() -> tuple[str, str]:
+        if "tosa" not in memo:
+            memo["tosa"] = _tosa_mlir(composed, inline_constants)
+        return memo["tosa"]
+
+    if tosa_mlir is not None:
+        wanted.append(("--tosa-mlir", tosa_mlir, lambda: mlir()[0]))
+    if tosa_flatbuffer is not None:
+        wanted.append(("--tosa-flatbuffer", tosa_flatbuffer, lambda: to_flatbuffer(*mlir())))
+    if not wanted:
+        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE",
+                                 param_hint="--tosa-mlir")
+    composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
+    produced: list[tuple[Path, str | bytes]] = []
+    for _option, target, produce in wanted:
+        try:
+            produced.append((target, produce()))
+        except DiagnosticError as err:
+            fail(err.diagnostics, None, colour)
+        except (ExportError, subprocess.TimeoutExpired, OSError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(1) from None
+    for target, data in produced:
+        write_atomic(target, data)
+        typer.echo(f"wrote {target}", err=True)
