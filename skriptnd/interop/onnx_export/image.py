@@ -1,0 +1,3 @@
+"""Converters for the ``image`` module (resampling through ONNX Resize)."""
+
+from __future__ import annotations
