@@ -99,8 +99,9 @@ class Context:
     initializers: list[Any] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
     names: dict[int, str] = field(default_factory=dict)  # id(tensor) -> ONNX value name
-    #: id(tensor) -> the composed tensor's quantization (set by the walker for @quantize graphs)
     label: str = ""  # node-name prefix: the composed operation's label
+    #: the expansions of composite operations: kept alive so that ``names``' ids stay unique
+    keep: list[Any] = field(default_factory=list)
 
     # -- names -----------------------------------------------------------------------------------
 

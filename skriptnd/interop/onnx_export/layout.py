@@ -127,8 +127,10 @@ def pad(ctx: Context, op: Any) -> list[Any]:
     x = ctx.value(op.inputs[0])
     if method == "REFLECT" and any(p >= s[a] for a, p in zip(axes * 2, padding, strict=True)):
         raise Unsupported("reflect padding as wide as the axis")
-    return [ctx.node("Pad", [x, ctx.i64(padding[:k] + padding[k:], "pads"), value, ctx.i64(axes, "axes")],
-                     mode=_PAD_MODES[method])]
+    pads = [0] * (2 * len(s))
+    for j, a in enumerate(axes):
+        pads[a], pads[len(s) + a] = padding[j], padding[k + j]
+    return [ctx.node("Pad", [x, ctx.i64(pads, "pads"), value], mode=_PAD_MODES[method])]
 
 
 @converter("layout.gather")

@@ -42,10 +42,9 @@ def dot(ctx: Context, op: Any) -> list[Any]:
 
 @converter("linalg.matvec")
 def matvec(ctx: Context, op: Any) -> list[Any]:
-    a = ctx.value(op.inputs[0])
-    if op.attribs.get("transA", False):
-        a = ctx.transpose(a, [1, 0])
-    z = ctx.node("MatMul", [a, ctx.value(op.inputs[1])])
+    a, x = ctx.value(op.inputs[0]), ctx.value(op.inputs[1])
+    # transA: x A (a vector-matrix product; onnxruntime 1.32 fuses Transpose + matrix-vector MatMul wrongly)
+    z = ctx.node("MatMul", [x, a] if op.attribs.get("transA", False) else [a, x])
     if len(op.inputs) > 2 and op.inputs[2] is not None:
         z = ctx.node("Add", [z, ctx.value(op.inputs[2])])
     return [z]

@@ -68,6 +68,9 @@ def conv(ctx: Context, op: Any) -> list[Any]:
 
 @converter("nn.deconv")
 def deconv(ctx: Context, op: Any) -> list[Any]:
+    """ConvTranspose with the stdlib's window of the full output: ONNX pads where the window starts inside
+    the full output and ends at most a stride beyond it (output_padding); otherwise the full output is
+    computed, padded/sliced to the window, and the bias added."""
     d = len(shape(op.inputs[0])) - 2
     if d < 1:
         raise Unsupported("a deconvolution needs at least one spatial dimension")
@@ -75,20 +78,24 @@ def deconv(ctx: Context, op: Any) -> list[Any]:
     stride, dilation = per_dim(op.attribs.get("stride"), d), per_dim(op.attribs.get("dilation"), d)
     ox, offset, fd = ints(env(op, "ox")), ints(env(op, "offset")), ints(env(op, "fd"))
     g = int(env(op, "g"))
-    begins, ends, extra = [], [], []
-    for k in range(d):
-        full = (s[2 + k] - 1) * stride[k] + fd[k]
-        if offset[k] < 0:
-            raise Unsupported("negative deconvolution padding (the output would start before the full output)")
-        end = full - offset[k] - ox[k]
-        begins.append(offset[k])
-        ends.append(max(end, 0))
-        extra.append(max(-end, 0))
-    if any(e >= st for e, st in zip(extra, stride, strict=True)):
-        raise Unsupported("output_size larger than the full deconvolution output by a stride or more")
+    full = [(s[2 + k] - 1) * stride[k] + fd[k] for k in range(d)]
+    ends = [full[k] - offset[k] - ox[k] for k in range(d)]
     bias = ctx.value(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
-    y = ctx.node("ConvTranspose", [x, w, bias], kernel_shape=fs[2:], strides=stride, dilations=dilation,
-                 pads=begins + ends, group=g, output_padding=extra if any(extra) else None)
+    attrs = {"kernel_shape": fs[2:], "strides": stride, "dilations": dilation, "group": g}
+    if all(o >= 0 for o in offset) and all(e > -st for e, st in zip(ends, stride, strict=True)):
+        extra = [max(-e, 0) for e in ends]
+        y = ctx.node("ConvTranspose", [x, w, bias], pads=offset + [max(e, 0) for e in ends],
+                     output_padding=extra if any(extra) else None, **attrs)
+        return [ctx.transpose(y, inverse(perm))]
+    y = ctx.node("ConvTranspose", [x, w], pads=[0] * (2 * d), **attrs)
+    lo = [max(-o, 0) for o in offset]
+    hi = [max(-e, 0) for e in ends]
+    if any(lo) or any(hi):
+        y = ctx.node("Pad", [y, ctx.i64([0, 0, *lo, 0, 0, *hi], "pads")])
+    y = ctx.slice(y, [o + p for o, p in zip(offset, lo, strict=True)],
+                  [o + p + n for o, p, n in zip(offset, lo, ox, strict=True)], list(range(2, d + 2)))
+    if bias is not None:
+        y = ctx.node("Add", [y, ctx.reshape(bias, [-1] + [1] * d)])
     return [ctx.transpose(y, inverse(perm))]
 
 
@@ -115,9 +122,10 @@ def _pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int],
     return axes, size, stride, dilation, offset, outs
 
 
-def _pool(ctx: Context, op: Any, op_type: str, **attrs: Any) -> str:
+def _pool(ctx: Context, op: Any, op_type: str, fill: float | None = None, **attrs: Any) -> str:
     """An ONNX pool over the operation's axes: they are moved last behind an (N, C) pair (merging the
-    other axes) when they are not already the axes 2.. of the input."""
+    other axes) when they are not already the axes 2.. of the input. Padding as wide as the window is
+    an explicit Pad with ``fill`` (when padding never counts, as for max and sum)."""
     s = shape(op.inputs[0])
     axes, size, stride, dilation, offset, outs = _pool_geometry(op)
     x = ctx.value(op.inputs[0])
@@ -132,17 +140,39 @@ def _pool(ctx: Context, op: Any, op_type: str, **attrs: Any) -> str:
         x = ctx.reshape(x, lead + [s[a] for a in axes])
     fd = [(kk - 1) * dl + 1 for kk, dl in zip(size, dilation, strict=True)]
     x, pads = _crop_and_pads(ctx, x, [s[a] for a in axes], list(range(2, 2 + len(axes))), offset, fd, stride, outs)
+    k = len(axes)
+    if any(p >= kk for p, kk in zip(pads, size + size, strict=True)):  # onnxruntime wants pads < kernel
+        if fill is None:
+            raise Unsupported("padding as wide as the window (onnxruntime needs pads < kernel here)")
+        x = ctx.node("Pad", [x, ctx.i64([0, 0, *pads[:k], 0, 0, *pads[k:]], "pads"), ctx.scalar(fill)])
+        pads = [0] * (2 * k)
     y = ctx.node(op_type, [x], kernel_shape=size, strides=stride, pads=pads, **attrs,
                  dilations=dilation if any(dl != 1 for dl in dilation) else None)
+    if op_type == "MaxPool":  # windows wholly in the padding: -inf (onnxruntime gives the lowest float)
+        empty = _empty_windows([s[a] for a in axes], offset, size, stride, dilation, outs)
+        if empty.any():
+            y = ctx.node("Where", [ctx.const(empty.reshape([1, 1, *outs]), np.bool_, "empty_windows"),
+                                   ctx.scalar(-np.inf), y])
     if simple:
         return y
     y = ctx.reshape(y, [s[a] for a in others] + outs)
     return ctx.transpose(y, inverse(others + axes))
 
 
+def _empty_windows(sizes: list[int], offset: list[int], size: list[int], stride: list[int], dilation: list[int],
+                   outs: list[int]) -> np.ndarray:
+    """A mask over the pooled output: the windows none of whose taps lies inside the input."""
+    mask = np.zeros(outs, np.bool_)
+    for k, (n, lo, kk, st, dl, o) in enumerate(zip(sizes, offset, size, stride, dilation, outs, strict=True)):
+        taps = np.arange(o)[:, None] * st - lo + np.arange(kk)[None, :] * dl
+        empty = ~((taps >= 0) & (taps < n)).any(axis=1)
+        mask |= empty.reshape([o if j == k else 1 for j in range(len(outs))])
+    return mask
+
+
 @converter("nn.max_pool")
 def max_pool(ctx: Context, op: Any) -> list[Any]:
-    return [_pool(ctx, op, "MaxPool")]
+    return [_pool(ctx, op, "MaxPool", fill=-np.inf)]
 
 
 def _no_dilation(ctx: Context, op: Any) -> None:
@@ -154,7 +184,7 @@ def _no_dilation(ctx: Context, op: Any) -> None:
 def sum_pool(ctx: Context, op: Any) -> list[Any]:
     _no_dilation(ctx, op)
     size = _pool_geometry(op)[1]
-    y = _pool(ctx, op, "AveragePool", count_include_pad=1)
+    y = _pool(ctx, op, "AveragePool", fill=0.0, count_include_pad=1)
     return [ctx.node("Mul", [y, ctx.scalar(float(np.prod(size)))])]
 
 

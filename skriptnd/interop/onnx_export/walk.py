@@ -87,6 +87,7 @@ def _through_components(ctx: Context, op: Any, depth: int, reason: str | None) -
         graph = Composer(_stdlib_program()).expand(op)
     except Exception as e:  # noqa: BLE001 - any composition failure means: no ONNX mapping this way
         raise Unsupported(reason or f"cannot expand its @compose ({type(e).__name__}: {e})") from None
+    ctx.keep.append(graph)
     flat = [t for v in op.inputs for t in (v if isinstance(v, list) else [v] if v is not None else [])]
     mark = ctx.mark()
     for inner, outer in zip(graph.inputs, flat, strict=True):
