@@ -195,3 +195,21 @@ def test_stateful_graph_is_refused(tmp_path: Path) -> None:
         to_onnx(graph)
     assert [d.code for d in err.value.diagnostics] == ["E0842"]
     assert err.value.diagnostics[0].span.line == 5
+
+
+def test_digits_int8_is_a_qdq_graph_matching_the_integer_graph(ort: Any) -> None:
+    """@quantize -> QuantizeLinear/DequantizeLinear; onnxruntime's answer equals the integer TOSA graph
+    that `graph.run` executes (up to float rounding of the softmax) on 64 random images."""
+    graph = skriptnd.load(MODELS / "digits_int8").compose(attribs={"batch": 64})
+    from skriptnd.interop.onnx_export import to_onnx
+
+    model = to_onnx(graph)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("DequantizeLinear") >= 9 and ops.count("QuantizeLinear") >= 4  # 6 weights + 4 activations
+    int8 = {i.name for i in model.graph.initializer if i.data_type == 3}
+    assert len(int8) >= 3  # the three filters are stored as int8
+    x = np.random.default_rng(0).random([64, 1, 8, 8]).astype(np.float32)
+    got = run_onnx(model, {"image": x})["probabilities"]
+    expected = np.asarray(graph.run({"image": x})["probabilities"])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert (got.argmax(1) == expected.argmax(1)).all()

@@ -491,3 +491,60 @@ def test_nonmax_suppress(fmt: str, tmp_path: Path) -> None:
     if fmt == "CORNERS":
         boxes[..., 2:] = boxes[..., :2] + rng.random([1, 10, 2]).astype(np.float32) * 0.5
     check(g, {"b": boxes, "s": rng.random([1, 2, 10]).astype(np.float32)})
+
+
+# -- quant -------------------------------------------------------------------------------------
+
+
+def _fake_quant_reference(graph: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The quant operators' own @lower formulas (the reference semantics)."""
+    from skriptnd.execute import Executor
+    from skriptnd.execute.backends import kernels_for
+
+    kernels, _ = kernels_for("lower")
+    return Executor(graph, {}, kernels=kernels, optimize=False).run(feeds)
+
+
+QUANT_CALLS = [
+    "quant.zero_point_linear_quantize{zero_point=3, scale=0.05, bits=8}",
+    "quant.zero_point_linear_quantize{zero_point=0, scale=0.05, bits=8, symmetric=true}",
+    "quant.zero_point_linear_quantize{zero_point=2, scale=0.1, bits=4}",
+    "quant.zero_point_linear_quantize{zero_point=10, scale=0.03, bits=8, signed=false}",
+    "quant.zero_point_linear_quantize{zero_point=[0, 1, -2], scale=[0.02, 0.05, 0.1], bits=8, channel_axis=1}",
+    "quant.zero_point_linear_quantize{zero_point=100, scale=0.001, bits=16}",
+    "quant.zero_point_linear_quantize{zero_point=0, scale=0.0001, bits=32}",
+    "quant.min_max_linear_quantize{min=-1.0, max=1.0, bits=8, symmetric=true}",
+    "quant.min_max_linear_quantize{min=0.0, max=2.55, bits=8, signed=false}",
+]
+
+
+@pytest.mark.parametrize("call", QUANT_CALLS)
+@pytest.mark.parametrize("opset", [17, 21])
+def test_quantize_operators(call: str, opset: int, tmp_path: Path) -> None:
+    g = graph_of({"x": "real[2,3,5]"}, {"y": "real[2,3,5]"}, f"y = {call}(x);", tmp_path)
+    x = (np.random.default_rng(7).standard_normal([2, 3, 5]) * 2).astype(np.float32)
+    from skriptnd.interop.onnx_export import to_onnx
+
+    got = run_onnx(to_onnx(g, opset=opset), {"x": x})["y"]
+    assert_close(got, _fake_quant_reference(g, {"x": x})["y"])
+
+
+def test_quantize_block_of_a_small_graph(tmp_path: Path) -> None:
+    """@quantize on an input, a weight (per channel) and an intermediate: QDQ pairs, integer weights."""
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "main.sknd").write_text(
+        "import nn;\nimport quant;\ngraph Q {\n    @input { x: real[1,3]; }\n    @output { y: real[1,2]; }\n"
+        "    @constant { w: real[2,3] = [0.5, -0.25, 0.75, 0.1, 0.2, -0.3]; }\n"
+        "    @compose { h = nn.linear(x, w); y = nn.relu(h); }\n"
+        "    @quantize {\n        x: quant.zero_point_linear_quantize{zero_point=0, scale=0.01, bits=8};\n"
+        "        w: quant.zero_point_linear_quantize{zero_point=0, scale=[0.01, 0.002], bits=8, symmetric=true, "
+        "channel_axis=0};\n        h: quant.zero_point_linear_quantize{zero_point=-5, scale=0.02, bits=8};\n    }\n}\n")
+    g = skriptnd.load(folder).compose()
+    from skriptnd.interop.onnx_export import to_onnx
+
+    model = to_onnx(g)
+    assert [n.op_type for n in model.graph.node].count("QuantizeLinear") == 2
+    x = np.array([[0.3, -0.7, 1.2]], np.float32)
+    got = run_onnx(model, {"x": x})["y"]
+    assert_close(got, g.run({"x": x})["y"])
