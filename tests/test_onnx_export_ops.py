@@ -548,3 +548,78 @@ def test_quantize_block_of_a_small_graph(tmp_path: Path) -> None:
     x = np.array([[0.3, -0.7, 1.2]], np.float32)
     got = run_onnx(model, {"x": x})["y"]
     assert_close(got, g.run({"x": x})["y"])
+
+
+# -- image -------------------------------------------------------------------------------------
+
+
+def test_nearest_up_and_down_sampling(tmp_path: Path) -> None:
+    check(graph_of({"x": "real[2,3,6,4]"}, {"u": "real[2,3,12,12]", "d": "real[2,3,3,2]", "a": "real[2,3,3,2]"},
+                   "u = image.nearest_upsample{axes=[2,3], factor=[2,3]}(x); "
+                   "d = image.nearest_downsample{axes=[2,3], factor=[2,2]}(x); "
+                   "a = image.area_downsample{axes=[2,3], factor=[2,2]}(x);", tmp_path))
+
+
+@SETTINGS
+@given(mode=st.sampled_from(["NEAREST", "LINEAR", "CUBIC"]),
+       transform=st.sampled_from(["SYMMETRIC", "ASYMMETRIC", "ALIGNED"]),
+       rounding=st.sampled_from(["FLOOR", "CEIL", "ROUND_PREFER_FLOOR", "ROUND_PREFER_CEIL"]),
+       sizes=st.tuples(st.integers(1, 11), st.integers(1, 11)), axes=st.sampled_from([[2, 3], [1, 3], [3]]))
+def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int], axes: list[int],
+                tmp_path: Path) -> None:
+    dims = [1, 2, 5, 6]
+    out = list(dims)
+    size = list(sizes[:len(axes)])
+    for a, n in zip(axes, size, strict=True):
+        out[a] = n
+    check(graph_of({"x": f"real{dims}"}, {"y": f"real{out}"},
+                   f"y = image.resize{{axes={axes}, size={size}, mode=\"{mode}\", coordinate_transform=\"{transform}\", "
+                   f"rounding_method=\"{rounding}\"}}(x);", tmp_path))
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])
+def test_rescale(mode: str, tmp_path: Path) -> None:
+    check(graph_of({"x": "real[1,2,4,6]"}, {"y": "real[1,2,8,9]"},
+                   f"y = image.rescale{{axes=[2,3], factor=[2.0,1.5], mode=\"{mode}\"}}(x);", tmp_path))
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])
+@pytest.mark.parametrize("padding", ["ZEROS", "REPLICATE"])
+@pytest.mark.parametrize("aligned", ["true", "false"])
+@pytest.mark.parametrize("opset", [17, 20])
+def test_grid_sample(mode: str, padding: str, aligned: str, opset: int, tmp_path: Path) -> None:
+    g = graph_of({"x": "real[2,3,5,6]", "grid": "real[2,4,7,2]"}, {"y": "real[2,3,4,7]"},
+                 f"y = image.grid_sample{{mode=\"{mode}\", padding=\"{padding}\", aligned={aligned}}}(x, grid);",
+                 tmp_path)
+    feeds = feeds_for(g)
+    feeds["grid"] = np.random.default_rng(3).uniform(-1.2, 1.2, [2, 4, 7, 2]).astype(np.float32)
+    check(g, feeds, opset=opset)
+
+
+@pytest.mark.parametrize("symmetric", ["true", "false"])
+@pytest.mark.parametrize("replicate", ["true", "false"])
+@pytest.mark.parametrize("factor", [2, 3])
+def test_linear_upsample(symmetric: str, replicate: str, factor: int, tmp_path: Path) -> None:
+    check(graph_of({"x": "real[1,2,4,5]"}, {"y": f"real[1,2,{4 * factor},{5 * factor}]"},
+                   f"y = image.linear_upsample{{axes=[2,3], factor=[{factor},{factor}], symmetric={symmetric}, "
+                   f"replicate_border={replicate}}}(x);", tmp_path))
+
+
+def test_max_roi_pool(tmp_path: Path) -> None:
+    g = graph_of({"x": "real[2,3,8,9]", "r": "real[4,4]", "i": "int[4]"}, {"y": "real[4,3,2,3]"},
+                 "y = image.max_roi_pool{output_size=[2,3]}(x, r, i);", tmp_path)
+    feeds = feeds_for(g)
+    feeds["r"] = np.array([[0, 0, 7, 8], [1.4, 2.5, 5.5, 6.2], [3, 3, 3, 4], [6, 1, 9, 12]], np.float32)
+    feeds["i"] = np.array([0, 1, 1, 0], np.int64)
+    check(g, feeds)
+
+
+@pytest.mark.parametrize("call", ["nn.lstm_loop(X, W, R, B, h, c, n)", "nn.lstm_loop(X, W, R, B, h, c)",
+                                  "nn._jagged_lstm_loops(X, W, R, B, h, c, k)"])
+def test_lstm_loops(call: str, tmp_path: Path) -> None:
+    g = graph_of({"X": "real[6,2,4]", "W": "real[12,4]", "R": "real[12,3]", "B": "real[12]", "h": "real[2,3]",
+                  "c": "real[2,3]", "n": "int[]", "k": "int[2]"},
+                 {"Y": "real[~|6,2,3]", "hN": "real[2,3]", "cN": "real[2,3]"}, f"Y, hN, cN = {call};", tmp_path)
+    feeds = feeds_for(g)
+    feeds["n"], feeds["k"] = np.asarray(4, np.int64), np.array([4, 4], np.int64)
+    check(g, feeds)

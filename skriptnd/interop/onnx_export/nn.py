@@ -333,8 +333,11 @@ def _gates_iofc(ctx: Context, t: str, n: int) -> str:
     return ctx.node("Concat", [i, o, f, g], axis=0)
 
 
-@converter("nn.lstm")
+@converter("nn.lstm", "nn.lstm_loop", "nn._jagged_lstm_loops")
 def lstm(ctx: Context, op: Any) -> list[Any]:
+    """ONNX LSTM (gates reordered, the recurrence bias zero). Step counts (``steps``: one for all items
+    in lstm_loop, one per item otherwise) are its sequence_lens; Y then has ``steps[0]`` items (the items'
+    counts are equal, see nn.lstm) and the final states are those at each item's last step."""
     X, W, R, B = op.inputs[:4]
     h0 = op.inputs[4] if len(op.inputs) > 4 else None
     c0 = op.inputs[5] if len(op.inputs) > 5 else None
@@ -344,14 +347,17 @@ def lstm(ctx: Context, op: Any) -> list[Any]:
     r = ctx.unsqueeze(_gates_iofc(ctx, ctx.value(R), n), [0])
     bias = ctx.node("Concat", [_gates_iofc(ctx, ctx.value(B), n), ctx.const(np.zeros(4 * n))], axis=0)
     bias = ctx.unsqueeze(bias, [0])
-    lens = None
+    lens = first = None
     if steps is not None:
-        lens = ctx.cast(ctx.value(steps), "int32")
+        counts = ctx.value(steps)
+        if steps.rank == 0:  # lstm_loop: one count for every item
+            counts = ctx.node("Expand", [counts, ctx.i64([shape(X)[1] if X.shape[1] is not None else 1])])
+        lens = ctx.cast(counts, "int32")
+        first = ctx.slice(counts, [0], [1], [0])
     ih = ctx.unsqueeze(ctx.value(h0), [0]) if h0 is not None else None
     ic = ctx.unsqueeze(ctx.value(c0), [0]) if c0 is not None else None
     y, yh, yc = ctx.node("LSTM", [ctx.value(X), w, r, bias, lens, ih, ic], outputs=3, hidden_size=n)
     y = ctx.squeeze(y, [1])
-    if steps is not None:  # Y has steps[0] items (all counts are equal, see the operator)
-        first = ctx.slice(ctx.value(steps), [0], [1], [0])
+    if first is not None:
         y = ctx.node("Slice", [y, ctx.i64([0]), first, ctx.i64([0])])
     return [y, ctx.squeeze(yh, [0]), ctx.squeeze(yc, [0])]
