@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import skriptnd
@@ -570,6 +570,9 @@ def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int]
     dims = [1, 2, 5, 6]
     out = list(dims)
     size = list(sizes[:len(axes)])
+    # skriptnd itself cannot compose ALIGNED resizing to size 1 yet (image.sknd's `size <= 1 ? 0.0 :
+    # real(s - 1) / real(size - 1)` evaluates the division for every item: E0502), graph.run included
+    assume(transform != "ALIGNED" or min(size) > 1)
     for a, n in zip(axes, size, strict=True):
         out[a] = n
     check(graph_of({"x": f"real{dims}"}, {"y": f"real{out}"},

@@ -65,8 +65,9 @@ def _resize(ctx: Context, op: Any, mode: str, **attrs: Any) -> str:
     if len(axes) > 2:
         raise Unsupported(f"{mode} resizing of more than two axes (onnxruntime interpolates the two innermost)")
     others = [a for a in range(len(s)) if a not in axes]
-    lead = [int(np.prod([s[a] for a in others[:-1]], dtype=np.int64)), s[others[-1]]] if len(others) >= 2 else \
-        [s[a] for a in others]
+    # onnxruntime interpolates 2-D inputs or the two innermost axes of 4-D ones: [N, C, 1.., resized..]
+    lead = [int(np.prod([s[a] for a in others[:-1]], dtype=np.int64)), s[others[-1]]] if others else [1, 1]
+    lead += [1] * (2 - len(axes))
     x = ctx.reshape(ctx.transpose(x, others + axes), lead + [s[a] for a in axes])
     sizes = ctx.i64(lead + [o[a] for a in axes], "sizes")
     y = ctx.node("Resize", [x, None, None, sizes], mode=mode, coordinate_transformation_mode=_TRANSFORM[transform],
