@@ -157,25 +157,24 @@ def test_unsupported_operations_are_all_located_and_nothing_is_written(tmp_path:
     model.mkdir()
     (model / "main.sknd").write_text(UNSUPPORTED_OPS)
     out = tmp_path / "out.onnx"
-    mlir = tmp_path / "out.mlir"
-    proc = sknd("export", str(model), "--onnx", str(out), "--tosa-mlir", str(mlir), "--color", "never")
+    proc = sknd("export", str(model), "--onnx", str(out), "--color", "never")
     assert proc.returncode == 1
     assert proc.stderr.count("error[E0840]") == 2, proc.stderr
     assert "main.sknd:8:" in proc.stderr and "main.sknd:9:" in proc.stderr
-    assert "^" in proc.stderr  # the source line with a caret
-    assert not out.exists() and not mlir.exists()
+    assert "image.avg_roi_pool" in proc.stderr and "^" in proc.stderr  # the source line with a caret
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # nothing written, no temporary left
 
 
 UNSUPPORTED_OPS = """\
 import nn;
-import layout;
+import image;
 graph G {
-    @input { x: real[1,2,8,8]; }
-    @output { y: real[1,2,10,10]; z: real[1,2,12,12]; }
+    @input { x: real[1,2,8,8]; r: real[3,4]; i: int[3]; }
+    @output { y: real[3,2,2,2]; z: real[3,2,1,1]; }
     @compose {
         a = nn.relu(x);
-        y = layout.pad{axes=[2,3], padding=[1,1,1,1], method="SYMMETRIC"}(a);
-        z = layout.pad{axes=[2,3], padding=[2,2,2,2], method="SYMMETRIC"}(x);
+        y = image.avg_roi_pool{output_size=[2,2]}(a, r, i);
+        z = image.avg_roi_pool{output_size=[1,1]}(x, r, i);
     }
 }
 """
@@ -213,3 +212,63 @@ def test_digits_int8_is_a_qdq_graph_matching_the_integer_graph(ort: Any) -> None
     expected = np.asarray(graph.run({"image": x})["probabilities"])
     np.testing.assert_allclose(got, expected, atol=1e-6)
     assert (got.argmax(1) == expected.argmax(1)).all()
+
+
+def test_api_refusal_lists_every_unsupported_operation(tmp_path: Path) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+    from skriptnd.interop.onnx_export import check_exportable, export_onnx
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(UNSUPPORTED_OPS)
+    graph = skriptnd.load(model).compose()
+    diags = check_exportable(graph)
+    assert [(d.code, d.span.line) for d in diags] == [("E0840", 8), ("E0840", 9)]
+    assert "image.avg_roi_pool" in diags[0].message
+    with pytest.raises(DiagnosticError):
+        export_onnx(graph, tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_external_data_beyond_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ort: Any) -> None:
+    """Above the protobuf limit (lowered here to 1 kB) the model is checked from a file and saved as
+    OUT.onnx plus OUT.onnx.data; onnx and onnxruntime load the pair."""
+    import onnx
+
+    import skriptnd.interop.onnx_export as onnx_export
+
+    monkeypatch.setattr(onnx_export, "EXTERNAL_DATA_THRESHOLD", 1024)
+    graph = skriptnd.load(MODELS / "digits").compose()
+    out = onnx_export.export_onnx(graph, tmp_path / "digits.onnx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.onnx", "digits.onnx.data"]
+    model = onnx.load(str(out))  # reads the external data
+    onnx.checker.check_model(str(out), full_check=True)
+    assert any(i.data_location == onnx.TensorProto.EXTERNAL
+               for i in onnx.load(str(out), load_external_data=False).graph.initializer)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    feeds = _inputs(graph)
+    assert_close(session.run(None, feeds)[0], graph.run(feeds)["probabilities"])
+    assert_close(run_onnx(model, feeds)["probabilities"], graph.run(feeds)["probabilities"])
+
+
+def test_control_flow_is_a_located_diagnostic(tmp_path: Path) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+    from skriptnd.interop.onnx_export import to_onnx
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import math;\ngraph G {\n    @input { x: real[3]; c: bool[]; }\n    @output { y: real[3]; }\n"
+        "    @compose {\n        y = if c then math.neg(x) else math.exp(x);\n    }\n}\n")
+    graph = skriptnd.load(model).compose()
+    with pytest.raises(DiagnosticError) as err:
+        to_onnx(graph)
+    assert [(d.code, d.span.line) for d in err.value.diagnostics] == [("E0843", 6)]
+
+
+def test_the_coverage_table_in_the_docs_is_current() -> None:
+    from skriptnd.interop.onnx_export.coverage import BEGIN, END, table
+
+    text = (ROOT / "docs" / "onnx-export.md").read_text()
+    current = text[text.index(BEGIN):text.index(END) + len(END)]
+    assert current == table(), "regenerate with: python -m skriptnd.interop.onnx_export.coverage"

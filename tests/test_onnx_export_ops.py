@@ -409,11 +409,12 @@ def test_concat_split_stack_unstack(tmp_path: Path) -> None:
 def test_tile_broadcast_uniform_pad(tmp_path: Path) -> None:
     check(graph_of({"x": "real[2,1,3]", "v": "real[]"},
                    {"t": "real[4,1,6]", "b": "real[2,5,3]", "u": "real[2,2]", "p": "real[2,3,4]",
-                    "r": "real[2,1,7]", "e": "real[4,1,8]"},
+                    "r": "real[2,1,7]", "e": "real[4,1,8]", "m": "real[5,1,6]"},
                    "t = layout.tile{axes=[0,2], repeats=[2,2]}(x); b = layout.broadcast{axes=[1], shape=[5]}(x); "
                    "u = layout.uniform{shape=[2,2]}(v); p = layout.pad{axes=[1,2], padding=[1,0,1,1]}(x, v); "
                    "r = layout.pad{axes=[2], padding=[2,2], method=\"REFLECT\"}(x); "
-                   "e = layout.pad{axes=[0,2], padding=[1,2,1,3], method=\"REPLICATE\"}(x);", tmp_path))
+                   "e = layout.pad{axes=[0,2], padding=[1,2,1,3], method=\"REPLICATE\"}(x); "
+                   "m = layout.pad{axes=[0,2], padding=[2,0,1,3], method=\"SYMMETRIC\"}(x);", tmp_path))
 
 
 @SETTINGS

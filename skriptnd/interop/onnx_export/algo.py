@@ -7,7 +7,7 @@ from typing import Any
 from .core import Context, converter, norm_axes, shape
 
 
-@converter("algo.top_k")
+@converter("algo.top_k", onnx="TopK")
 def top_k(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("axis", 0), len(s))[0]
@@ -18,7 +18,7 @@ def top_k(ctx: Context, op: Any) -> list[Any]:
     return [values, indices]
 
 
-@converter("algo.nonmax_suppress")
+@converter("algo.nonmax_suppress", onnx="NonMaxSuppression (center_point_box for CENTER)")
 def nonmax_suppress(ctx: Context, op: Any) -> list[Any]:
     n = shape(op.inputs[0])[1]
     limit = int(op.attribs.get("max_outputs_per_class", n))

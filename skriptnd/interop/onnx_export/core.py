@@ -32,15 +32,18 @@ Converter = Callable[["Context", Any], list[Any]]
 
 #: stdlib operator name -> converter
 CONVERTERS: dict[str, Converter] = {}
+#: stdlib operator name -> what it becomes in ONNX (docs/onnx-export.md's table)
+DESCRIPTIONS: dict[str, str] = {}
 
 
-def converter(*names: str) -> Callable[[Converter], Converter]:
-    """Register a converter for the given stdlib operators."""
+def converter(*names: str, onnx: str) -> Callable[[Converter], Converter]:
+    """Register a converter for the given stdlib operators; ``onnx`` says what they become."""
 
     def register(fn: Converter) -> Converter:
         for name in names:
             assert name not in CONVERTERS, f"two ONNX converters for {name}"
             CONVERTERS[name] = fn
+            DESCRIPTIONS[name] = onnx
         return fn
 
     return register

@@ -27,7 +27,7 @@ def _axes(op: Any) -> list[int]:
     return norm_axes(axes, rank) if axes is not None else list(range(rank))
 
 
-@converter("image.nearest_downsample")
+@converter("image.nearest_downsample", onnx="Slice with steps")
 def nearest_downsample(ctx: Context, op: Any) -> list[Any]:
     s, axes = shape(op.inputs[0]), _axes(op)
     factor = ints(op.attribs["factor"])
@@ -35,7 +35,7 @@ def nearest_downsample(ctx: Context, op: Any) -> list[Any]:
     return [ctx.slice(ctx.value(op.inputs[0]), [0] * len(axes), [s[a] for a in axes], axes, factor)]
 
 
-@converter("image.nearest_upsample")
+@converter("image.nearest_upsample", onnx="Reshape, Expand, Reshape")
 def nearest_upsample(ctx: Context, op: Any) -> list[Any]:
     """Each item repeated ``factor`` times: a unit axis after each upsampled axis, Expand, Reshape."""
     s, axes = shape(op.inputs[0]), _axes(op)
@@ -81,7 +81,7 @@ def _per_axis(v: Any, k: int) -> list[Any]:
     return v * k if len(v) == 1 else v
 
 
-@converter("image.nearest_resize")
+@converter("image.nearest_resize", onnx="Gather per axis (the @lower formula's fp32 indices)")
 def nearest_resize(ctx: Context, op: Any) -> list[Any]:
     """A Gather per resized axis with the source indices of the @lower formula, computed here in fp32 as
     the formula computes them (ONNX Resize computes the coordinates differently and rounds ties that fall
@@ -113,7 +113,7 @@ def _along_axis(ctx: Context, x: str, rank: int, axis: int, matrix: np.ndarray) 
     return ctx.transpose(y, inverse(perm))
 
 
-@converter("image.linear_upsample")
+@converter("image.linear_upsample", onnx="MatMul per axis (a fixed interpolation matrix)")
 def linear_upsample(ctx: Context, op: Any) -> list[Any]:
     """The @lower formula is separable: along each upsampled axis a fixed [out, in] matrix (the tent filter
     scattered at stride ``factor``, border replication folded in), applied with a MatMul."""
@@ -140,12 +140,12 @@ def linear_upsample(ctx: Context, op: Any) -> list[Any]:
     return [x]
 
 
-@converter("image.linear_resize")
+@converter("image.linear_resize", onnx="Resize linear (antialias 0; at most 2 axes)")
 def linear_resize(ctx: Context, op: Any) -> list[Any]:
     return [_resize(ctx, op, "linear")]
 
 
-@converter("image.cubic_resize")
+@converter("image.cubic_resize", onnx="Resize cubic (antialias 0; at most 2 axes)")
 def cubic_resize(ctx: Context, op: Any) -> list[Any]:
     return [_resize(ctx, op, "cubic", cubic_coeff_a=float(op.attribs.get("coeff_a", -0.75)))]
 
@@ -155,7 +155,7 @@ _GRID_MODE = {"image._nearest_grid_sample": "nearest", "image._linear_grid_sampl
 _GRID_PADDING = {"ZEROS": "zeros", "REPLICATE": "border"}
 
 
-@converter(*_GRID_MODE)
+@converter(*_GRID_MODE, onnx="GridSample (ZEROS, REPLICATE; 2-D before opset 20)")
 def grid_sample(ctx: Context, op: Any) -> list[Any]:
     d = len(shape(op.inputs[0])) - 2
     if d != 2 and ctx.opset < 20:
@@ -171,7 +171,7 @@ def grid_sample(ctx: Context, op: Any) -> list[Any]:
                      padding_mode=_GRID_PADDING[padding], align_corners=int(bool(op.attribs.get("aligned", False))))]
 
 
-@converter("image.max_roi_pool")
+@converter("image.max_roi_pool", onnx="MaxRoiPool (2-D)")
 def max_roi_pool(ctx: Context, op: Any) -> list[Any]:
     """ONNX MaxRoiPool (Fast R-CNN ROI pooling, as the SkriptND kernel defines it: coordinates rounded
     half away from zero, inclusive ends, bins floor/ceil, empty bins 0) for 2-D ROIs; the boxes are

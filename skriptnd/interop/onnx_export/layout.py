@@ -10,13 +10,13 @@ import numpy as np
 from .core import NUMPY, Context, Unsupported, converter, ints, norm_axes, shape
 
 
-@converter("layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze")
+@converter("layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze", onnx="Reshape to the static output shape")
 def reshape(ctx: Context, op: Any) -> list[Any]:
     """Every reshaping operator is a Reshape to the (static) output shape."""
     return [ctx.reshape(ctx.value(op.inputs[0]), shape(op.outputs[0]))]
 
 
-@converter("layout.transpose")
+@converter("layout.transpose", onnx="Transpose")
 def transpose(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs.get("axis", 0), rank)[0]
@@ -27,14 +27,14 @@ def transpose(ctx: Context, op: Any) -> list[Any]:
     return [ctx.transpose(x, full) if full != list(range(rank)) else ctx.node("Identity", [x])]
 
 
-@converter("layout.concat")
+@converter("layout.concat", onnx="Concat")
 def concat(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.outputs[0]))
     xs = [ctx.value(t) for t in op.inputs[0]]
     return [ctx.node("Concat", xs, axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
-@converter("layout.split")
+@converter("layout.split", onnx="Split")
 def split(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(s))[0]
@@ -45,7 +45,7 @@ def split(ctx: Context, op: Any) -> list[Any]:
     return [list(outs)]
 
 
-@converter("layout.stack")
+@converter("layout.stack", onnx="Unsqueeze, Concat")
 def stack(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.outputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]
@@ -55,7 +55,7 @@ def stack(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Concat", xs, axis=axis) if len(xs) > 1 else ctx.node("Identity", xs)]
 
 
-@converter("layout.unstack")
+@converter("layout.unstack", onnx="Split, Squeeze")
 def unstack(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(s))[0]
@@ -69,7 +69,7 @@ def unstack(ctx: Context, op: Any) -> list[Any]:
     return [list(parts)]
 
 
-@converter("layout.tile")
+@converter("layout.tile", onnx="Tile")
 def tile(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes"), len(s)) if op.attribs.get("axes") is not None else list(range(len(s)))
@@ -79,17 +79,17 @@ def tile(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Tile", [ctx.value(op.inputs[0]), ctx.i64(reps, "repeats")])]
 
 
-@converter("layout.broadcast")
+@converter("layout.broadcast", onnx="Expand")
 def broadcast(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Expand", [ctx.value(op.inputs[0]), ctx.i64(shape(op.outputs[0]))])]
 
 
-@converter("layout.uniform")
+@converter("layout.uniform", onnx="Expand")
 def uniform(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Expand", [ctx.value(op.inputs[0]), ctx.i64(shape(op.outputs[0]))])]
 
 
-@converter("layout.slice")
+@converter("layout.slice", onnx="Slice")
 def slice_(ctx: Context, op: Any) -> list[Any]:
     """output[i] = input[begin + stride * i] along each axis, for the output's (static) extents."""
     s, o = shape(op.inputs[0]), shape(op.outputs[0])
@@ -112,15 +112,17 @@ def slice_(ctx: Context, op: Any) -> list[Any]:
 _PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "REPLICATE": "edge"}
 
 
-@converter("layout.pad")
+@converter("layout.pad", onnx="Pad (CONSTANT, REFLECT, REPLICATE = edge); SYMMETRIC as reversed Slices + Concat")
 def pad(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     method = op.attribs.get("method", "CONSTANT")
-    if method not in _PAD_MODES:
-        raise Unsupported(f"padding method {method!r} (ONNX Pad has constant, reflect and edge)")
     axes = norm_axes(op.attribs.get("axes"), len(s)) if op.attribs.get("axes") is not None else list(range(len(s)))
     padding = ints(op.attribs["padding"])
     k = len(axes)
+    if method == "SYMMETRIC":
+        return [_symmetric_pad(ctx, ctx.value(op.inputs[0]), s, axes, padding[:k], padding[k:])]
+    if method not in _PAD_MODES:
+        raise Unsupported(f"padding method {method!r}")
     value = None
     if method == "CONSTANT" and len(op.inputs) > 1 and op.inputs[1] is not None:
         value = ctx.value(op.inputs[1])
@@ -133,34 +135,53 @@ def pad(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Pad", [x, ctx.i64(pads, "pads"), value], mode=_PAD_MODES[method])]
 
 
-@converter("layout.gather")
+def _symmetric_pad(ctx: Context, x: str, s: list[int], axes: list[int], before: list[int], after: list[int]) -> str:
+    """Mirror padding that repeats the border item (ONNX Pad has none): per axis, the reversed first
+    ``before`` and last ``after`` items concatenated around the input."""
+    for a, lo, hi in zip(axes, before, after, strict=True):
+        n = s[a]
+        if lo > n or hi > n:
+            raise Unsupported(f"symmetric padding wider than the axis (size {n})")
+        parts = []
+        if lo:
+            parts.append(ctx.slice(x, [lo - 1], [-n - 1], [a], [-1]))
+        parts.append(x)
+        if hi:
+            end = n - 1 - hi  # exclusive; -1 would mean the last item to ONNX: before-the-start is -n-1
+            parts.append(ctx.slice(x, [n - 1], [end if end >= 0 else -n - 1], [a], [-1]))
+        if len(parts) > 1:
+            x = ctx.node("Concat", parts, axis=a)
+    return x
+
+
+@converter("layout.gather", onnx="Gather")
 def gather(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.inputs[0]))
     return [ctx.node("Gather", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],
                      axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
-@converter("layout.gather_nd")
+@converter("layout.gather_nd", onnx="GatherND")
 def gather_nd(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("GatherND", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],
                      batch_dims=int(op.attribs.get("batch_dims", 0)))]
 
 
-@converter("layout.scatter")
+@converter("layout.scatter", onnx="ScatterElements")
 def scatter(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.inputs[0]))
     return [ctx.node("ScatterElements", [ctx.value(t) for t in op.inputs[:3]],
                      axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
-@converter("layout.scatter_nd")
+@converter("layout.scatter_nd", onnx="ScatterND (batch_dims 0)")
 def scatter_nd(ctx: Context, op: Any) -> list[Any]:
     if int(op.attribs.get("batch_dims", 0)) != 0:
         raise Unsupported("batch_dims other than 0 (ONNX ScatterND has none)")
     return [ctx.node("ScatterND", [ctx.value(t) for t in op.inputs[:3]])]
 
 
-@converter("layout.cast")
+@converter("layout.cast", onnx="Cast")
 def cast(ctx: Context, op: Any) -> list[Any]:
     x = ctx.value(op.inputs[0])
     out = op.outputs[0].dtype
@@ -174,12 +195,12 @@ def _constant(ctx: Context, op: Any, a: np.ndarray) -> list[Any]:
     return [ctx.node("Identity", [ctx.const(np.asarray(a, NUMPY[t.dtype]).reshape(shape(t)), None, "value")])]
 
 
-@converter("layout.shape")
+@converter("layout.shape", onnx="an initializer")
 def shape_of(ctx: Context, op: Any) -> list[Any]:
     return _constant(ctx, op, np.asarray(shape(op.inputs[0]), np.int64))
 
 
-@converter("layout.tensor")
+@converter("layout.tensor", onnx="an initializer")
 def tensor(ctx: Context, op: Any) -> list[Any]:
     t = op.outputs[0]
     value = op.attribs.get("value")
@@ -187,7 +208,7 @@ def tensor(ctx: Context, op: Any) -> list[Any]:
     return _constant(ctx, op, np.broadcast_to(a, shape(t)) if a.size == 1 else a)
 
 
-@converter("layout.range")
+@converter("layout.range", onnx="an initializer")
 def range_(ctx: Context, op: Any) -> list[Any]:
     t = op.outputs[0]
     first, stride = op.attribs["first"], op.attribs.get("stride", 1)
@@ -195,6 +216,6 @@ def range_(ctx: Context, op: Any) -> list[Any]:
     return _constant(ctx, op, np.asarray([first + stride * i for i in range(n)]))
 
 
-@converter("layout.nonzero")
+@converter("layout.nonzero", onnx="NonZero")
 def nonzero(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("NonZero", [ctx.value(op.inputs[0])])]

@@ -11,7 +11,7 @@ def _t(ctx: Context, x: str, rank: int) -> str:
     return ctx.transpose(x, [*range(rank - 2), rank - 1, rank - 2])
 
 
-@converter("linalg.matmul")
+@converter("linalg.matmul", onnx="MatMul (Transpose for transA/transB, Add for C)")
 def matmul(ctx: Context, op: Any) -> list[Any]:
     A, B = op.inputs[0], op.inputs[1]
     C = op.inputs[2] if len(op.inputs) > 2 else None
@@ -31,7 +31,7 @@ def matmul(ctx: Context, op: Any) -> list[Any]:
     return [z]
 
 
-@converter("linalg.dot")
+@converter("linalg.dot", onnx="Mul, ReduceSum")
 def dot(ctx: Context, op: Any) -> list[Any]:
     z = ctx.node("ReduceSum", [ctx.node("Mul", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])]),
                                ctx.i64([0], "axes")], keepdims=0)
@@ -40,7 +40,7 @@ def dot(ctx: Context, op: Any) -> list[Any]:
     return [z]
 
 
-@converter("linalg.matvec")
+@converter("linalg.matvec", onnx="MatMul")
 def matvec(ctx: Context, op: Any) -> list[Any]:
     a, x = ctx.value(op.inputs[0]), ctx.value(op.inputs[1])
     # transA: x A (a vector-matrix product; onnxruntime 1.32 fuses Transpose + matrix-vector MatMul wrongly)
@@ -50,7 +50,7 @@ def matvec(ctx: Context, op: Any) -> list[Any]:
     return [z]
 
 
-@converter("linalg.outer")
+@converter("linalg.outer", onnx="Reshape, Mul")
 def outer(ctx: Context, op: Any) -> list[Any]:
     sx, sy = shape(op.inputs[0]), shape(op.inputs[1])
     x = ctx.reshape(ctx.value(op.inputs[0]), sx + [1] * len(sy))

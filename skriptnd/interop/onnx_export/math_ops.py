@@ -23,32 +23,32 @@ def _unary(ctx: Context, op: Any) -> list[Any]:
 
 
 for _name in _UNARY:
-    converter(_name)(_unary)
+    converter(_name, onnx=_UNARY[_name])(_unary)
 
 
-@converter("math.sqr")
+@converter("math.sqr", onnx="Mul")
 def sqr(ctx: Context, op: Any) -> list[Any]:
     x = ctx.value(op.inputs[0])
     return [ctx.node("Mul", [x, x])]
 
 
-@converter("math.rsqr")
+@converter("math.rsqr", onnx="Mul, Reciprocal")
 def rsqr(ctx: Context, op: Any) -> list[Any]:
     x = ctx.value(op.inputs[0])
     return [ctx.node("Reciprocal", [ctx.node("Mul", [x, x])])]
 
 
-@converter("math.rsqrt")
+@converter("math.rsqrt", onnx="Sqrt, Reciprocal")
 def rsqrt(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Reciprocal", [ctx.node("Sqrt", [ctx.value(op.inputs[0])])])]
 
 
-@converter("math.log2")
+@converter("math.log2", onnx="Log, Div")
 def log2(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Div", [ctx.node("Log", [ctx.value(op.inputs[0])]), ctx.scalar(math.log(2.0))])]
 
 
-@converter("math.round")
+@converter("math.round", onnx="half away from zero: Abs, Floor, Where, Sign")
 def round_(ctx: Context, op: Any) -> list[Any]:
     """Half away from zero (ONNX Round is half to even): sign(x) * (f + (|x| - f >= 0.5)), f = floor(|x|)."""
     x = ctx.value(op.inputs[0])
@@ -75,15 +75,15 @@ def _binary(ctx: Context, op: Any) -> list[Any]:
 
 
 for _name in _BINARY:
-    converter(_name)(_binary)
+    converter(_name, onnx=_BINARY[_name])(_binary)
 
 
-@converter("math.ne")
+@converter("math.ne", onnx="Equal, Not")
 def ne(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Not", [ctx.node("Equal", list(_operands(ctx, op)))])]
 
 
-@converter("math.div")
+@converter("math.div", onnx="Div (int: floor division through Mod)")
 def div(ctx: Context, op: Any) -> list[Any]:
     x, y = _operands(ctx, op)
     if op.inputs[0].dtype != "int":
@@ -92,7 +92,7 @@ def div(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Div", [ctx.node("Sub", [x, ctx.node("Mod", [x, y])]), y])]
 
 
-@converter("math.mod")
+@converter("math.mod", onnx="Mod (real: fmod corrected to the divisor's sign)")
 def mod(ctx: Context, op: Any) -> list[Any]:
     """Python's modulo (the sign of the divisor): ONNX Mod for ints; fmod corrected for reals."""
     x, y = _operands(ctx, op)
@@ -105,12 +105,12 @@ def mod(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Where", [fix, ctx.node("Add", [r, y]), r])]
 
 
-@converter("math.select")
+@converter("math.select", onnx="Where")
 def select(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Where", [aligned(ctx, op, 0, "ec"), aligned(ctx, op, 1, "ex"), aligned(ctx, op, 2, "ey")])]
 
 
-@converter("math.clamp")
+@converter("math.clamp", onnx="Where, Less, Greater")
 def clamp(ctx: Context, op: Any) -> list[Any]:
     """x < a ? a : x > b ? b : x, exactly (Clip differs when a > b)."""
     x, a, b = aligned(ctx, op, 0, "ex"), aligned(ctx, op, 1, "ea"), aligned(ctx, op, 2, "eb")
@@ -118,13 +118,13 @@ def clamp(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Where", [ctx.node("Less", [x, a]), a, upper])]
 
 
-@converter("math.axpb")
+@converter("math.axpb", onnx="Mul, Add")
 def axpb(ctx: Context, op: Any) -> list[Any]:
     a, x, b = aligned(ctx, op, 0, "ea"), aligned(ctx, op, 1, "ex"), aligned(ctx, op, 2, "eb")
     return [ctx.node("Add", [ctx.node("Mul", [a, x]), b])]
 
 
-@converter("math.axpby")
+@converter("math.axpby", onnx="Mul, Add")
 def axpby(ctx: Context, op: Any) -> list[Any]:
     a, x = aligned(ctx, op, 0, "ea"), aligned(ctx, op, 1, "ex")
     b, y = aligned(ctx, op, 2, "eb"), aligned(ctx, op, 3, "ey")
@@ -145,37 +145,37 @@ def _chain(ctx: Context, op_type: str, xs: list[str]) -> str:
     return y if len(xs) > 1 else ctx.node("Identity", [y])
 
 
-@converter("math.sum_n")
+@converter("math.sum_n", onnx="Add chain")
 def sum_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "Add", _pack(ctx, op))]
 
 
-@converter("math.prod_n")
+@converter("math.prod_n", onnx="Mul chain")
 def prod_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "Mul", _pack(ctx, op))]
 
 
-@converter("math.min_n")
+@converter("math.min_n", onnx="Min chain")
 def min_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "Min", _pack(ctx, op))]
 
 
-@converter("math.max_n")
+@converter("math.max_n", onnx="Max chain")
 def max_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "Max", _pack(ctx, op))]
 
 
-@converter("math.any_n")
+@converter("math.any_n", onnx="Or chain")
 def any_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "Or", _pack(ctx, op))]
 
 
-@converter("math.all_n")
+@converter("math.all_n", onnx="And chain")
 def all_n(ctx: Context, op: Any) -> list[Any]:
     return [_chain(ctx, "And", _pack(ctx, op))]
 
 
-@converter("math.argmin_n", "math.argmax_n")
+@converter("math.argmin_n", "math.argmax_n", onnx="Unsqueeze, Concat, ArgMin/ArgMax")
 def arg_n(ctx: Context, op: Any) -> list[Any]:
     stacked = ctx.node("Concat", [ctx.unsqueeze(x, [0]) for x in _pack(ctx, op)], axis=0)
     return [ctx.node("ArgMax" if op.op == "math.argmax_n" else "ArgMin", [stacked], axis=0, keepdims=0)]
@@ -199,7 +199,7 @@ def _reduce_to(ctx: Context, op_type: str, x: str, axes: list[int], squeeze: boo
     return ctx.reduce(op_type, x, axes, keepdims=not squeeze)
 
 
-@converter(*_REDUCE)
+@converter(*_REDUCE, onnx="ReduceMin/Max/Sum/Prod/Mean (axes as input from opset 18)")
 def reduce(ctx: Context, op: Any) -> list[Any]:
     axes, squeeze = _axes(op)
     if op.inputs[0].dtype == "bool":
@@ -207,7 +207,7 @@ def reduce(ctx: Context, op: Any) -> list[Any]:
     return [_reduce_to(ctx, _REDUCE[op.op], ctx.value(op.inputs[0]), axes, squeeze)]
 
 
-@converter("math.any_reduce", "math.all_reduce")
+@converter("math.any_reduce", "math.all_reduce", onnx="Cast, ReduceMax/ReduceMin, Cast")
 def bool_reduce(ctx: Context, op: Any) -> list[Any]:
     axes, squeeze = _axes(op)
     x = ctx.node("Cast", [ctx.value(op.inputs[0])], to=6)  # int32: ONNX reductions take no bool
@@ -215,7 +215,7 @@ def bool_reduce(ctx: Context, op: Any) -> list[Any]:
     return [ctx.cast(y, "bool")]
 
 
-@converter("math.lp_reduce")
+@converter("math.lp_reduce", onnx="ReduceL1, ReduceL2 (p 1 and 2; others through @compose)")
 def lp_reduce(ctx: Context, op: Any) -> list[Any]:
     p = float(op.attribs["p"])
     if p not in (1.0, 2.0):
@@ -224,7 +224,7 @@ def lp_reduce(ctx: Context, op: Any) -> list[Any]:
     return [_reduce_to(ctx, "ReduceL1" if p == 1.0 else "ReduceL2", ctx.value(op.inputs[0]), axes, squeeze)]
 
 
-@converter("math.moments")
+@converter("math.moments", onnx="ReduceMean, Sub, Mul, ReduceMean")
 def moments(ctx: Context, op: Any) -> list[Any]:
     axes, squeeze = _axes(op)
     x = ctx.value(op.inputs[0])
@@ -236,7 +236,7 @@ def moments(ctx: Context, op: Any) -> list[Any]:
     return [mean, var]
 
 
-@converter("math.argmin", "math.argmax")
+@converter("math.argmin", "math.argmax", onnx="ArgMin, ArgMax")
 def arg(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]
@@ -244,7 +244,7 @@ def arg(ctx: Context, op: Any) -> list[Any]:
                      keepdims=int(not op.attribs.get("squeeze", False)))]
 
 
-@converter("math.argmin_nd", "math.argmax_nd")
+@converter("math.argmin_nd", "math.argmax_nd", onnx="Transpose, Reshape, ArgMin/ArgMax, Div/Mod, Concat")
 def arg_nd(ctx: Context, op: Any) -> list[Any]:
     """The reduced axes moved last and flattened, one ArgMax, then the flat index unravelled into the
     index along each reduced axis (the output's last axis)."""
@@ -264,7 +264,7 @@ def arg_nd(ctx: Context, op: Any) -> list[Any]:
     return [ctx.reshape(y, shape(op.outputs[0]))]
 
 
-@converter("math.cumsum")
+@converter("math.cumsum", onnx="CumSum")
 def cumsum(ctx: Context, op: Any) -> list[Any]:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]

@@ -50,7 +50,7 @@ def _to_ncx(ctx: Context, op: Any, d: int) -> tuple[str, list[int], list[int], s
     return x, [s[p] for p in perm], perm, w, [fs[p] for p in fperm], fperm
 
 
-@converter("nn.conv")
+@converter("nn.conv", onnx="Conv (Slice for negative padding, Transpose for other layouts)")
 def conv(ctx: Context, op: Any) -> list[Any]:
     d = len(shape(op.inputs[0])) - 2
     if d < 1:
@@ -66,7 +66,7 @@ def conv(ctx: Context, op: Any) -> list[Any]:
     return [ctx.transpose(y, inverse(perm))]
 
 
-@converter("nn.deconv")
+@converter("nn.deconv", onnx="ConvTranspose (Pad/Slice/Add when the window leaves the full output)")
 def deconv(ctx: Context, op: Any) -> list[Any]:
     """ConvTranspose with the stdlib's window of the full output: ONNX pads where the window starts inside
     the full output and ends at most a stride beyond it (output_padding); otherwise the full output is
@@ -170,7 +170,7 @@ def _empty_windows(sizes: list[int], offset: list[int], size: list[int], stride:
     return mask
 
 
-@converter("nn.max_pool")
+@converter("nn.max_pool", onnx="MaxPool (Pad for wide padding, Where for windows wholly in the padding)")
 def max_pool(ctx: Context, op: Any) -> list[Any]:
     return [_pool(ctx, op, "MaxPool", fill=-np.inf)]
 
@@ -180,7 +180,7 @@ def _no_dilation(ctx: Context, op: Any) -> None:
         raise Unsupported("dilated average/sum pooling needs ONNX opset 19 (AveragePool dilations)")
 
 
-@converter("nn.sum_pool")
+@converter("nn.sum_pool", onnx="AveragePool (count_include_pad), Mul")
 def sum_pool(ctx: Context, op: Any) -> list[Any]:
     _no_dilation(ctx, op)
     size = _pool_geometry(op)[1]
@@ -188,7 +188,7 @@ def sum_pool(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Mul", [y, ctx.scalar(float(np.prod(size)))])]
 
 
-@converter("nn.avg_pool")
+@converter("nn.avg_pool", onnx="AveragePool (ignore_border=false through @compose)")
 def avg_pool(ctx: Context, op: Any) -> list[Any]:
     _no_dilation(ctx, op)
     if not op.attribs.get("ignore_border", True):  # its @compose: sum_pool / window size
@@ -203,7 +203,7 @@ def _x(ctx: Context, op: Any) -> str:
     return ctx.value(op.inputs[0])
 
 
-@converter("nn.relu")
+@converter("nn.relu", onnx="Relu, LeakyRelu (alpha), Min/Max (max)")
 def relu(ctx: Context, op: Any) -> list[Any]:
     x = _x(ctx, op)
     alpha, top = op.attribs.get("alpha"), op.attribs.get("max")
@@ -215,7 +215,7 @@ def relu(ctx: Context, op: Any) -> list[Any]:
         [ctx.node("Max", [x, ctx.node("Mul", [_x(ctx, op), ctx.scalar(float(alpha))])])]
 
 
-@converter("nn.prelu")
+@converter("nn.prelu", onnx="PRelu")
 def prelu(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("axis", 1), len(s))[0]
@@ -223,23 +223,23 @@ def prelu(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("PRelu", [_x(ctx, op), slope])]
 
 
-@converter("nn.thresholded_relu")
+@converter("nn.thresholded_relu", onnx="ThresholdedRelu")
 def thresholded_relu(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("ThresholdedRelu", [_x(ctx, op)], alpha=float(op.attribs.get("theta", 0.0)))]
 
 
-@converter("nn.elu")
+@converter("nn.elu", onnx="Elu")
 def elu(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Elu", [_x(ctx, op)], alpha=float(op.attribs.get("alpha", 1.0)))]
 
 
-@converter("nn.selu")
+@converter("nn.selu", onnx="Selu")
 def selu(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Selu", [_x(ctx, op)], alpha=float(op.attribs.get("alpha", 1.67326319)),
                      gamma=float(op.attribs.get("lambda", 1.05070102)))]
 
 
-@converter("nn.gelu")
+@converter("nn.gelu", onnx="Gelu from opset 20, else Erf/Tanh formula; SIGMOID: Mul, Sigmoid")
 def gelu(ctx: Context, op: Any) -> list[Any]:
     x = _x(ctx, op)
     approximate = op.attribs.get("approximate")
@@ -260,23 +260,23 @@ def gelu(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Mul", [half, ctx.node("Add", [t, ctx.scalar(1.0)])])]
 
 
-@converter("nn.silu")
+@converter("nn.silu", onnx="Sigmoid, Mul")
 def silu(ctx: Context, op: Any) -> list[Any]:
     x = _x(ctx, op)
     return [ctx.node("Mul", [x, ctx.node("Sigmoid", [x])])]
 
 
-@converter("nn.sigmoid")
+@converter("nn.sigmoid", onnx="Sigmoid")
 def sigmoid(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Sigmoid", [_x(ctx, op)])]
 
 
-@converter("nn.softplus")
+@converter("nn.softplus", onnx="Softplus")
 def softplus(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Softplus", [_x(ctx, op)])]
 
 
-@converter("nn.erf")
+@converter("nn.erf", onnx="Erf")
 def erf(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Erf", [_x(ctx, op)])]
 
@@ -284,7 +284,7 @@ def erf(ctx: Context, op: Any) -> list[Any]:
 # -- normalization, softmax, linear ------------------------------------------------------------
 
 
-@converter("nn.batch_norm")
+@converter("nn.batch_norm", onnx="BatchNormalization (channel_axis 1; others through @compose)")
 def batch_norm(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("channel_axis", 1), len(s))[0]
@@ -298,7 +298,7 @@ def batch_norm(ctx: Context, op: Any) -> list[Any]:
                      epsilon=float(op.attribs.get("epsilon", 1e-5)))]
 
 
-@converter("nn.softmax")
+@converter("nn.softmax", onnx="Softmax (one axis; several through @compose)")
 def softmax(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes", [1]), len(s))
@@ -307,13 +307,13 @@ def softmax(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("Softmax", [_x(ctx, op)], axis=axes[0])]
 
 
-@converter("nn.linear")
+@converter("nn.linear", onnx="Gemm (transB)")
 def linear(ctx: Context, op: Any) -> list[Any]:
     bias = ctx.value(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
     return [ctx.node("Gemm", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1]), bias], transB=1)]
 
 
-@converter("nn.local_response_norm")
+@converter("nn.local_response_norm", onnx="LRN (axes [1]; others through @compose)")
 def local_response_norm(ctx: Context, op: Any) -> list[Any]:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes", [1]), len(s))
@@ -333,7 +333,7 @@ def _gates_iofc(ctx: Context, t: str, n: int) -> str:
     return ctx.node("Concat", [i, o, f, g], axis=0)
 
 
-@converter("nn.lstm", "nn.lstm_loop", "nn._jagged_lstm_loops")
+@converter("nn.lstm", "nn.lstm_loop", "nn._jagged_lstm_loops", onnx="LSTM (gates reordered; steps as sequence_lens)")
 def lstm(ctx: Context, op: Any) -> list[Any]:
     """ONNX LSTM (gates reordered, the recurrence bias zero). Step counts (``steps``: one for all items
     in lstm_loop, one per item otherwise) are its sequence_lens; Y then has ``steps[0]`` items (the items'

@@ -121,7 +121,7 @@ def quantized_value(ctx: Context, op: Any) -> None:
 # -- the quant module's operators, invoked in a graph ------------------------------------------
 
 
-@converter("quant.zero_point_linear_quantize", "quant.min_max_linear_quantize")
+@converter("quant.zero_point_linear_quantize", "quant.min_max_linear_quantize", onnx="QuantizeLinear, DequantizeLinear (int8; int16 from opset 21; else arithmetic)")
 def quantize_op(ctx: Context, op: Any) -> list[Any]:
     """An explicit invocation: the same fake quantization, with the operation's attributes."""
     from ...compose.ir import Tensor
