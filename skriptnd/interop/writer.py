@@ -241,12 +241,15 @@ class GraphText:
 @dataclass
 class ModelFolder:
     """What an importer produces: the main graph, its weights by (scoped) variable name, and extra
-    modules (relative path -> text, e.g. `ops/custom.sknd` for operators the stdlib lacks)."""
+    modules (relative path -> text, e.g. `ops/custom.sknd` for operators the stdlib lacks).
+    `weight_files` maps variable names to existing NNEF tensor files that are copied byte for byte
+    (NNEF 1.x weights are already in the format; the importer has validated them)."""
 
     graph: GraphText
     weights: Mapping[str, np.ndarray] = field(default_factory=dict)
     modules: Mapping[str, str] = field(default_factory=dict)
     module: str = "main"
+    weight_files: Mapping[str, Path] = field(default_factory=dict)
 
 
 def render(text: str, path: str) -> str:
@@ -289,6 +292,8 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
             target.write_text(text, encoding="utf-8")
         for name, array in folder.weights.items():
             write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
+        for name, source in folder.weight_files.items():
+            shutil.copyfile(source, variable_file(tmp, folder.module, folder.graph.name, name))
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))

@@ -1,0 +1,249 @@
+"""`import_nnef`: NNEF 1.x graph.nnef (+ .dat tensor files) -> a SkriptND model folder.
+
+Steps: parse with the `nnef` package (custom fragments and the standard compound operations listed in
+`registry.EXPANDED` are expanded by the parser into their definitions), report every unsupported operation at
+once, infer shapes (`nnef.infer_shapes`, with `input_shapes` overriding external shapes), validate the tensor
+files, convert operation by operation through the registry and write the folder atomically. Every problem is
+a located diagnostic on graph.nnef (or on the tensor file); nothing is written unless all succeeded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...diagnostics import Diagnostic, DiagnosticError, Note
+from ...source import Span
+from ..writer import GraphText, ModelFolder, Names, TensorDecl, write_model
+from . import registry
+from .context import DTYPES, Context, locate
+from .errors import ImportProblem
+
+#: Operations handled by the importer itself (declarations), not by converters.
+_DECLARATIONS = ("external", "variable", "constant")
+_MAX_EXPANSION_ROUNDS = 16
+
+
+def import_nnef(src: str | Path, out_dir: str | Path, *,
+                input_shapes: Mapping[str, Sequence[int]] | None = None, overwrite: bool = False) -> Path:
+    """Import the NNEF 1.x model `src` (a graph.nnef file, or a folder holding graph.nnef and its .dat files)
+    into the SkriptND model folder `out_dir`; `input_shapes` overrides the shapes of external inputs.
+    Raises `DiagnosticError` (E0830-E0836, E0790) and leaves `out_dir` untouched on any problem."""
+    nnef = _require_nnef()
+    graph_file, folder = _locate(Path(src))
+    text = _read_text(graph_file)
+    registry.load_all()
+    graph = _parse(nnef, graph_file, text)
+    _check_supported(graph, graph_file, text)
+    _infer_shapes(nnef, graph, graph_file, text, dict(input_shapes or {}))
+    weight_files = _check_variables(graph, folder, graph_file, text)
+    folder_desc = _convert(graph, graph_file, text, weight_files)
+    return write_model(folder_desc, out_dir, overwrite=overwrite)
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+def _require_nnef() -> Any:
+    try:
+        import nnef
+    except ImportError as exc:
+        raise DiagnosticError(Diagnostic(
+            code="E0830", message=f"importing NNEF 1.x models needs the 'nnef' package ({exc})",
+            span=Span("<nnef>", 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
+    return nnef
+
+
+def _locate(src: Path) -> tuple[Path, Path]:
+    graph_file = src / "graph.nnef" if src.is_dir() else src
+    if not graph_file.is_file():
+        what = "has no graph.nnef" if src.is_dir() else "does not exist"
+        raise DiagnosticError(Diagnostic(code="E0836", message=f"NNEF model {src} {what}",
+                                         span=Span(str(src), 1, 1, 1, 2)))
+    return graph_file, graph_file.parent
+
+
+def _read_text(graph_file: Path) -> str:
+    try:
+        return graph_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiagnosticError(Diagnostic(code="E0836", message=f"cannot read {graph_file}: {exc}",
+                                         span=Span(str(graph_file), 1, 1, 1, 2))) from None
+
+
+_POSITION = re.compile(r"\[(\d+):(\d+)\]\s*(.*)", re.S)
+
+
+def _parse(nnef: Any, graph_file: Path, text: str) -> Any:
+    """Parse, expanding custom fragments and `registry.EXPANDED` operations until only standard operations
+    remain (a fragment may use another)."""
+    quant = graph_file.parent / "graph.quant"
+    lowered = set(registry.EXPANDED)
+    for _ in range(_MAX_EXPANSION_ROUNDS):
+        try:
+            graph = nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=sorted(lowered))
+        except nnef.Error as exc:
+            raise DiagnosticError(_syntax_error(str(exc), graph_file, text)) from None
+        custom = {op.name for op in graph.operations if op.name not in nnef.StandardOperations} - lowered
+        if not custom:
+            return graph
+        lowered |= custom
+    return graph
+
+
+def _syntax_error(message: str, graph_file: Path, text: str) -> Diagnostic:
+    match = _POSITION.search(message)
+    line, col, what = (int(match.group(1)), int(match.group(2)), match.group(3)) if match else (1, 1, message)
+    lines = text.splitlines()
+    line = max(1, min(line, len(lines) or 1))
+    return Diagnostic(code="E0831", message=f"NNEF syntax error: {what.strip()}",
+                      span=Span(str(graph_file), line, max(col, 1), line, max(col, 1) + 1))
+
+
+def _span(graph_file: Path, text: str, tensor: str | None, op: str | None) -> Span:
+    line, col, end = locate(text, tensor, op)
+    return Span(str(graph_file), line, col, line, end)
+
+
+def _first_output(op: Any) -> str:
+    value = next(iter(op.outputs.values()))
+    return str(value[0] if isinstance(value, list) and value else value)
+
+
+def _check_supported(graph: Any, graph_file: Path, text: str) -> None:
+    """One diagnostic naming every operation that cannot be imported, with counts; raises if any."""
+    known = set(registry.CONVERTERS) | set(_DECLARATIONS)
+    missing = [op for op in graph.operations if op.name not in known]
+    if not missing:
+        return
+    counts = Counter(op.name for op in missing)
+    listing = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items()))
+    first = {}
+    for op in missing:
+        first.setdefault(op.name, op)
+    notes = tuple(Note(f"'{name}'" + (f": {registry.UNSUPPORTED[name]}" if name in registry.UNSUPPORTED else
+                                      ": no converter (not a NNEF 1.x standard operation, or a fragment "
+                                      "without a body)"),
+                       _span(graph_file, text, _first_output(op), name)) for name, op in first.items())
+    head = missing[0]
+    raise DiagnosticError(Diagnostic(
+        code="E0832", message=f"{len(missing)} operation{'s' if len(missing) > 1 else ''} cannot be imported: "
+                              f"{listing}",
+        span=_span(graph_file, text, _first_output(head), head.name), notes=notes))
+
+
+def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]]) -> None:
+    unknown = sorted(set(input_shapes) - set(graph.inputs))
+    if unknown:
+        raise DiagnosticError(Diagnostic(
+            code="E0834", message=f"--input-shape names {', '.join(unknown)}, not inputs of the graph "
+                                  f"(inputs: {', '.join(graph.inputs)})", span=Span(str(graph_file), 1, 1, 1, 2)))
+    try:
+        nnef.infer_shapes(graph, external_shapes={k: list(v) for k, v in input_shapes.items()})
+    except (nnef.Error, AssertionError, ValueError, TypeError, KeyError, IndexError) as exc:
+        message = str(exc)
+        match = re.search(r"tensor\(s\) '([^',]+)[^']*' \(operation '([^']+)'\)", message)
+        span = _span(graph_file, text, match.group(1), match.group(2)) if match else Span(str(graph_file), 1, 1, 1, 2)
+        raise DiagnosticError(Diagnostic(code="E0834", message=f"shape inference failed: {message}",
+                                         span=span)) from None
+
+
+def _check_variables(graph: Any, folder: Path, graph_file: Path, text: str) -> dict[str, Path]:
+    """The tensor file of every variable, checked (present, readable, of the declared shape and type)."""
+    from ...io.tensor_file import TensorFileError, read_tensor_with_header
+
+    files: dict[str, Path] = {}
+    problems: list[Diagnostic] = []
+    for op in graph.operations:
+        if op.name != "variable":
+            continue
+        name = str(op.outputs["output"])
+        span = _span(graph_file, text, name, "variable")
+        path = folder / (op.attribs["label"].lstrip("/") + ".dat")
+        if not path.is_file():
+            problems.append(Diagnostic(code="E0833", message=f"tensor file {path} of variable '{name}' "
+                                                               f"(label '{op.attribs['label']}') not found", span=span))
+            continue
+        try:
+            data, _header = read_tensor_with_header(path)
+        except TensorFileError as exc:
+            problems.append(Diagnostic(code="E0833", message=f"tensor file {path} of variable '{name}': {exc.message}",
+                                       span=span))
+            continue
+        shape = list(op.attribs["shape"])
+        kind = {"scalar": "f", "integer": "iu", "logical": "b"}.get(op.dtype or "scalar", "f")
+        if list(data.shape) != shape or data.dtype.kind not in kind:
+            problems.append(Diagnostic(
+                code="E0833", message=f"tensor file {path} holds {data.dtype}{list(data.shape)}, but variable "
+                                      f"'{name}' is declared {op.dtype or 'scalar'}{shape}", span=span))
+            continue
+        files[name] = path
+    if problems:
+        raise DiagnosticError(problems)
+    return files
+
+
+# -- converting ---------------------------------------------------------------------------------------
+
+def _decl(ctx: Context, tensor: str) -> TensorDecl:
+    t = ctx.graph.tensors[tensor]
+    return TensorDecl(ctx.name(tensor), DTYPES.get(t.dtype, "real"), list(t.shape))
+
+
+def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
+    values = list(op.attribs["value"])
+    volume = 1
+    for d in shape:
+        volume *= d
+    if len(values) == 1 and volume != 1:
+        values = values * volume
+    cast = {"real": float, "int": int, "bool": bool}[dtype]
+    return [cast(v) for v in values]
+
+
+def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path]) -> ModelFolder:
+    names = Names()
+    # graph inputs and outputs keep their names where they can
+    for tensor in [*graph.inputs, *graph.outputs]:
+        names(str(tensor))
+    ctx = Context(graph=graph, names=names)
+    variables: list[TensorDecl] = []
+    weights: dict[str, Path] = {}
+    for op in graph.operations:
+        ctx.op = op
+        if op.name == "external":
+            continue
+        if op.name == "variable":
+            tensor = str(op.outputs["output"])
+            variables.append(_decl(ctx, tensor))
+            weights[ctx.name(tensor)] = weight_files[tensor]
+            continue
+        if op.name == "constant":
+            decl = _decl(ctx, str(op.outputs["output"]))
+            decl.value = _constant_value(op, list(decl.shape), decl.dtype)
+            ctx.constants.append(decl)
+            continue
+        try:
+            registry.CONVERTERS[op.name].convert(ctx, op)
+        except ImportProblem as exc:
+            raise DiagnosticError(Diagnostic(code=exc.code, message=exc.message,
+                                             span=_span(graph_file, text, exc.tensor, exc.op))) from None
+    declared = {str(op.outputs["output"]): op.name for op in graph.operations if op.name in _DECLARATIONS}
+    for tensor in graph.outputs:
+        if str(tensor) in declared:
+            raise DiagnosticError(Diagnostic(
+                code="E0835", message=f"graph output '{tensor}' is produced by '{declared[str(tensor)]}' directly; "
+                                      "a SkriptND graph output must be computed (add a copy() in graph.nnef)",
+                span=_span(graph_file, text, str(tensor), declared[str(tensor)])))
+    graph_name = graph.name if Names._clean(graph.name) == graph.name else Names._clean(graph.name)
+    comment = f"imported from NNEF 1.x {graph_file.name} by skriptnd"
+    if names.renamed:
+        comment += "\nrenamed: " + ", ".join(f"{k} -> {v}" for k, v in names.renamed.items())
+    body_graph = GraphText(
+        name=graph_name, inputs=[_decl(ctx, str(t)) for t in graph.inputs],
+        outputs=[_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
+        variables=variables, comment=comment, imports=sorted(ctx.imports))
+    return ModelFolder(graph=body_graph, weight_files=weights)
+

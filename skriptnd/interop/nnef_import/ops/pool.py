@@ -1,0 +1,58 @@
+"""Pooling over any axes: box (sum / normalized), max_pool, avg_pool, rms_pool. NNEF windows span every axis;
+the SkriptND operator gets the axes where the window does something. NNEF border modes: 'constant' pads with
+zeros that take part (in the maximum, in the average's count), 'ignore' leaves padding out, reflect/replicate/
+reflect-even become an explicit layout.pad first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import Context
+from ..registry import converter, unsupported
+from .window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
+
+unsupported("index-based pooling (argmax_pool/sample/desample) has no standard SkriptND operator",
+            "argmax_pool", "sample", "desample", "max_pool_with_index")
+unsupported("unpooling (the transpose of a pooling) has no standard SkriptND operator",
+            "debox", "avg_unpool", "max_unpool")
+
+TARGETS = {"box": "nn.sum_pool", "max_pool": "nn.max_pool", "avg_pool": "nn.avg_pool", "rms_pool": "nn.rms_pool"}
+
+
+def _pool(ctx: Context, op: Any) -> None:
+    x = op.inputs["input"]
+    xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
+    rank = len(xs)
+    size = [int(v) for v in op.attribs["size"]]
+    stride, dilation = defaults(op.attribs["stride"], rank), defaults(op.attribs["dilation"], rank)
+    pads = explicit_padding(op.attribs["padding"], xs, ys, size, stride, dilation)
+    border = op.attribs["border"]
+    name = op.name
+    if name == "box" and op.attribs["normalize"]:
+        name = "avg_pool"
+    source: Any = ctx.arg(x)
+    padded = any(p or q for p, q in pads)
+    axes = [i for i in range(rank) if size[i] != 1 or stride[i] != 1 or dilation[i] != 1 or pads[i] != (0, 0)]
+    if border in PAD_METHODS or (border == "constant" and name == "max_pool" and padded):
+        # the padded values take part: pad explicitly (zeros for 'constant'), then pool without padding
+        source = pre_pad(ctx, source, axes, [pads[i] for i in axes], border)
+        pads = [(0, 0)] * rank
+    elif border not in ("constant", "ignore"):
+        raise ctx.problem(f"border '{border}' is not one of constant, ignore, reflect, replicate, reflect-even",
+                          "border")
+    if not axes:  # a 1x1 window with unit stride: the identity (rms of one value is its magnitude)
+        ctx.emit(ctx.output(), "math.abs" if name == "rms_pool" else "math.iden", [source])
+        return
+    attribs: dict[str, Any] = {"axes": axes, "size": [size[i] for i in axes], "stride": [stride[i] for i in axes],
+                               "dilation": [dilation[i] for i in axes], "padding": flat([pads[i] for i in axes])}
+    if name in ("avg_pool", "rms_pool"):
+        attribs["ignore_border"] = border == "ignore"
+    ctx.emit(ctx.output(), TARGETS.get(name, "nn.avg_pool"), [source], attribs)
+
+
+converter("box", target="nn.sum_pool / nn.avg_pool (normalize)",
+          note="border constant/ignore: zero padding (normalize: ignore_border); reflect etc.: layout.pad")(_pool)
+converter("max_pool", target="nn.max_pool",
+          note="border 'constant' pads zeros that take part (layout.pad), 'ignore' leaves them out")(_pool)
+converter("avg_pool", target="nn.avg_pool", note="border 'ignore' -> ignore_border=true, 'constant' -> false")(_pool)
+converter("rms_pool", target="nn.rms_pool", note="as avg_pool")(_pool)
