@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nnef_oracle import reference, write_graph
 
 import skriptnd
-from nnef_oracle import reference, write_graph
 from skriptnd.interop.nnef_import import import_nnef
 
 RNG = np.random.default_rng(1234)

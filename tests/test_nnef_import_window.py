@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from test_nnef_import import _rand, check
 
 
@@ -19,10 +18,10 @@ def _conv(tmp_path: Path, x: np.ndarray, cout: int, k: tuple[int, int], groups: 
     real_groups = groups or (cin if op == "conv" else cout)
     fshape = (cout, cin // real_groups, *k) if op == "conv" else (cin, cout // real_groups, *k)
     weights = {"w": _rand(*fshape)}
-    body = "w = variable(shape = %s, label = 'w');\n" % list(fshape)
+    body = f"w = variable(shape = {list(fshape)}, label = 'w');\n"
     if bias:
         weights["b"] = _rand(1, cout)
-        body += "b = variable(shape = [1, %d], label = 'b');\n" % cout
+        body += f"b = variable(shape = [1, {cout}], label = 'b');\n"
     body += f"y = {op}(x, w, {'b' if bias else '0.0'}, groups = {groups}{', ' + attrs if attrs else ''});"
     return check(tmp_path, body, {"x": x}, weights, rtol=1e-4, atol=1e-4)
 
@@ -53,8 +52,9 @@ def test_conv_border_modes_as_explicit_pad(tmp_path: Path, border: str) -> None:
     out = check(tmp_path / "a", "w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
                 f"p = pad(x, padding = [(0, 0), (0, 0), (1, 1), (2, 0)], border = '{border}');\n"
                 "y = conv(p, w, 0.0, padding = [(0, 0), (0, 0)]);", {"x": x}, {"w": w})
-    import skriptnd
     from nnef_oracle import write_graph
+
+    import skriptnd
     from skriptnd.interop.nnef_import import import_nnef
     src = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
                       "  w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
@@ -97,8 +97,9 @@ def test_box(tmp_path: Path, normalize: str) -> None:
 
 
 def test_pool_border_reflect_equals_explicit_pad(tmp_path: Path) -> None:
-    import skriptnd
     from nnef_oracle import reference, write_graph
+
+    import skriptnd
     from skriptnd.interop.nnef_import import import_nnef
     x = _rand(1, 2, 5, 5)
     padded = write_graph(tmp_path / "a", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 5, 5]);\n"

@@ -144,10 +144,12 @@ class TensorDecl:
 
 @dataclass
 class Call:
-    """One statement of @compose: `outs = label: op<types>{attribs}(args);`. An argument is a tensor
+    """One statement of @compose: `outs = label: op<types>{attribs}(args);`. An output is a name, or a list of
+    names for an output that is a pack (`[a, b] = layout.split(...)`); several are comma-separated (`m, v =`,
+    the grammar's form; a parenthesized tuple does not parse). An argument is a tensor
     name (str), None (an omitted optional input: `~`), an `Expr`, or a list of names (a pack)."""
 
-    outputs: Sequence[str]
+    outputs: Sequence[str | Sequence[str]]
     op: str
     args: Sequence[str | Expr | None | Sequence[str]] = ()
     attribs: Mapping[str, Any] = field(default_factory=dict)
@@ -156,7 +158,7 @@ class Call:
     comment: str | None = None
 
     def text(self) -> str:
-        outs = self.outputs[0] if len(self.outputs) == 1 else "(" + ", ".join(self.outputs) + ")"
+        outs = ", ".join(o if isinstance(o, str) else "[" + ", ".join(o) + "]" for o in self.outputs)
         label = f"{self.label}: " if self.label else ""
         types = f"<{', '.join(self.type_args)}>" if self.type_args else ""
         attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""

@@ -60,7 +60,7 @@ class Context:
         return self.names(f"{hint}_")
 
     # -- emission ---------------------------------------------------------------------------------
-    def emit(self, outputs: list[str] | str, op: str, args: list[Any] = (), attribs: dict[str, Any] | None = None,
+    def emit(self, outputs: list[str | list[str]] | str, op: str, args: list[Any] = (), attribs: dict[str, Any] | None = None,
              *, type_args: list[str] = ()) -> None:
         outs = [outputs] if isinstance(outputs, str) else list(outputs)
         self.body.append(Call(outs, op, list(args), dict(attribs or {}), type_args=list(type_args)))

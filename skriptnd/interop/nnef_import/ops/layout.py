@@ -48,7 +48,7 @@ def split(ctx: Context, op: Any) -> None:
     outs = op.outputs["values"]
     axis = int(op.attribs["axis"])
     sizes = [ctx.shape(o)[axis] for o in outs]
-    ctx.emit([ctx.name(o) for o in outs], "layout.split", [ctx.arg(op.inputs["value"])],
+    ctx.emit([[ctx.name(o) for o in outs]], "layout.split", [ctx.arg(op.inputs["value"])],
              {"axis": axis, "sizes": sizes})
 
 
@@ -61,7 +61,7 @@ def stack(ctx: Context, op: Any) -> None:
 @converter("unstack", target="layout.unstack")
 def unstack(ctx: Context, op: Any) -> None:
     outs = op.outputs["values"]
-    ctx.emit([ctx.name(o) for o in outs], "layout.unstack", [ctx.arg(op.inputs["value"])],
+    ctx.emit([[ctx.name(o) for o in outs]], "layout.unstack", [ctx.arg(op.inputs["value"])],
              {"axis": int(op.attribs["axis"])})
 
 
