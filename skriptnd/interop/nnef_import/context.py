@@ -22,6 +22,8 @@ class Context:
     constants: list[TensorDecl] = field(default_factory=list)
     op: Any = None  # the nnef.Operation being converted
     imports: set[str] = field(default_factory=set)
+    #: NNEF tensors declared under another SkriptND name (a variable/constant that is also a graph output)
+    aliases: dict[str, str] = field(default_factory=dict)
 
     # -- tensors ---------------------------------------------------------------------------------
     @staticmethod
@@ -30,7 +32,7 @@ class Context:
 
     def name(self, nnef_name: str) -> str:
         """The SkriptND name of an NNEF tensor (sanitized once, stable)."""
-        return self.names(str(nnef_name))
+        return self.aliases.get(str(nnef_name)) or self.names(str(nnef_name))
 
     def arg(self, value: Any) -> str | Expr:
         """An operation input as a call argument: a tensor name, or a scalar literal."""

@@ -192,6 +192,12 @@ def _decl(ctx: Context, tensor: str) -> TensorDecl:
     return TensorDecl(ctx.name(tensor), DTYPES.get(t.dtype, "real"), list(t.shape))
 
 
+def _output_decl(ctx: Context, tensor: str) -> TensorDecl:
+    decl = _decl(ctx, tensor)
+    decl.name = ctx.names(tensor)
+    return decl
+
+
 def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
     values = list(op.attribs["value"])
     volume = 1
@@ -209,6 +215,12 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
     for tensor in [*graph.inputs, *graph.outputs]:
         names(str(tensor))
     ctx = Context(graph=graph, names=names)
+    # a variable or constant that is also a graph output is declared under another name and copied out
+    declared = {str(op.outputs["output"]) for op in graph.operations if op.name in ("variable", "constant")}
+    for tensor in graph.outputs:
+        if str(tensor) in declared:
+            ctx.aliases[str(tensor)] = names(f"{tensor}_value")
+            ctx.emit(names(str(tensor)), "math.iden", [ctx.aliases[str(tensor)]])
     variables: list[TensorDecl] = []
     weights: dict[str, Path] = {}
     for op in graph.operations:
@@ -230,20 +242,13 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
         except ImportProblem as exc:
             raise DiagnosticError(Diagnostic(code=exc.code, message=exc.message,
                                              span=_span(graph_file, text, exc.tensor, exc.op))) from None
-    declared = {str(op.outputs["output"]): op.name for op in graph.operations if op.name in _DECLARATIONS}
-    for tensor in graph.outputs:
-        if str(tensor) in declared:
-            raise DiagnosticError(Diagnostic(
-                code="E0835", message=f"graph output '{tensor}' is produced by '{declared[str(tensor)]}' directly; "
-                                      "a SkriptND graph output must be computed (add a copy() in graph.nnef)",
-                span=_span(graph_file, text, str(tensor), declared[str(tensor)])))
     graph_name = graph.name if Names._clean(graph.name) == graph.name else Names._clean(graph.name)
     comment = f"imported from NNEF 1.x {graph_file.name} by skriptnd"
     if names.renamed:
         comment += "\nrenamed: " + ", ".join(f"{k} -> {v}" for k, v in names.renamed.items())
     body_graph = GraphText(
         name=graph_name, inputs=[_decl(ctx, str(t)) for t in graph.inputs],
-        outputs=[_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
+        outputs=[_output_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
         variables=variables, comment=comment, imports=sorted(ctx.imports))
     return ModelFolder(graph=body_graph, weight_files=weights)
 
