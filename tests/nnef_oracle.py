@@ -49,5 +49,7 @@ def reference(folder: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs of the nnef reference executor, in graph output order."""
     nnef = nnef_module()
     lowered = sorted(nnef.StandardOperations - RUNTIME_OPS)
+    parsed = nnef.load_graph(str(folder), load_variables=False)
+    lowered += sorted({op.name for op in parsed.operations} - nnef.StandardOperations)  # custom fragments
     with nnef.Session(str(folder), lowered=lowered) as session:
         return [np.asarray(o) for o in session(*inputs)]

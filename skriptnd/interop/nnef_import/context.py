@@ -24,6 +24,7 @@ class Context:
     imports: set[str] = field(default_factory=set)
     #: NNEF tensors declared under another SkriptND name (a variable/constant that is also a graph output)
     aliases: dict[str, str] = field(default_factory=dict)
+    _count: int = 0
 
     # -- tensors ---------------------------------------------------------------------------------
     @staticmethod
@@ -58,8 +59,9 @@ class Context:
         return "int" if isinstance(value, int) else "real"
 
     def tmp(self, hint: str) -> str:
-        """A fresh SkriptND name for an intermediate result."""
-        return self.names(f"{hint}_")
+        """A fresh SkriptND name for an intermediate result (the '.' keeps the key apart from NNEF names)."""
+        self._count += 1
+        return self.names(f"{hint}.{self._count}")
 
     # -- emission ---------------------------------------------------------------------------------
     def emit(self, outputs: list[str | list[str]] | str, op: str, args: list[Any] = (), attribs: dict[str, Any] | None = None,

@@ -212,7 +212,7 @@ def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
 def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path]) -> ModelFolder:
     names = Names()
     # graph inputs and outputs keep their names where they can
-    for tensor in [*graph.inputs, *graph.outputs]:
+    for tensor in [*graph.inputs, *graph.outputs, *graph.tensors]:  # NNEF names first: temporaries avoid them
         names(str(tensor))
     ctx = Context(graph=graph, names=names)
     # a variable or constant that is also a graph output is declared under another name and copied out
