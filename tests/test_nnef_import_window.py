@@ -135,3 +135,29 @@ def test_pool_property(tmp_path_factory, k, s, auto, pads, op, border, seed) -> 
     padding = "[]" if auto else f"[(0, 0), (0, 0), ({pads[0]}, {pads[1]}), ({pads[2]}, {pads[3]})]"
     check(tmp, f"y = {op}(x, size = [1, 1, {k[0]}, {k[1]}], stride = [1, 1, {s[0]}, {s[1]}], "
           f"padding = {padding}, border = '{border}');", {"x": x})
+
+
+@pytest.mark.parametrize("attrs", [
+    "size = [1, 1, 2, 2], stride = [1, 1, 2, 2]",
+    "size = [1, 1, 3, 3], stride = [1, 1, 2, 2], padding = []",
+    "size = [1, 1, 3, 2], stride = [1, 1, 2, 1], padding = [(0, 0), (0, 0), (1, 1), (0, 1)]",
+    "size = [1, 1, 3, 3], stride = [1, 1, 2, 2], output_shape = [2, 3, 8, 7]",
+])
+def test_debox(tmp_path: Path, attrs: str) -> None:
+    check(tmp_path, f"y = debox(x, {attrs});", {"x": _rand(2, 3, 4, 4)})
+
+
+def test_debox_normalize(tmp_path: Path) -> None:
+    # the nnef runtime's debox divides its *input* view when normalize = true (the views of a transposed
+    # window are swapped), so the oracle is the unnormalized debox divided by the window volume (NNEF spec)
+    from nnef_oracle import reference, write_graph
+
+    import skriptnd
+    from skriptnd.interop.nnef_import import import_nnef
+    x = _rand(2, 3, 4, 4)
+    text = ("graph G( x ) -> ( y )\n{\n  x = external(shape = [2, 3, 4, 4]);\n"
+            "  y = debox(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], padding = [], normalize = %s);\n}\n")
+    plain = write_graph(tmp_path / "plain", text % "false")
+    src = write_graph(tmp_path / "norm", text % "true")
+    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    np.testing.assert_allclose(got, reference(plain, [x])[0] / 6.0, rtol=1e-5, atol=1e-6)

@@ -13,8 +13,8 @@ from .window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
 
 unsupported("index-based pooling (argmax_pool/sample/desample) has no standard SkriptND operator",
             "argmax_pool", "sample", "desample", "max_pool_with_index")
-unsupported("unpooling (the transpose of a pooling) has no standard SkriptND operator",
-            "debox", "avg_unpool", "max_unpool")
+unsupported("declared by NNEF's shape functions but not by its parser's standard library (the parser refuses "
+            "it as an undefined operation); no standard SkriptND operator", "avg_unpool", "max_unpool")
 
 TARGETS = {"box": "nn.sum_pool", "max_pool": "nn.max_pool", "avg_pool": "nn.avg_pool", "rms_pool": "nn.rms_pool"}
 
@@ -56,3 +56,38 @@ converter("max_pool", target="nn.max_pool",
           note="border 'constant' pads zeros that take part (layout.pad), 'ignore' leaves them out")(_pool)
 converter("avg_pool", target="nn.avg_pool", note="border 'ignore' -> ignore_border=true, 'constant' -> false")(_pool)
 converter("rms_pool", target="nn.rms_pool", note="as avg_pool")(_pool)
+
+
+@converter("debox", target="nn.deconv (depthwise, filter of ones)",
+           note="windows over the spatial axes only; normalize divides by the window volume (border 'constant'); "
+                "normalize with border 'ignore' is refused")
+def debox(ctx: Context, op: Any) -> None:
+    """The transpose of box: each input item is added to every output item of its window, which is a
+    depthwise transposed convolution with a filter of ones."""
+    from ...writer import TensorDecl
+    from ..writer_exprs import real
+
+    x = op.inputs["input"]
+    xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
+    rank = len(xs)
+    size = [int(v) for v in op.attribs["size"]]
+    stride, dilation = defaults(op.attribs["stride"], rank), defaults(op.attribs["dilation"], rank)
+    pads = explicit_padding(op.attribs["padding"], ys, xs, size, stride, dilation)
+    border, normalize = op.attribs["border"], bool(op.attribs["normalize"])
+    if rank < 3 or any(v != 1 for v in size[:2] + stride[:2] + dilation[:2]) or pads[:2] != [(0, 0), (0, 0)]:
+        raise ctx.problem("a window over the batch or channel axis is not supported (spatial axes only)", "size")
+    if border not in ("constant", "ignore") or (normalize and border == "ignore" and any(p or q for p, q in pads)):
+        raise ctx.problem(f"border '{border}'{' with normalize' if normalize else ''} is not supported", "border")
+    channels = xs[1]
+    ones = ctx.tmp("ones")
+    volume = 1
+    for v in size[2:]:
+        volume *= v
+    ctx.constants.append(TensorDecl(ones, "real", [channels, 1, *size[2:]], [1.0] * (channels * volume)))
+    out = ctx.output()
+    result = ctx.tmp("debox") if normalize else out
+    ctx.emit(result, "nn.deconv", [ctx.arg(x), ones, None],
+             {"stride": stride[2:], "dilation": dilation[2:], "padding": flat(pads[2:]), "groups": channels,
+              "output_size": ys[2:]})
+    if normalize:
+        ctx.emit(out, "math.div", [result, real(float(volume))])
