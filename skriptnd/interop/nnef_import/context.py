@@ -3,9 +3,12 @@ tensors, and the statements emitted so far. Converters talk only to this object.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ..writer import Call, Expr, Names, TensorDecl, literal
 from .errors import ImportProblem
@@ -41,7 +44,7 @@ class Context:
             return self.name(value)
         if isinstance(value, list | tuple):
             raise self.problem(f"a list literal {value!r} cannot be a tensor argument here")
-        return Expr(literal(value))
+        return Expr(literal(tidy(value)))
 
     def shape(self, value: Any) -> list[int]:
         if self.is_tensor(value):
@@ -67,7 +70,8 @@ class Context:
     def emit(self, outputs: list[str | list[str]] | str, op: str, args: list[Any] = (), attribs: dict[str, Any] | None = None,
              *, type_args: list[str] = ()) -> None:
         outs = [outputs] if isinstance(outputs, str) else list(outputs)
-        self.body.append(Call(outs, op, list(args), dict(attribs or {}), type_args=list(type_args)))
+        attribs = {k: tidy(v) for k, v in (attribs or {}).items()}
+        self.body.append(Call(outs, op, list(args), attribs, type_args=list(type_args)))
 
     def input(self, key: str) -> Any:
         return self.op.inputs[key]
@@ -111,6 +115,16 @@ class Context:
         out = self.tmp(hint)
         self.emit(out, "layout.squeeze", [self.arg(value)], {"axes": drop})
         return out
+
+
+def tidy(value: Any) -> Any:
+    """NNEF scalars are float32: write the shortest decimal of the float32 value (1e-3, not
+    0.0010000000474974513), which denotes the same float32."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(str(np.float32(value)))
+    if isinstance(value, list):
+        return [tidy(v) for v in value]
+    return value
 
 
 _LINE = re.compile(r"^\s*(.*?)=\s*([A-Za-z_][A-Za-z0-9_]*)\s*[<(]")

@@ -66,9 +66,14 @@ Writing is atomic: on any error nothing is left in the output folder.
   `layout.pad` with method `REFLECT`, `REPLICATE`, `SYMMETRIC` before an unpadded window. A transposed
   convolution with padding accepts only `constant` (a located E0835 diagnostic otherwise).
 - **groups = 0** (depthwise) is written as the channel count.
-- **Custom fragments** (`extension KHR_enable_fragment_definitions`) and the compound standard operations
-  marked *expanded* below are expanded by the `nnef` parser into their definitions, then converted
-  operation by operation: the result is exactly the NNEF definition.
+- **Custom fragments** (`extension KHR_enable_fragment_definitions`) become SkriptND operators defined by
+  `@compose` in `ops/fragments.sknd` of the output folder, called from `main.sknd` as
+  `ops.fragments.<name>(...)`. The `nnef` parser does not expose fragment bodies, so each invocation's body
+  is obtained by parsing a one-call graph with the fragment expanded: an operator is specialized to the
+  invocation's shapes and attribute values (identical specializations share one operator; others are
+  `<name>_2`, ...). Fragments with tensor-array parameters or results are expanded inline instead.
+- The compound standard operations marked *expanded* below are expanded by the `nnef` parser into their
+  NNEF definitions, then converted operation by operation: the result is exactly the NNEF definition.
 - Names that are not SkriptND identifiers (or are reserved words / standard module names, e.g. `image`)
   are renamed (`image -> image_`); the renaming is listed in a comment at the top of `main.sknd`.
 

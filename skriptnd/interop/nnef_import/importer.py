@@ -21,6 +21,8 @@ from ..writer import GraphText, ModelFolder, Names, TensorDecl, write_model
 from . import registry
 from .context import DTYPES, Context, locate
 from .errors import ImportProblem
+from .fragments import PATH as FRAGMENTS_PATH
+from .fragments import FragmentFallback, Fragments
 
 #: Operations handled by the importer itself (declarations), not by converters.
 _DECLARATIONS = ("external", "variable", "constant")
@@ -36,12 +38,28 @@ def import_nnef(src: str | Path, out_dir: str | Path, *,
     graph_file, folder = _locate(Path(src))
     text = _read_text(graph_file)
     registry.load_all()
-    graph = _parse(nnef, graph_file, text)
+    graph, custom = _parse(nnef, graph_file, text)
     _check_supported(graph, graph_file, text)
-    _infer_shapes(nnef, graph, graph_file, text, dict(input_shapes or {}))
+    shapes = dict(input_shapes or {})
+    if custom:
+        try:  # custom fragments as operators of ops/fragments.sknd
+            return write_model(_convert_with_fragments(nnef, graph_file, folder, text, shapes, custom),
+                               out_dir, overwrite=overwrite)
+        except FragmentFallback:
+            pass  # the fully expanded graph below
+    _infer_shapes(nnef, graph, graph_file, text, shapes)
     weight_files = _check_variables(graph, folder, graph_file, text)
     folder_desc = _convert(graph, graph_file, text, weight_files)
     return write_model(folder_desc, out_dir, overwrite=overwrite)
+
+
+def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str,
+                            shapes: dict[str, Sequence[int]], custom: set[str]) -> ModelFolder:
+    top = _parse_once(nnef, graph_file, text, sorted(registry.EXPANDED))
+    fragments = Fragments.from_text(nnef, text, sorted(set(registry.EXPANDED) | custom), custom)
+    _infer_shapes(nnef, top, graph_file, text, shapes, fragments.shape_functions(top))
+    weight_files = _check_variables(top, folder, graph_file, text)
+    return _convert(top, graph_file, text, weight_files, fragments)
 
 
 # -- reading ------------------------------------------------------------------------------------------
@@ -76,21 +94,33 @@ def _read_text(graph_file: Path) -> str:
 _POSITION = re.compile(r"\[(\d+):(\d+)\]\s*(.*)", re.S)
 
 
-def _parse(nnef: Any, graph_file: Path, text: str) -> Any:
-    """Parse, expanding custom fragments and `registry.EXPANDED` operations until only standard operations
-    remain (a fragment may use another)."""
+def _parse_once(nnef: Any, graph_file: Path, text: str, lowered: list[str]) -> Any:
     quant = graph_file.parent / "graph.quant"
+    try:
+        return nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=lowered)
+    except nnef.Error as exc:
+        raise DiagnosticError(_syntax_error(str(exc), graph_file, text)) from None
+    except (ValueError, TypeError, RuntimeError, KeyError, IndexError) as exc:
+        # the nnef parser fails this way on some valid-looking input (e.g. comparing strings in a fragment)
+        raise DiagnosticError(Diagnostic(
+            code="E0831", message=f"the nnef parser failed on this graph ({type(exc).__name__}: {exc})",
+            span=Span(str(graph_file), 1, 1, 1, 2),
+            hint="simplify the construct the parser rejects (e.g. string comparisons in fragment bodies)")) from None
+
+
+def _parse(nnef: Any, graph_file: Path, text: str) -> tuple[Any, set[str]]:
+    """Parse, expanding custom fragments and `registry.EXPANDED` operations until only standard operations
+    remain (a fragment may use another); also returns the names of the custom fragments used."""
     lowered = set(registry.EXPANDED)
+    custom: set[str] = set()
     for _ in range(_MAX_EXPANSION_ROUNDS):
-        try:
-            graph = nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=sorted(lowered))
-        except nnef.Error as exc:
-            raise DiagnosticError(_syntax_error(str(exc), graph_file, text)) from None
-        custom = {op.name for op in graph.operations if op.name not in nnef.StandardOperations} - lowered
-        if not custom:
-            return graph
-        lowered |= custom
-    return graph
+        graph = _parse_once(nnef, graph_file, text, sorted(lowered))
+        new = {op.name for op in graph.operations if op.name not in nnef.StandardOperations} - lowered
+        if not new:
+            break
+        lowered |= new
+        custom |= new
+    return graph, custom
 
 
 def _syntax_error(message: str, graph_file: Path, text: str) -> Diagnostic:
@@ -134,14 +164,16 @@ def _check_supported(graph: Any, graph_file: Path, text: str) -> None:
         span=_span(graph_file, text, _first_output(head), head.name), notes=notes))
 
 
-def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]]) -> None:
+def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]],
+                  custom_shapes: dict[str, Any] | None = None) -> None:
     unknown = sorted(set(input_shapes) - set(graph.inputs))
     if unknown:
         raise DiagnosticError(Diagnostic(
             code="E0834", message=f"--input-shape names {', '.join(unknown)}, not inputs of the graph "
                                   f"(inputs: {', '.join(graph.inputs)})", span=Span(str(graph_file), 1, 1, 1, 2)))
     try:
-        nnef.infer_shapes(graph, external_shapes={k: list(v) for k, v in input_shapes.items()})
+        nnef.infer_shapes(graph, external_shapes={k: list(v) for k, v in input_shapes.items()},
+                          custom_shapes=custom_shapes or {})
     except (nnef.Error, AssertionError, ValueError, TypeError, KeyError, IndexError) as exc:
         message = str(exc)
         match = re.search(r"tensor\(s\) '([^',]+)[^']*' \(operation '([^']+)'\)", message)
@@ -209,7 +241,8 @@ def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
     return [cast(v) for v in values]
 
 
-def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path]) -> ModelFolder:
+def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path],
+             fragments: Fragments | None = None) -> ModelFolder:
     names = Names()
     # graph inputs and outputs keep their names where they can
     for tensor in [*graph.inputs, *graph.outputs, *graph.tensors]:  # NNEF names first: temporaries avoid them
@@ -237,6 +270,9 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
             decl.value = _constant_value(op, list(decl.shape), decl.dtype)
             ctx.constants.append(decl)
             continue
+        if fragments is not None and op.name in fragments.custom:
+            fragments.convert(ctx, op)
+            continue
         try:
             registry.CONVERTERS[op.name].convert(ctx, op)
         except ImportProblem as exc:
@@ -250,5 +286,6 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
         name=graph_name, inputs=[_decl(ctx, str(t)) for t in graph.inputs],
         outputs=[_output_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
         variables=variables, comment=comment, imports=sorted(ctx.imports))
-    return ModelFolder(graph=body_graph, weight_files=weights)
+    modules = {FRAGMENTS_PATH: fragments.module_text()} if fragments is not None and fragments.texts else {}
+    return ModelFolder(graph=body_graph, weight_files=weights, modules=modules)
 
