@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nnef_oracle import reference, write_graph
 from test_nnef_import import _rand, check
+
+import skriptnd
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.nnef_import import import_nnef
 
 
 def _conv(tmp_path: Path, x: np.ndarray, cout: int, k: tuple[int, int], groups: int, attrs: str,
@@ -52,10 +57,7 @@ def test_conv_border_modes_as_explicit_pad(tmp_path: Path, border: str) -> None:
     out = check(tmp_path / "a", "w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
                 f"p = pad(x, padding = [(0, 0), (0, 0), (1, 1), (2, 0)], border = '{border}');\n"
                 "y = conv(p, w, 0.0, padding = [(0, 0), (0, 0)]);", {"x": x}, {"w": w})
-    from nnef_oracle import write_graph
 
-    import skriptnd
-    from skriptnd.interop.nnef_import import import_nnef
     src = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
                       "  w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
                       f"  y = conv(x, w, 0.0, padding = [(1, 1), (2, 0)], border = '{border}');\n}}\n", {"w": w})
@@ -97,10 +99,6 @@ def test_box(tmp_path: Path, normalize: str) -> None:
 
 
 def test_pool_border_reflect_equals_explicit_pad(tmp_path: Path) -> None:
-    from nnef_oracle import reference, write_graph
-
-    import skriptnd
-    from skriptnd.interop.nnef_import import import_nnef
     x = _rand(1, 2, 5, 5)
     padded = write_graph(tmp_path / "a", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 5, 5]);\n"
                          "  p = pad(x, padding = [(0, 0), (0, 0), (1, 1), (1, 1)], border = 'reflect');\n"
@@ -150,10 +148,6 @@ def test_debox(tmp_path: Path, attrs: str) -> None:
 def test_debox_normalize(tmp_path: Path) -> None:
     # the nnef runtime's debox divides its *input* view when normalize = true (the views of a transposed
     # window are swapped), so the oracle is the unnormalized debox divided by the window volume (NNEF spec)
-    from nnef_oracle import reference, write_graph
-
-    import skriptnd
-    from skriptnd.interop.nnef_import import import_nnef
     x = _rand(2, 3, 4, 4)
     text = ("graph G( x ) -> ( y )\n{\n  x = external(shape = [2, 3, 4, 4]);\n"
             "  y = debox(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], padding = [], normalize = %s);\n}\n")
@@ -161,3 +155,26 @@ def test_debox_normalize(tmp_path: Path) -> None:
     src = write_graph(tmp_path / "norm", text % "true")
     got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
     np.testing.assert_allclose(got, reference(plain, [x])[0] / 6.0, rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool_with_unused_index(tmp_path: Path) -> None:
+    # the nnef runtime has no argmax_pool; NNEF defines the pooled output as max_pool's
+    x = _rand(1, 2, 6, 6) - 1.0
+    pool = "size = [1, 1, 3, 3], stride = [1, 1, 2, 2], padding = [], border = 'ignore'"
+    src = write_graph(tmp_path / "a", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
+                      f"  y, i = max_pool_with_index(x, {pool});\n}}\n")
+    ref = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
+                      f"  y = max_pool(x, {pool});\n}}\n")
+    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    np.testing.assert_allclose(got, reference(ref, [x])[0], rtol=1e-6)
+
+
+def test_max_pool_with_used_index_is_refused(tmp_path: Path) -> None:
+
+    src = write_graph(tmp_path / "a", "graph G( x ) -> ( y, i )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
+                      "  y, i = max_pool_with_index(x, size = [1, 1, 2, 2], stride = [1, 1, 2, 2]);\n}\n")
+    with pytest.raises(DiagnosticError) as err:
+        import_nnef(src, tmp_path / "out")
+    [diag] = err.value.diagnostics
+    assert diag.code == "E0835" and "'max_pool_with_index', attribute 'index'" in diag.message
+    assert (diag.span.line, diag.span.col) == (6, 10) and not (tmp_path / "out").exists()

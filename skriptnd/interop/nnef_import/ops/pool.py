@@ -12,7 +12,7 @@ from ..registry import converter, unsupported
 from .window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
 
 unsupported("index-based pooling (argmax_pool/sample/desample) has no standard SkriptND operator",
-            "argmax_pool", "sample", "desample", "max_pool_with_index")
+            "argmax_pool", "sample", "desample")
 unsupported("declared by NNEF's shape functions but not by its parser's standard library (the parser refuses "
             "it as an undefined operation); no standard SkriptND operator", "avg_unpool", "max_unpool")
 
@@ -27,7 +27,7 @@ def _pool(ctx: Context, op: Any) -> None:
     stride, dilation = defaults(op.attribs["stride"], rank), defaults(op.attribs["dilation"], rank)
     pads = explicit_padding(op.attribs["padding"], xs, ys, size, stride, dilation)
     border = op.attribs["border"]
-    name = op.name
+    name = "max_pool" if op.name == "max_pool_with_index" else op.name
     if name == "box" and op.attribs["normalize"]:
         name = "avg_pool"
     source: Any = ctx.arg(x)
@@ -47,7 +47,7 @@ def _pool(ctx: Context, op: Any) -> None:
                                "dilation": [dilation[i] for i in axes], "padding": flat([pads[i] for i in axes])}
     if name in ("avg_pool", "rms_pool"):
         attribs["ignore_border"] = border == "ignore"
-    ctx.emit(ctx.output(), TARGETS.get(name, "nn.avg_pool"), [source], attribs)
+    ctx.emit(ctx.output(), TARGETS[name], [source], attribs)
 
 
 converter("box", target="nn.sum_pool / nn.avg_pool (normalize)",
@@ -91,3 +91,22 @@ def debox(ctx: Context, op: Any) -> None:
               "output_size": ys[2:]})
     if normalize:
         ctx.emit(out, "math.div", [result, real(float(volume))])
+
+
+def _used(ctx: Context, tensor: str) -> bool:
+    if tensor in ctx.graph.outputs:
+        return True
+    for op in ctx.graph.operations:
+        for value in op.inputs.values():
+            if value == tensor or (isinstance(value, list) and tensor in value):
+                return True
+    return False
+
+
+@converter("max_pool_with_index", target="nn.max_pool",
+           note="only when the index output is unused (argmax_pool has no SkriptND counterpart)")
+def max_pool_with_index(ctx: Context, op: Any) -> None:
+    if _used(ctx, op.outputs["index"]):
+        raise ctx.problem("the index output is used; index-based pooling has no standard SkriptND operator "
+                          "(only the pooled output can be imported)", "index")
+    _pool(ctx, op)
