@@ -74,6 +74,10 @@ Writing is atomic: on any error nothing is left in the output folder.
   `<name>_2`, ...). Fragments with tensor-array parameters or results are expanded inline instead.
 - The compound standard operations marked *expanded* below are expanded by the `nnef` parser into their
   NNEF definitions, then converted operation by operation: the result is exactly the NNEF definition.
+- **graph.quant** (the quantization of tensors) becomes a `@quantize` block: `zero_point_linear_quantize` and
+  `min_max_linear_quantize` map to the `quant` operators of the same names, `linear_quantize` to
+  `min_max_linear_quantize{{signed=false, symmetric=false}}`; per-channel parameters (one non-singleton axis)
+  give `channel_axis`. `logarithmic_quantize` has no `@quantize` counterpart (a located E0835 on graph.quant).
 - Names that are not SkriptND identifiers (or are reserved words / standard module names, e.g. `image`)
   are renamed (`image -> image_`); the renaming is listed in a comment at the top of `main.sknd`.
 

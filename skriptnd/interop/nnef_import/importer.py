@@ -17,7 +17,7 @@ from typing import Any
 
 from ...diagnostics import Diagnostic, DiagnosticError, Note
 from ...source import Span
-from ..writer import GraphText, ModelFolder, Names, TensorDecl, write_model
+from ..writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
 from . import registry
 from .context import DTYPES, Context, locate
 from .errors import ImportProblem
@@ -224,6 +224,26 @@ def _decl(ctx: Context, tensor: str) -> TensorDecl:
     return TensorDecl(ctx.name(tensor), DTYPES.get(t.dtype, "real"), list(t.shape))
 
 
+def _quantize_entries(ctx: Context, graph: Any, graph_file: Path) -> list[Quantize]:
+    """graph.quant as @quantize entries (spec §2.14); what SkriptND cannot express is a located E0835."""
+    from .ops.quant import quantize_entry
+
+    entries: list[Quantize] = []
+    quant_file = graph_file.parent / "graph.quant"
+    for name, tensor in graph.tensors.items():
+        if not tensor.quantization:
+            continue
+        try:
+            op, attribs = quantize_entry(name, list(tensor.shape), dict(tensor.quantization))
+        except ValueError as exc:
+            text = quant_file.read_text(encoding="utf-8", errors="replace") if quant_file.is_file() else ""
+            line = next((i for i, row in enumerate(text.splitlines(), 1) if f'"{name}"' in row), 1)
+            raise DiagnosticError(Diagnostic(code="E0835", message=f"quantization of tensor '{name}': {exc}",
+                                             span=Span(str(quant_file), line, 1, line, 2))) from None
+        entries.append(Quantize(ctx.name(name), op, attribs))
+    return entries
+
+
 def _output_decl(ctx: Context, tensor: str) -> TensorDecl:
     decl = _decl(ctx, tensor)
     decl.name = ctx.names(tensor)
@@ -278,6 +298,7 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
         except ImportProblem as exc:
             raise DiagnosticError(Diagnostic(code=exc.code, message=exc.message,
                                              span=_span(graph_file, text, exc.tensor, exc.op))) from None
+    quantize = _quantize_entries(ctx, graph, graph_file)
     graph_name = graph.name if Names._clean(graph.name) == graph.name else Names._clean(graph.name)
     comment = f"imported from NNEF 1.x {graph_file.name} by skriptnd"
     if names.renamed:
@@ -285,7 +306,7 @@ def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Pa
     body_graph = GraphText(
         name=graph_name, inputs=[_decl(ctx, str(t)) for t in graph.inputs],
         outputs=[_output_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
-        variables=variables, comment=comment, imports=sorted(ctx.imports))
+        variables=variables, comment=comment, imports=sorted(ctx.imports), quantize=quantize)
     modules = {FRAGMENTS_PATH: fragments.module_text()} if fragments is not None and fragments.texts else {}
     return ModelFolder(graph=body_graph, weight_files=weights, modules=modules)
 
