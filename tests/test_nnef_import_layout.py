@@ -157,3 +157,19 @@ def test_integer_and_logical_data(tmp_path: Path) -> None:
         z = and(c, not(c));
     """, {"i": RNG.integers(-3, 4, (3, 4)).astype(np.int32), "j": RNG.integers(-3, 4, (3, 1)).astype(np.int32)},
           outputs=("y", "z"))
+
+
+def test_float16_weights_are_copied_and_read(tmp_path: Path) -> None:
+    # the nnef runtime cannot load 16-bit floats (it aborts), so the oracle here is numpy
+    from nnef_oracle import write_graph
+
+    import skriptnd
+    from skriptnd.interop.nnef_import import import_nnef
+    w = RNG.standard_normal((3, 4)).astype(np.float16)
+    src = write_graph(tmp_path / "m", "graph G( x ) -> ( y )\n{\n  x = external(shape = [2, 4]);\n"
+                      "  w = variable(shape = [3, 4], label = 'w');\n  y = linear(x, w);\n}\n", {"w": w})
+    out = import_nnef(src, tmp_path / "out")
+    assert (out / "main.G.w.dat").read_bytes() == (src / "w.dat").read_bytes()
+    x = _rand(2, 4)
+    np.testing.assert_allclose(skriptnd.load(out).compose().run({"x": x})["y"], x @ w.astype(np.float32).T,
+                               rtol=1e-5, atol=1e-6)
