@@ -173,3 +173,16 @@ def test_float16_weights_are_copied_and_read(tmp_path: Path) -> None:
     x = _rand(2, 4)
     np.testing.assert_allclose(skriptnd.load(out).compose().run({"x": x})["y"], x @ w.astype(np.float32).T,
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("args", ["mean, var, offset, scale", "mean, var, 0.0, 1.0", "mean, var, 0.5, scale",
+                                  "m0, v0, 0.25, 2.0", "mean, var, offset, s2"])
+def test_batch_normalization_forms(tmp_path: Path, args: str) -> None:
+    weights = {"mean": _rand(1, 3), "var": np.abs(_rand(1, 3)) + 0.1, "offset": _rand(1, 3), "scale": _rand(1, 3),
+               "s2": _rand(2, 3)}
+    body = "".join(f"{n} = variable(shape = {list(w.shape)}, label = '{n}');\n" for n, w in weights.items())
+    body += "m0 = constant(shape = [1], value = [0.5]);\nv0 = constant(shape = [1], value = [2.0]);\n"
+    body += f"y = batch_normalization(x, {args}, epsilon = 1e-3);"
+    out = check(tmp_path, body, {"x": _rand(2, 3, 4, 4)}, weights)
+    assert ("nn.batch_norm" in (out / "main.sknd").read_text()) == (args in ("mean, var, offset, scale",
+                                                                             "mean, var, 0.0, 1.0"))
