@@ -8,14 +8,10 @@ from typing import Any
 from ..context import Context
 from ..registry import converter, expanded
 
-expanded("NNEF definition: input / (bias + alpha * box(sqr(input), normalize))^beta",
-         "local_response_normalization")
 expanded("NNEF definition: input - box(input, normalize)", "local_mean_normalization")
 expanded("NNEF definition: input / max(sqrt(box(sqr(input), normalize)) + bias, epsilon)",
          "local_variance_normalization")
 expanded("NNEF definition: local mean then local variance normalization", "local_contrast_normalization")
-expanded("NNEF definition: input / max(sum_reduce(abs(input)) + bias, epsilon)", "l1_normalization")
-expanded("NNEF definition: input / max(sqrt(sum_reduce(sqr(input))) + bias, epsilon)", "l2_normalization")
 
 
 def _per_channel(ctx: Context, value: Any, channels: int) -> bool:
@@ -63,3 +59,34 @@ def _formula(ctx: Context, x: Any, mean: Any, variance: Any, offset: Any, scale:
     ctx.emit(normalized, "math.div", [centered, std], align(variance))
     ctx.emit(scaled, "math.mul", [normalized, ctx.arg(scale)], align(scale))
     ctx.emit(ctx.output(), "math.add", [scaled, ctx.arg(offset)], align(offset))
+
+
+def _lp_norm(ctx: Context, op: Any) -> None:
+    bias, epsilon = float(op.attribs["bias"]), float(op.attribs["epsilon"])
+    if bias < 0.0 or epsilon < 0.0:
+        raise ctx.problem(f"bias {bias} / epsilon {epsilon}: must be non-negative for nn.l1_norm/nn.l2_norm",
+                          "bias" if bias < 0.0 else "epsilon")
+    attribs: dict[str, Any] = {"axes": list(op.attribs["axes"])}
+    if bias:
+        attribs["bias"] = bias
+    if epsilon:
+        attribs["epsilon"] = epsilon
+    target = "nn.l1_norm" if op.name == "l1_normalization" else "nn.l2_norm"
+    ctx.emit(ctx.output(), target, [ctx.arg(op.inputs["input"])], attribs)
+
+
+converter("l1_normalization", target="nn.l1_norm", note="same definition; bias/epsilon 0 omitted")(_lp_norm)
+converter("l2_normalization", target="nn.l2_norm", note="same definition; bias/epsilon 0 omitted")(_lp_norm)
+
+
+@converter("local_response_normalization", target="nn.local_response_norm",
+           note="axes = those where size > 1; same centered window and normalization by the full size")
+def local_response_normalization(ctx: Context, op: Any) -> None:
+    size = [int(v) for v in op.attribs["size"]]
+    axes = [i for i, v in enumerate(size) if v != 1] or [1]
+    bias = float(op.attribs["bias"])
+    if bias < 0.0:
+        raise ctx.problem(f"bias {bias}: must be non-negative for nn.local_response_norm", "bias")
+    ctx.emit(ctx.output(), "nn.local_response_norm", [ctx.arg(op.inputs["input"])],
+             {"axes": axes, "size": [size[i] for i in axes], "alpha": float(op.attribs["alpha"]),
+              "beta": float(op.attribs["beta"]), "bias": bias})
