@@ -20,7 +20,7 @@ from skriptnd.interop.nnef_import import import_nnef
 def _conv(tmp_path: Path, x: np.ndarray, cout: int, k: tuple[int, int], groups: int, attrs: str,
           bias: bool = True, op: str = "conv") -> Path:
     cin = x.shape[1]
-    real_groups = groups or (cin if op == "conv" else cout)
+    real_groups = groups or cin  # NNEF: groups = 0 means the input channels (deconv without output_shape)
     fshape = (cout, cin // real_groups, *k) if op == "conv" else (cin, cout // real_groups, *k)
     weights = {"w": _rand(*fshape)}
     body = f"w = variable(shape = {list(fshape)}, label = 'w');\n"
@@ -74,9 +74,27 @@ def test_deconv_attributes(tmp_path: Path, attrs: str) -> None:
     _conv(tmp_path, _rand(1, 3, 5, 5), 4, (3, 3), 1, attrs, op="deconv")
 
 
-@pytest.mark.parametrize("groups", [0, 3])
-def test_deconv_groups(tmp_path: Path, groups: int) -> None:
-    _conv(tmp_path, _rand(1, 3, 4, 4), 3 if groups == 0 else 6, (3, 3), groups, "stride = [2, 2]", op="deconv")
+@pytest.mark.parametrize("groups,cout", [(0, 3), (3, 6), (1, 4)])
+def test_deconv_groups(tmp_path: Path, groups: int, cout: int) -> None:
+    _conv(tmp_path, _rand(1, 3, 4, 4), cout, (3, 3), groups, "stride = [2, 2]", op="deconv")
+
+
+def test_depthwise_deconv_with_channel_multiplier(tmp_path: Path) -> None:
+    # groups = 0 is the input channel count (3) even when each group makes 2 outputs; the nnef runtime's
+    # depthwise path gets this case wrong (bias only), so the oracle is the same deconv with groups = 3
+    x, w, b = _rand(1, 3, 4, 4), _rand(3, 2, 3, 3), _rand(1, 6)
+    text = ("graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 3, 4, 4]);\n"
+            "  w = variable(shape = [3, 2, 3, 3], label = 'w');\n  b = variable(shape = [1, 6], label = 'b');\n"
+            "  y = deconv(x, w, b, stride = [2, 2], groups = %d);\n}\n")
+    src = write_graph(tmp_path / "zero", text % 0, {"w": w, "b": b})
+    explicit = write_graph(tmp_path / "three", text % 3, {"w": w, "b": b})
+    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    np.testing.assert_allclose(got, reference(explicit, [x])[0], rtol=1e-4, atol=1e-5)
+
+
+def test_depthwise_deconv_with_output_shape(tmp_path: Path) -> None:
+    # groups = 0 with output_shape: groups = output channels (filter [C, 1, k, k])
+    _conv(tmp_path, _rand(1, 3, 4, 4), 3, (3, 3), 0, "stride = [2, 2], output_shape = [1, 3, 8, 7]", op="deconv")
 
 
 @pytest.mark.parametrize("op", ["max_pool", "avg_pool", "rms_pool"])

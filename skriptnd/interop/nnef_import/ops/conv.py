@@ -42,8 +42,8 @@ def _conv(ctx: Context, op: Any, transposed: bool) -> None:
     pads = explicit_padding(op.attribs["padding"], big, small, ws[2:], stride, dilation)
     border = op.attribs["border"]
     groups = int(op.attribs["groups"])
-    if groups == 0:
-        groups = ys[1] if transposed else xs[1]
+    if groups == 0:  # NNEF: the output channels for a deconv with output_shape, else the input channels
+        groups = ys[1] if transposed and op.attribs["output_shape"] else xs[1]
     out_channels = ys[1]
     bias_arg, bias_after = _bias(ctx, op.inputs["bias"], out_channels)
     source = ctx.arg(x)
