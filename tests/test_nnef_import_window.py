@@ -196,3 +196,30 @@ def test_max_pool_with_used_index_is_refused(tmp_path: Path) -> None:
     [diag] = err.value.diagnostics
     assert diag.code == "E0835" and "'max_pool_with_index', attribute 'index'" in diag.message
     assert (diag.span.line, diag.span.col) == (6, 10) and not (tmp_path / "out").exists()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.tuples(st.integers(1, 3), st.integers(1, 3)), s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       d=st.tuples(st.integers(1, 2), st.integers(1, 2)), auto=st.booleans(),
+       pads=st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 1), st.integers(0, 1)),
+       groups=st.sampled_from([1, 2]), seed=st.integers(0, 2**16))
+def test_deconv_property(tmp_path_factory, k, s, d, auto, pads, groups, seed) -> None:
+    tmp = tmp_path_factory.mktemp("deconv")
+    x = np.random.default_rng(seed).standard_normal((1, 4, 4, 5)).astype(np.float32)
+    padding = "[]" if auto else f"[({pads[0]}, {pads[1]}), ({pads[2]}, {pads[3]})]"
+    fk = [(kk - 1) * dd + 1 for kk, dd in zip(k, d, strict=True)]
+    big = [(i - 1) * ss + f - p - q for i, ss, f, p, q in zip((4, 5), s, fk, pads[::2], pads[1::2], strict=True)]
+    if not auto and min(big) < 1:
+        return
+    _conv(tmp, x, 4, k, groups, f"stride = {list(s)}, dilation = {list(d)}, padding = {padding}", op="deconv")
+
+
+def test_conv_border_ignore_with_padding_is_refused(tmp_path: Path) -> None:
+    src = write_graph(tmp_path / "m", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
+                      "  w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
+                      "  y = conv(x, w, 0.0, padding = [], border = 'ignore');\n}\n", {"w": _rand(3, 2, 3, 3)})
+    with pytest.raises(DiagnosticError) as err:
+        import_nnef(src, tmp_path / "out")
+    [diag] = err.value.diagnostics
+    assert diag.code == "E0835" and "'conv', attribute 'border'" in diag.message and "'ignore'" in diag.message
+    assert (diag.span.line, diag.span.col) == (7, 7)
