@@ -1,10 +1,12 @@
 """`import_nnef`: NNEF 1.x graph.nnef (+ .dat tensor files) -> a SkriptND model folder.
 
-Steps: parse with the `nnef` package (custom fragments and the standard compound operations listed in
-`registry.EXPANDED` are expanded by the parser into their definitions), report every unsupported operation at
-once, infer shapes (`nnef.infer_shapes`, with `input_shapes` overriding external shapes), validate the tensor
-files, convert operation by operation through the registry and write the folder atomically. Every problem is
-a located diagnostic on graph.nnef (or on the tensor file); nothing is written unless all succeeded.
+Steps: parse with the `nnef` package (the standard compound operations listed in `registry.EXPANDED`, and for
+the support check the custom fragments too, are expanded by the parser into their definitions), report every
+unsupported operation at once, infer shapes (`nnef.infer_shapes`, with `input_shapes` overriding external
+shapes), validate the tensor files, convert operation by operation through the registry (custom fragments
+become operators of ops/fragments.sknd, see `fragments.py`; graph.quant becomes a @quantize block) and write
+the folder atomically. Every problem is a located diagnostic on graph.nnef (or graph.quant); nothing is
+written unless all succeeded.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def import_nnef(src: str | Path, out_dir: str | Path, *,
     """Import the NNEF 1.x model `src` (a graph.nnef file, or a folder holding graph.nnef and its .dat files)
     into the SkriptND model folder `out_dir`; `input_shapes` overrides the shapes of external inputs.
     Raises `DiagnosticError` (E0830-E0836, E0790) and leaves `out_dir` untouched on any problem."""
-    nnef = _require_nnef()
+    nnef = _require_nnef(Path(src))
     graph_file, folder = _locate(Path(src))
     text = _read_text(graph_file)
     registry.load_all()
@@ -64,13 +66,13 @@ def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str
 
 # -- reading ------------------------------------------------------------------------------------------
 
-def _require_nnef() -> Any:
+def _require_nnef(src: Path) -> Any:
     try:
         import nnef
     except ImportError as exc:
         raise DiagnosticError(Diagnostic(
             code="E0830", message=f"importing NNEF 1.x models needs the 'nnef' package ({exc})",
-            span=Span("<nnef>", 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
+            span=Span(str(src), 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
     return nnef
 
 
