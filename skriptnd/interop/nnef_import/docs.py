@@ -52,7 +52,8 @@ The NNEF 1.x text graph is parsed by the Khronos `nnef` package (the `nnef` extr
 external inputs) and every operation becomes one or a few standard-library invocations in `main.sknd`.
 Variables keep their tensor files: each `.dat` is validated (present, readable, of the declared shape and
 type) and copied byte for byte as `main.<Graph>.<variable>.dat`, the tensor file format being the same.
-Writing is atomic: on any error nothing is left in the output folder.
+The model is checked and composed in a scratch folder before it is written (what is written always
+checks), and writing is atomic: on any error nothing is left in the output folder.
 
 - **Paddings** are always written explicitly. NNEF's automatic padding (`padding = []`) is resolved from the
   inferred shapes the way the NNEF runtime does it: `total = max((out - 1) * stride + (size - 1) * dilation

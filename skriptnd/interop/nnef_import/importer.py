@@ -45,14 +45,38 @@ def import_nnef(src: str | Path, out_dir: str | Path, *,
     shapes = dict(input_shapes or {})
     if custom:
         try:  # custom fragments as operators of ops/fragments.sknd
-            return write_model(_convert_with_fragments(nnef, graph_file, folder, text, shapes, custom),
-                               out_dir, overwrite=overwrite)
+            with_operators = _convert_with_fragments(nnef, graph_file, folder, text, shapes, custom)
+            if not _problems(with_operators):
+                return write_model(with_operators, out_dir, overwrite=overwrite)
         except FragmentFallback:
-            pass  # the fully expanded graph below
+            pass
+        # else the fully expanded graph below
     _infer_shapes(nnef, graph, graph_file, text, shapes)
     weight_files = _check_variables(graph, folder, graph_file, text)
     folder_desc = _convert(graph, graph_file, text, weight_files)
+    problems = _problems(folder_desc)
+    if problems:  # a converter wrote something SkriptND refuses: a bug here, reported without writing
+        raise DiagnosticError(Diagnostic(
+            code="E0835", message=f"the imported model does not check ({problems[0]}); nothing was written",
+            span=Span(str(graph_file), 1, 1, 1, 2), hint="please report this as a bug of the NNEF importer"))
     return write_model(folder_desc, out_dir, overwrite=overwrite)
+
+
+def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
+    """Check and compose the model in a scratch folder first, so that what is written always checks."""
+    import shutil
+    import tempfile
+
+    from ...model import load
+
+    scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
+    try:
+        load(write_model(folder_desc, scratch / "model")).compose()
+    except DiagnosticError as exc:
+        return list(exc.diagnostics)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return []
 
 
 def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str,
