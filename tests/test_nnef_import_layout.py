@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_nnef_import import RNG, _rand, check
 
 
@@ -190,3 +192,22 @@ def test_batch_normalization_forms(tmp_path: Path, args: str) -> None:
     out = check(tmp_path, body, {"x": _rand(2, 3, 4, 4)}, weights)
     assert ("nn.batch_norm" in (out / "main.sknd").read_text()) == (args in ("mean, var, offset, scale",
                                                                              "mean, var, 0.0, 1.0"))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(b=st.integers(-5, 4), e=st.integers(-5, 5), s=st.integers(1, 3), axis=st.integers(0, 2),
+       pads=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+       border=st.sampled_from(["constant", "reflect", "replicate", "reflect-even"]))
+def test_slice_and_pad_property(tmp_path_factory, b, e, s, axis, pads, border) -> None:
+    dim = (3, 4, 5)[axis]
+    lo = min(max(b + dim if b < 0 else b, 0), dim)
+    hi = dim if e == 0 and s == 1 else min(max(e + dim if e < 0 else e, 0), dim)
+    if hi <= lo:  # an empty slice: NNEF shape inference refuses it
+        return
+    if border in ("reflect", "reflect-even") and max(pads) >= dim - (border == "reflect"):
+        return  # reflecting further than the tensor is not defined
+    tmp = tmp_path_factory.mktemp("slice")
+    padding = [(0, 0)] * 3
+    padding[axis] = pads
+    check(tmp, f"t = slice(x, axes = [{axis}], begin = [{b}], end = [{e}], stride = [{s}]);\n"
+          f"y = pad(x, padding = {padding}, border = '{border}');", {"x": _rand(3, 4, 5)}, outputs=("t", "y"))

@@ -65,19 +65,20 @@ def unstack(ctx: Context, op: Any) -> None:
              {"axis": int(op.attribs["axis"])})
 
 
-@converter("slice", target="layout.slice", note="negative and 0 (= to the end) bounds resolved")
+@converter("slice", target="layout.slice", note="negative bounds and end = 0 (to the end, when all strides are 1) resolved")
 def slice_(ctx: Context, op: Any) -> None:
     x = op.inputs["input"]
     xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
     axes = [int(a) for a in op.attribs["axes"]]
     strides = [int(s) for s in op.attribs["stride"]] or [1] * len(axes)
     begins, ends = [], []
+    unit = all(s == 1 for s in strides)  # NNEF: end = 0 means "to the end" only when every stride is 1
     for axis, b, e, s in zip(axes, op.attribs["begin"], op.attribs["end"], strides, strict=True):
         dim = xs[axis]
         if s < 0:
             raise ctx.problem("a negative stride is not supported by the importer", "stride")
         b = min(max(b + dim if b < 0 else b, 0), dim)
-        e = dim if e == 0 else min(max(e + dim if e < 0 else e, 0), dim)
+        e = dim if e == 0 and unit else min(max(e + dim if e < 0 else e, 0), dim)
         begins.append(b)
         ends.append(max(e, b))
         expected = max(0, -(-(max(e, b) - b) // s))
