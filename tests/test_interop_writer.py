@@ -77,3 +77,9 @@ def test_unparsable_text_is_a_bug_not_a_file(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="does not parse"):
         write_model(ModelFolder(_graph(arg="x"), modules={"ops/bad.sknd": "operator {"}), tmp_path / "m")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_outputs_and_packs_render_in_the_grammar_form() -> None:
+    assert Call(["m", "v"], "math.moments", ["x"]).text() == "m, v = math.moments(x);"
+    assert Call([["a", "b"]], "layout.split", ["x"], {"axis": 0, "count": 2}).text() == \
+        "[a, b] = layout.split{axis=0, count=2}(x);"

@@ -144,10 +144,12 @@ class TensorDecl:
 
 @dataclass
 class Call:
-    """One statement of @compose: `outs = label: op<types>{attribs}(args);`. An argument is a tensor
+    """One statement of @compose: `outs = label: op<types>{attribs}(args);`. An output is a name, or a list of
+    names for an output that is a pack (`[a, b] = layout.split(...)`); several are comma-separated (`m, v =`,
+    the grammar's form; a parenthesized tuple does not parse). An argument is a tensor
     name (str), None (an omitted optional input: `~`), an `Expr`, or a list of names (a pack)."""
 
-    outputs: Sequence[str]
+    outputs: Sequence[str | Sequence[str]]
     op: str
     args: Sequence[str | Expr | None | Sequence[str]] = ()
     attribs: Mapping[str, Any] = field(default_factory=dict)
@@ -156,7 +158,7 @@ class Call:
     comment: str | None = None
 
     def text(self) -> str:
-        outs = self.outputs[0] if len(self.outputs) == 1 else "(" + ", ".join(self.outputs) + ")"
+        outs = ", ".join(o if isinstance(o, str) else "[" + ", ".join(o) + "]" for o in self.outputs)
         label = f"{self.label}: " if self.label else ""
         types = f"<{', '.join(self.type_args)}>" if self.type_args else ""
         attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""
@@ -241,12 +243,15 @@ class GraphText:
 @dataclass
 class ModelFolder:
     """What an importer produces: the main graph, its weights by (scoped) variable name, and extra
-    modules (relative path -> text, e.g. `ops/custom.sknd` for operators the stdlib lacks)."""
+    modules (relative path -> text, e.g. `ops/custom.sknd` for operators the stdlib lacks).
+    `weight_files` maps variable names to existing NNEF tensor files that are copied byte for byte
+    (NNEF 1.x weights are already in the format; the importer has validated them)."""
 
     graph: GraphText
     weights: Mapping[str, np.ndarray] = field(default_factory=dict)
     modules: Mapping[str, str] = field(default_factory=dict)
     module: str = "main"
+    weight_files: Mapping[str, Path] = field(default_factory=dict)
 
 
 def render(text: str, path: str) -> str:
@@ -289,6 +294,8 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
             target.write_text(text, encoding="utf-8")
         for name, array in folder.weights.items():
             write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
+        for name, source in folder.weight_files.items():
+            shutil.copyfile(source, variable_file(tmp, folder.module, folder.graph.name, name))
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))

@@ -1,0 +1,338 @@
+"""`import_nnef`: NNEF 1.x graph.nnef (+ .dat tensor files) -> a SkriptND model folder.
+
+Steps: parse with the `nnef` package (the standard compound operations listed in `registry.EXPANDED`, and for
+the support check the custom fragments too, are expanded by the parser into their definitions), report every
+unsupported operation at once, infer shapes (`nnef.infer_shapes`, with `input_shapes` overriding external
+shapes), validate the tensor files, convert operation by operation through the registry (custom fragments
+become operators of ops/fragments.sknd, see `fragments.py`; graph.quant becomes a @quantize block) and write
+the folder atomically. Every problem is a located diagnostic on graph.nnef (or graph.quant); nothing is
+written unless all succeeded.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...diagnostics import Diagnostic, DiagnosticError, Note
+from ...source import Span
+from ..writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
+from . import registry
+from .context import DTYPES, Context, locate
+from .errors import ImportProblem
+from .fragments import PATH as FRAGMENTS_PATH
+from .fragments import FragmentFallback, Fragments
+
+#: Operations handled by the importer itself (declarations), not by converters.
+_DECLARATIONS = ("external", "variable", "constant")
+_MAX_EXPANSION_ROUNDS = 16
+
+
+def import_nnef(src: str | Path, out_dir: str | Path, *,
+                input_shapes: Mapping[str, Sequence[int]] | None = None, overwrite: bool = False) -> Path:
+    """Import the NNEF 1.x model `src` (a graph.nnef file, or a folder holding graph.nnef and its .dat files)
+    into the SkriptND model folder `out_dir`; `input_shapes` overrides the shapes of external inputs.
+    Raises `DiagnosticError` (E0830-E0836, E0790) and leaves `out_dir` untouched on any problem."""
+    nnef = _require_nnef(Path(src))
+    graph_file, folder = _locate(Path(src))
+    text = _read_text(graph_file)
+    registry.load_all()
+    graph, custom = _parse(nnef, graph_file, text)
+    _check_supported(graph, graph_file, text)
+    shapes = dict(input_shapes or {})
+    if custom:
+        try:  # custom fragments as operators of ops/fragments.sknd
+            with_operators = _convert_with_fragments(nnef, graph_file, folder, text, shapes, custom)
+            if not _problems(with_operators):
+                return write_model(with_operators, out_dir, overwrite=overwrite)
+        except FragmentFallback:
+            pass
+        # else the fully expanded graph below
+    _infer_shapes(nnef, graph, graph_file, text, shapes)
+    weight_files = _check_variables(graph, folder, graph_file, text)
+    folder_desc = _convert(graph, graph_file, text, weight_files)
+    problems = _problems(folder_desc)
+    if problems:  # a converter wrote something SkriptND refuses: a bug here, reported without writing
+        raise DiagnosticError(Diagnostic(
+            code="E0835", message=f"the imported model does not check ({problems[0]}); nothing was written",
+            span=Span(str(graph_file), 1, 1, 1, 2), hint="please report this as a bug of the NNEF importer"))
+    return write_model(folder_desc, out_dir, overwrite=overwrite)
+
+
+def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
+    """Check and compose the model in a scratch folder first, so that what is written always checks."""
+    import shutil
+    import tempfile
+
+    from ...model import load
+
+    scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
+    try:
+        load(write_model(folder_desc, scratch / "model")).compose()
+    except DiagnosticError as exc:
+        return list(exc.diagnostics)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return []
+
+
+def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str,
+                            shapes: dict[str, Sequence[int]], custom: set[str]) -> ModelFolder:
+    top = _parse_once(nnef, graph_file, text, sorted(registry.EXPANDED))
+    fragments = Fragments.from_text(nnef, text, sorted(set(registry.EXPANDED) | custom), custom)
+    _infer_shapes(nnef, top, graph_file, text, shapes, fragments.shape_functions(top))
+    weight_files = _check_variables(top, folder, graph_file, text)
+    return _convert(top, graph_file, text, weight_files, fragments)
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+def _require_nnef(src: Path) -> Any:
+    try:
+        import nnef
+    except ImportError as exc:
+        raise DiagnosticError(Diagnostic(
+            code="E0830", message=f"importing NNEF 1.x models needs the 'nnef' package ({exc})",
+            span=Span(str(src), 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
+    return nnef
+
+
+def _locate(src: Path) -> tuple[Path, Path]:
+    graph_file = src / "graph.nnef" if src.is_dir() else src
+    if not graph_file.is_file():
+        what = "has no graph.nnef" if src.is_dir() else "does not exist"
+        raise DiagnosticError(Diagnostic(code="E0836", message=f"NNEF model {src} {what}",
+                                         span=Span(str(src), 1, 1, 1, 2)))
+    return graph_file, graph_file.parent
+
+
+def _read_text(graph_file: Path) -> str:
+    try:
+        return graph_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DiagnosticError(Diagnostic(code="E0836", message=f"cannot read {graph_file}: {exc}",
+                                         span=Span(str(graph_file), 1, 1, 1, 2))) from None
+
+
+_POSITION = re.compile(r"\[(\d+):(\d+)\]\s*(.*)", re.S)
+
+
+def _parse_once(nnef: Any, graph_file: Path, text: str, lowered: list[str]) -> Any:
+    quant = graph_file.parent / "graph.quant"
+    try:
+        return nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=lowered)
+    except nnef.Error as exc:
+        raise DiagnosticError(_syntax_error(str(exc), graph_file, text)) from None
+    except (ValueError, TypeError, RuntimeError, KeyError, IndexError) as exc:
+        # the nnef parser fails this way on some valid-looking input (e.g. comparing strings in a fragment)
+        raise DiagnosticError(Diagnostic(
+            code="E0831", message=f"the nnef parser failed on this graph ({type(exc).__name__}: {exc})",
+            span=Span(str(graph_file), 1, 1, 1, 2),
+            hint="simplify the construct the parser rejects (e.g. string comparisons in fragment bodies)")) from None
+
+
+def _parse(nnef: Any, graph_file: Path, text: str) -> tuple[Any, set[str]]:
+    """Parse, expanding custom fragments and `registry.EXPANDED` operations until only standard operations
+    remain (a fragment may use another); also returns the names of the custom fragments used."""
+    lowered = set(registry.EXPANDED)
+    custom: set[str] = set()
+    for _ in range(_MAX_EXPANSION_ROUNDS):
+        graph = _parse_once(nnef, graph_file, text, sorted(lowered))
+        new = {op.name for op in graph.operations if op.name not in nnef.StandardOperations} - lowered
+        if not new:
+            break
+        lowered |= new
+        custom |= new
+    return graph, custom
+
+
+def _syntax_error(message: str, graph_file: Path, text: str) -> Diagnostic:
+    match = _POSITION.search(message)
+    line, col, what = (int(match.group(1)), int(match.group(2)), match.group(3)) if match else (1, 1, message)
+    lines = text.splitlines()
+    line = max(1, min(line, len(lines) or 1))
+    return Diagnostic(code="E0831", message=f"NNEF syntax error: {what.strip()}",
+                      span=Span(str(graph_file), line, max(col, 1), line, max(col, 1) + 1))
+
+
+def _span(graph_file: Path, text: str, tensor: str | None, op: str | None) -> Span:
+    line, col, end = locate(text, tensor, op)
+    return Span(str(graph_file), line, col, line, end)
+
+
+def _first_output(op: Any) -> str:
+    value = next(iter(op.outputs.values()))
+    return str(value[0] if isinstance(value, list) and value else value)
+
+
+def _check_supported(graph: Any, graph_file: Path, text: str) -> None:
+    """One diagnostic naming every operation that cannot be imported, with counts; raises if any."""
+    known = set(registry.CONVERTERS) | set(_DECLARATIONS)
+    missing = [op for op in graph.operations if op.name not in known]
+    if not missing:
+        return
+    counts = Counter(op.name for op in missing)
+    listing = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items()))
+    first = {}
+    for op in missing:
+        first.setdefault(op.name, op)
+    notes = tuple(Note(f"'{name}'" + (f": {registry.UNSUPPORTED[name]}" if name in registry.UNSUPPORTED else
+                                      ": no converter (not a NNEF 1.x standard operation, or a fragment "
+                                      "without a body)"),
+                       _span(graph_file, text, _first_output(op), name)) for name, op in first.items())
+    head = missing[0]
+    raise DiagnosticError(Diagnostic(
+        code="E0832", message=f"{len(missing)} operation{'s' if len(missing) > 1 else ''} cannot be imported: "
+                              f"{listing}",
+        span=_span(graph_file, text, _first_output(head), head.name), notes=notes))
+
+
+def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]],
+                  custom_shapes: dict[str, Any] | None = None) -> None:
+    unknown = sorted(set(input_shapes) - set(graph.inputs))
+    if unknown:
+        raise DiagnosticError(Diagnostic(
+            code="E0834", message=f"--input-shape names {', '.join(unknown)}, not inputs of the graph "
+                                  f"(inputs: {', '.join(graph.inputs)})", span=Span(str(graph_file), 1, 1, 1, 2)))
+    try:
+        nnef.infer_shapes(graph, external_shapes={k: list(v) for k, v in input_shapes.items()},
+                          custom_shapes=custom_shapes or {})
+    except (nnef.Error, AssertionError, ValueError, TypeError, KeyError, IndexError) as exc:
+        message = str(exc)
+        match = re.search(r"tensor\(s\) '([^',]+)[^']*' \(operation '([^']+)'\)", message)
+        span = _span(graph_file, text, match.group(1), match.group(2)) if match else Span(str(graph_file), 1, 1, 1, 2)
+        raise DiagnosticError(Diagnostic(code="E0834", message=f"shape inference failed: {message}",
+                                         span=span)) from None
+
+
+def _check_variables(graph: Any, folder: Path, graph_file: Path, text: str) -> dict[str, Path]:
+    """The tensor file of every variable, checked (present, readable, of the declared shape and type)."""
+    from ...io.tensor_file import TensorFileError, read_tensor_with_header
+
+    files: dict[str, Path] = {}
+    problems: list[Diagnostic] = []
+    for op in graph.operations:
+        if op.name != "variable":
+            continue
+        name = str(op.outputs["output"])
+        span = _span(graph_file, text, name, "variable")
+        path = folder / (op.attribs["label"].lstrip("/") + ".dat")
+        if not path.is_file():
+            problems.append(Diagnostic(code="E0833", message=f"tensor file {path} of variable '{name}' "
+                                                               f"(label '{op.attribs['label']}') not found", span=span))
+            continue
+        try:
+            data, _header = read_tensor_with_header(path)
+        except TensorFileError as exc:
+            problems.append(Diagnostic(code="E0833", message=f"tensor file {path} of variable '{name}': {exc.message}",
+                                       span=span))
+            continue
+        shape = list(op.attribs["shape"])
+        kind = {"scalar": "f", "integer": "iu", "logical": "b"}.get(op.dtype or "scalar", "f")
+        if list(data.shape) != shape or data.dtype.kind not in kind:
+            problems.append(Diagnostic(
+                code="E0833", message=f"tensor file {path} holds {data.dtype}{list(data.shape)}, but variable "
+                                      f"'{name}' is declared {op.dtype or 'scalar'}{shape}", span=span))
+            continue
+        files[name] = path
+    if problems:
+        raise DiagnosticError(problems)
+    return files
+
+
+# -- converting ---------------------------------------------------------------------------------------
+
+def _decl(ctx: Context, tensor: str) -> TensorDecl:
+    t = ctx.graph.tensors[tensor]
+    return TensorDecl(ctx.name(tensor), DTYPES.get(t.dtype, "real"), list(t.shape))
+
+
+def _quantize_entries(ctx: Context, graph: Any, graph_file: Path) -> list[Quantize]:
+    """graph.quant as @quantize entries (spec §2.14); what SkriptND cannot express is a located E0835."""
+    from .ops.quant import quantize_entry
+
+    entries: list[Quantize] = []
+    quant_file = graph_file.parent / "graph.quant"
+    for name, tensor in graph.tensors.items():
+        if not tensor.quantization:
+            continue
+        try:
+            op, attribs = quantize_entry(name, list(tensor.shape), dict(tensor.quantization))
+        except ValueError as exc:
+            text = quant_file.read_text(encoding="utf-8", errors="replace") if quant_file.is_file() else ""
+            line = next((i for i, row in enumerate(text.splitlines(), 1) if f'"{name}"' in row), 1)
+            raise DiagnosticError(Diagnostic(code="E0835", message=f"quantization of tensor '{name}': {exc}",
+                                             span=Span(str(quant_file), line, 1, line, 2))) from None
+        entries.append(Quantize(ctx.name(name), op, attribs))
+    return entries
+
+
+def _output_decl(ctx: Context, tensor: str) -> TensorDecl:
+    decl = _decl(ctx, tensor)
+    decl.name = ctx.names(tensor)
+    return decl
+
+
+def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
+    values = list(op.attribs["value"])
+    volume = 1
+    for d in shape:
+        volume *= d
+    if len(values) == 1 and volume != 1:
+        values = values * volume
+    cast = {"real": float, "int": int, "bool": bool}[dtype]
+    return [cast(v) for v in values]
+
+
+def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path],
+             fragments: Fragments | None = None) -> ModelFolder:
+    names = Names()
+    # graph inputs and outputs keep their names where they can
+    for tensor in [*graph.inputs, *graph.outputs, *graph.tensors]:  # NNEF names first: temporaries avoid them
+        names(str(tensor))
+    ctx = Context(graph=graph, names=names)
+    # a variable or constant that is also a graph output is declared under another name and copied out
+    declared = {str(op.outputs["output"]) for op in graph.operations if op.name in ("variable", "constant")}
+    for tensor in graph.outputs:
+        if str(tensor) in declared:
+            ctx.aliases[str(tensor)] = names(f"{tensor}_value")
+            ctx.emit(names(str(tensor)), "math.iden", [ctx.aliases[str(tensor)]])
+    variables: list[TensorDecl] = []
+    weights: dict[str, Path] = {}
+    for op in graph.operations:
+        ctx.op = op
+        if op.name == "external":
+            continue
+        if op.name == "variable":
+            tensor = str(op.outputs["output"])
+            variables.append(_decl(ctx, tensor))
+            weights[ctx.name(tensor)] = weight_files[tensor]
+            continue
+        if op.name == "constant":
+            decl = _decl(ctx, str(op.outputs["output"]))
+            decl.value = _constant_value(op, list(decl.shape), decl.dtype)
+            ctx.constants.append(decl)
+            continue
+        if fragments is not None and op.name in fragments.custom:
+            fragments.convert(ctx, op)
+            continue
+        try:
+            registry.CONVERTERS[op.name].convert(ctx, op)
+        except ImportProblem as exc:
+            raise DiagnosticError(Diagnostic(code=exc.code, message=exc.message,
+                                             span=_span(graph_file, text, exc.tensor, exc.op))) from None
+    quantize = _quantize_entries(ctx, graph, graph_file)
+    graph_name = graph.name if Names._clean(graph.name) == graph.name else Names._clean(graph.name)
+    comment = f"imported from NNEF 1.x {graph_file.name} by skriptnd"
+    if names.renamed:
+        comment += "\nrenamed: " + ", ".join(f"{k} -> {v}" for k, v in names.renamed.items())
+    body_graph = GraphText(
+        name=graph_name, inputs=[_decl(ctx, str(t)) for t in graph.inputs],
+        outputs=[_output_decl(ctx, str(t)) for t in graph.outputs], body=ctx.body, constants=ctx.constants,
+        variables=variables, comment=comment, imports=sorted(ctx.imports), quantize=quantize)
+    modules = {FRAGMENTS_PATH: fragments.module_text()} if fragments is not None and fragments.texts else {}
+    return ModelFolder(graph=body_graph, weight_files=weights, modules=modules)
+
