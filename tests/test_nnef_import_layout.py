@@ -200,6 +200,8 @@ def test_batch_normalization_forms(tmp_path: Path, args: str) -> None:
        border=st.sampled_from(["constant", "reflect", "replicate", "reflect-even"]))
 def test_slice_and_pad_property(tmp_path_factory, b, e, s, axis, pads, border) -> None:
     dim = (3, 4, 5)[axis]
+    if b < -dim or e < -dim:  # NNEF clamps begin/end above the extent, but refuses them below -extent
+        return
     lo = min(max(b + dim if b < 0 else b, 0), dim)
     hi = dim if e == 0 and s == 1 else min(max(e + dim if e < 0 else e, 0), dim)
     if hi <= lo:  # an empty slice: NNEF shape inference refuses it
