@@ -1,4 +1,4 @@
-"""`sknd export`: a composed graph written in other formats (TOSA MLIR / flatbuffer today).
+"""`sknd export`: a composed graph written in other formats (TOSA MLIR / flatbuffer, SPIR-V).
 
 The command lives with the CLI, not in the exporters: an exporter is a function from a composed graph
 to bytes or text (`skriptnd.tosa.export.to_mlir`, ...) and never imports the command line. Each format
@@ -43,6 +43,10 @@ def export_command(
     inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
                                                    "literals instead of dense_resource blobs.")] = False,
     color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+    spirv: Annotated[Path | None, typer.Option("--spirv", help="Write a SPIR-V module (SPV_ARM_graph, TOSA.001000.1"
+                                               " instructions); weights go to FILE.constants.npz.")] = None,
+    spirv_asm: Annotated[Path | None, typer.Option("--spirv-asm", help="Write the SPIR-V module's disassembly "
+                                                   "(spirv-as syntax).")] = None,
 ) -> None:
     """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer).
 
@@ -51,7 +55,9 @@ def export_command(
     file's dialect_resources section (--inline-constants: dense literals).
     tosa-opt (tosa-tools) validates and serializes it (--tosa-flatbuffer),
     the TOSA reference model runs the flatbuffer, and
-    iree-compile --iree-input-type=tosa compiles the MLIR.
+    iree-compile --iree-input-type=tosa compiles the MLIR. --spirv writes
+    the same TOSA program as a SPIR-V graph (SPV_ARM_graph, TOSA.001000.1
+    instructions) and its graph constants as FILE.constants.npz.
 
     Only fully legalized graphs with static real/bool inputs and outputs
     export; anything else is a located E0750 diagnostic."""
@@ -73,8 +79,25 @@ def export_command(
         wanted.append(("--tosa-mlir", tosa_mlir, lambda: mlir()[0]))
     if tosa_flatbuffer is not None:
         wanted.append(("--tosa-flatbuffer", tosa_flatbuffer, lambda: to_flatbuffer(*mlir())))
+    def spirv_module() -> Any:
+        if "spirv" not in memo:
+            from .tosa.spirv import export
+
+            memo["spirv"] = export(composed)
+        return memo["spirv"]
+
+    if spirv is not None:
+        wanted.append(("--spirv", spirv, lambda: spirv_module().to_bytes()))
+        wanted.append(("--spirv", spirv.with_name(spirv.name + ".constants.npz"),
+                       lambda: spirv_module().constants_npz()))
+    if spirv_asm is not None:
+        from .tosa.spirv import asm_comments, disassemble
+
+        wanted.append(("--spirv-asm", spirv_asm,
+                       lambda: disassemble(spirv_module().to_bytes(), asm_comments(spirv_module()))))
     if not wanted:
-        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE",
+        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE, --spirv FILE, "
+                                 "--spirv-asm FILE",
                                  param_hint="--tosa-mlir")
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     produced: list[tuple[Path, str | bytes]] = []
