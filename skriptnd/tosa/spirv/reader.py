@@ -97,6 +97,8 @@ class _Reader:
             a = np.asarray(self.graph_constants[index])  # type: ignore[index]
         except (KeyError, IndexError, TypeError):
             raise SpirvReadError(f"graph constant {index} was not supplied") from None
+        if a.dtype == dtype and a.size == int(np.prod(shape)):  # a flat buffer (as a VGF stores it) is fine
+            a = a.reshape(shape)
         if a.dtype != dtype or tuple(a.shape) != shape:
             raise SpirvReadError(f"graph constant {index} is {a.dtype}{list(a.shape)}, the module declares "
                                  f"{dtype}{list(shape)}")
