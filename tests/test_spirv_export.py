@@ -215,30 +215,57 @@ VK_FORMATS = {"VK_FORMAT_R32_SFLOAT": np.float32, "VK_FORMAT_R8_SINT": np.int8, 
               "VK_FORMAT_R32_SINT": np.int32, "VK_FORMAT_R64_SINT": np.int64, "VK_FORMAT_R8_BOOL_ARM": np.bool_}
 
 
-@pytest.mark.parametrize("name", ["digits", "digits_int8"])
-def test_digits_matches_arm_model_converter(name: str, tmp_path: Path) -> None:
+def arm_module(mlir: Path, tmp: Path) -> TosaProgram:
+    """Arm's SPIR-V for our TOSA MLIR: model-converter → VGF → vgf_dump (module and constants) → our reader."""
     converter, dump = tool("model-converter"), tool("vgf_dump")
-    mlir, vgf = tmp_path / f"{name}.mlir", tmp_path / f"{name}.vgf"
-    sknd("export", str(MODELS / name), "--tosa-mlir", str(mlir), "--spirv", str(tmp_path / "ours.spv"))
+    vgf = tmp / "arm.vgf"
     run_tool(converter, "-i", str(mlir), "-o", str(vgf))
-    run_tool(dump, "-i", str(vgf), "-o", str(tmp_path / "vgf.json"))
-    run_tool(dump, "-i", str(vgf), "-o", str(tmp_path / "arm.spv"), "--dump-spirv", "0")
-    run_tool(tool("spirv-val"), str(tmp_path / "arm.spv"))
-    info = json.loads((tmp_path / "vgf.json").read_text())
+    run_tool(dump, "-i", str(vgf), "-o", str(tmp / "vgf.json"))
+    run_tool(dump, "-i", str(vgf), "-o", str(tmp / "arm.spv"), "--dump-spirv", "0")
+    run_tool(tool("spirv-val"), str(tmp / "arm.spv"))
+    info = json.loads((tmp / "vgf.json").read_text())
     constants = {}
     for binding in info["model_sequence"]["segments"][0]["constant_bindings"]:
         index = binding["constant_table_index"]
-        raw = tmp_path / f"c{index}.bin"
+        raw = tmp / f"c{index}.bin"
         run_tool(dump, "-i", str(vgf), "-o", str(raw), "--dump-constant", str(index))
         resource = info["resources"][info["constants"][index]["mrt_index"]]
         constants[binding["graph_constant_id"]] = np.frombuffer(raw.read_bytes(), VK_FORMATS[resource["vk_format"]])
-    arm = read((tmp_path / "arm.spv").read_bytes(), constants)
+    return read((tmp / "arm.spv").read_bytes(), constants)
+
+
+@pytest.mark.parametrize("name", ["digits", "digits_int8"])
+def test_digits_matches_arm_model_converter(name: str, tmp_path: Path) -> None:
+    mlir = tmp_path / f"{name}.mlir"
+    sknd("export", str(MODELS / name), "--tosa-mlir", str(mlir), "--spirv", str(tmp_path / "ours.spv"))
+    arm = arm_module(mlir, tmp_path)
     ours = read((tmp_path / "ours.spv").read_bytes(), load_constants(tmp_path / "ours.spv.constants.npz"))
     assert canonical(ours) == [(o.name, o.attrs) for o in arm.ops]
     graph = skriptnd.load(MODELS / name).compose()
     exact = name.endswith("int8")
     assert_runs_like_sknd(graph, ours, exact=exact)
     assert_runs_like_sknd(graph, arm, exact=exact, named=False)  # the converter names them graph_partition_0_*
+
+
+def test_rank0_values_are_one_element_tensors_as_arm_writes_them(tmp_path: Path) -> None:
+    """SPV_ARM_tensors has no rank-0 tensors: a scalar result is a [1] tensor, RESHAPE's empty shape is [1]."""
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text("import math;\ngraph G {\n    @input { x: real[2,3]; }\n    @output { y: real[]; }\n"
+                                     "    @compose {\n        y = math.sum_reduce{axes=[0, 1], squeeze=true}(x);\n"
+                                     "    }\n}\n")
+    mlir, spv = tmp_path / "g.mlir", tmp_path / "g.spv"
+    sknd("export", str(model), "--tosa-mlir", str(mlir), "--spirv", str(spv))
+    assert "-> tensor<f32>" in mlir.read_text()
+    run_tool(tool("spirv-val"), "--target-env", "vulkan1.3", str(spv))
+    ours = read(spv.read_bytes())
+    assert ours.types[ours.outputs[0]].shape == (1,)
+    arm = arm_module(mlir, tmp_path)
+    assert canonical(ours) == [(o.name, o.attrs) for o in arm.ops]
+    assert arm.types[arm.outputs[0]].shape == (1,)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for program in (ours, arm):
+        np.testing.assert_array_equal(program.run([x])[0], [15.0])
 
 
 # -- encoding details, checked by hand ----------------------------------------------------------------
@@ -272,14 +299,19 @@ def _offsets(w: tuple[int, ...]) -> list[int]:
     return out
 
 
-def test_rank0_value_is_a_diagnostic() -> None:
+def test_value_without_spirv_type_is_a_diagnostic() -> None:
     p = TosaProgram(name="g", inputs=["x"], outputs=["y"], ops=[TosaOp("REDUCE_SUM", ["x"], {"axis": 0}, "y")],
                     input_names=["x"], output_names=["y"])
     infer_types(p, [np.zeros([3], np.float32)])
-    p.types["y"] = np.zeros((), np.float32)  # as a rank-0 result would be typed
+    p.types["y"] = np.zeros([1], np.float64)  # no TOSA type is float64
     with pytest.raises(DiagnosticError) as err:
         write(p)
-    assert err.value.diagnostics[0].code == "E0770"
+    assert err.value.diagnostics[0].code == "E0770" and "float64" in err.value.diagnostics[0].message
+    p.types["y"] = np.zeros([1], np.float32)
+    p.ops[0].attrs["keep_dims"] = True  # an attribute the instruction set has no operand for
+    with pytest.raises(DiagnosticError) as err:
+        write(p)
+    assert err.value.diagnostics[0].code == "E0771" and "keep_dims" in err.value.diagnostics[0].message
 
 
 def test_reader_refuses_what_it_does_not_know() -> None:

@@ -12,9 +12,8 @@ Attributes are constant operands first, in the order of the grammar; tensor cons
 smaller than :data:`INLINE_MAX_BYTES`, like the MLIR export's inline literals, and ``OpGraphConstantARM``
 otherwise: the module refers to the weights by GraphConstantID and the API (or a container such as VGF)
 supplies them; :class:`SpirvModule` carries them next to the module words. SPV_ARM_tensors tensors have
-rank >= 1: a rank-0 constant that a RESHAPE takes (the only place the legalization puts one) is written as
-its single element in a [1] tensor, which RESHAPE turns into the same result; any other rank-0 value is an
-E0770 diagnostic.
+rank >= 1: a rank-0 TOSA value is a [1] tensor (its one element), as Arm's model-converter writes it, and an
+empty shape operand (RESHAPE to rank 0, ...) the one of that [1] tensor; reading the module back gives [1].
 """
 
 from __future__ import annotations
@@ -42,6 +41,8 @@ VERSION = 0x00010500  # SPIR-V 1.5
 GENERATOR = 0x00000001
 INSTRUCTION_SET = "TOSA.001000.1"
 INLINE_MAX_BYTES = 64  # as skriptnd.tosa.export.RESOURCE_MIN_BYTES: smaller payloads are literals
+#: an empty shape_t operand (of a rank-0 value) -> its value for the [1] tensor that stands for it
+RANK0_SHAPE_OPERANDS = {"shape": [1], "multiples": [1], "start": [0], "size": [1], "padding": [0, 0]}
 EXTENSIONS = ("SPV_ARM_tensors", "SPV_ARM_graph", "SPV_KHR_vulkan_memory_model")
 
 
@@ -127,9 +128,7 @@ class _Writer:
     def tensor_type(self, dtype: np.dtype, shape: tuple[int, ...], where: Span | None = None) -> int:
         if np.dtype(dtype) not in ELEMENTS:
             raise _fail("E0770", f"a TOSA value of type {np.dtype(dtype)} has no SPIR-V element type", where)
-        if len(shape) == 0:
-            raise _fail("E0770", "a rank-0 TOSA value has no OpTypeTensorARM (SPV_ARM_tensors tensors have rank "
-                        ">= 1)", where)
+        shape = tuple(shape) or (1,)  # a rank-0 value is a [1] tensor (as Arm's model-converter writes it)
         key = ("tensor", np.dtype(dtype).str, tuple(shape))
 
         def make() -> int:
@@ -178,11 +177,14 @@ class _Writer:
         self.constants.append(np.ascontiguousarray(a))
         return self._result("OpGraphConstantARM", t, len(self.constants) - 1)
 
-    def value_constant(self, name: str, shape_operand: bool, reshaped: bool = False) -> int:
+    def value_constant(self, name: str, shape_operand: str | None = None) -> int:
+        """The id of constant ``name``; ``shape_operand``: the shape_t operand it is (e.g. RESHAPE's shape)."""
         a = np.asarray(self.p.constants[name])
-        if a.ndim == 0 and reshaped:  # a scalar RESHAPE input: the same single element as a [1] tensor
+        if a.ndim == 0:
             a = a.reshape(1)
-        if shape_operand or name in self.p.shapes:
+        if shape_operand is not None or name in self.p.shapes:
+            if a.size == 0:  # the shape of a rank-0 value: that of its [1] tensor
+                a = np.asarray(RANK0_SHAPE_OPERANDS.get(shape_operand or "", [1]))
             return self.tensor_constant(a.astype(np.int32))
         if a.nbytes < INLINE_MAX_BYTES:
             return self.tensor_constant(a)
@@ -272,7 +274,7 @@ class _Writer:
             if v in ids:
                 operands.append(ids[v])
             elif v in self.p.constants:
-                operands.append(self.value_constant(v, operand in shape_names, op.name == "RESHAPE"))
+                operands.append(self.value_constant(v, operand if operand in shape_names else None))
             else:
                 raise ValueError(f"value {v} is used before it is computed")
         result = self.p.types[op.output]
