@@ -30,8 +30,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import skriptnd
 from skriptnd.diagnostics import DiagnosticError
@@ -367,3 +370,39 @@ def test_unlegalized_operation_is_the_same_located_diagnostic(tmp_path: Path) ->
     assert proc.stderr.replace("out.spv", "x") == mlir.stderr.replace("x.mlir", "x")
     assert out.read_bytes() == b"old"  # nothing written
     assert not (tmp_path / "out.spv.constants.npz").exists() and not (tmp_path / "out.spvasm").exists()
+
+
+# -- constants: every element type and value survives write → read, and disassembly → spirv-as -------------
+
+def _constant_program(c: np.ndarray) -> TosaProgram:
+    op = "LOGICAL_AND" if c.dtype == np.bool_ else "ADD"
+    p = TosaProgram(name="g", inputs=["x"], outputs=["y"], ops=[TosaOp(op, ["x", "c"], {}, "y")],
+                    constants={"c": c}, input_names=["x"], output_names=["y"])
+    p.types = {"x": np.zeros(c.shape, c.dtype), "c": c, "y": np.zeros(c.shape, c.dtype)}  # not run: any type
+    return p
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from([np.float32, np.int8, np.int16, np.int32, np.int64, np.bool_]).flatmap(
+    lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=1, max_dims=3, max_side=3))))
+def test_constants_round_trip_bit_exactly(c: np.ndarray) -> None:
+    module = write(_constant_program(c))
+    back = read(module.to_bytes(), module.constants)
+    got = back.constants[back.ops[0].inputs[1]]
+    assert got.dtype == c.dtype and got.shape == c.shape
+    assert got.tobytes() == c.tobytes()  # NaN payloads, -0.0, two's complement integers included
+    assert len(module.constants) == (c.nbytes >= 64)  # small constants inline, larger ones graph constants
+
+
+def test_special_floats_disassemble_to_what_spirv_as_reads(tmp_path: Path) -> None:
+    bits = np.array([0x7FC00000, 0xFFC00001, 0x7F800000, 0xFF800000, 0x80000000, 0x00000001, 0x7F7FFFFF,
+                     0x3DCCCCCD, 0x00800000], np.uint32)
+    c = bits.view(np.float32)  # NaN, -NaN with payload, ±inf, -0, smallest denormal, max, 0.1, smallest normal
+    data = write(_constant_program(c)).to_bytes()
+    spv = tmp_path / "c.spv"
+    spv.write_bytes(data)
+    check_with_tools(spv, data, disassemble(data), tmp_path)
+    int8 = np.array([-128, -1, 0, 127], np.int8)
+    data = write(_constant_program(int8)).to_bytes()
+    spv.write_bytes(data)
+    check_with_tools(spv, data, disassemble(data), tmp_path)
