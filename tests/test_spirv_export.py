@@ -282,7 +282,7 @@ def test_header_strings_and_opcodes_by_hand() -> None:
                     input_names=["x"], output_names=["y"])
     infer_types(p, [np.zeros([2, 3], np.float32)])
     w = words(write(p).to_bytes())
-    assert w[:3] == (0x07230203, 0x00010500, 1) and w[4] == 0  # magic, SPIR-V 1.5, generator, schema
+    assert w[:3] == (0x07230203, 0x00010500, 0) and w[4] == 0  # magic, SPIR-V 1.5, generator, schema
     ext = [w[i:i + (w[i] >> 16)] for i in _offsets(w) if w[i] & 0xFFFF == 12]  # OpExtInst
     assert len(ext) == 1 and ext[0][4] == 10  # CLAMP is instruction 10 of TOSA.001000.1
     consts = {w[i + 2]: w[i + 3] for i in _offsets(w) if w[i] & 0xFFFF == 43}  # OpConstant id -> value

@@ -34,7 +34,7 @@ def disassemble(data: bytes, comments: list[str] | None = None) -> str:
     """The module's text; ``comments`` are extra ``;`` lines for the header."""
     header, insts = instructions(data)
     lines = ["; SPIR-V", f"; Version: {header[1] >> 16 & 0xFF}.{header[1] >> 8 & 0xFF}",
-             f"; Generator: 0x{header[2]:08x} (skriptnd)", f"; Bound: {header[3]}", f"; Schema: {header[4]}"]
+             f"; Generator: 0x{header[2]:08x}", f"; Bound: {header[3]}", f"; Schema: {header[4]}"]
     lines += [f"; {c}" for c in comments or []]
     types: dict[int, tuple[str, int]] = {}
     tosa_set = None

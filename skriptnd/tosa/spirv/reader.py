@@ -217,9 +217,8 @@ class _Reader:
         args = list(w[4:])
         n_attr = next((i for i, n in enumerate(names) if n not in ATTRIBUTES), len(names))  # attributes lead
         attrs = {n: self.attribute(n, ref) for n, ref in zip(names[:n_attr], args[:n_attr], strict=True)}
-        attrs = {k: v for k, v in attrs.items() if k != "local_bound"}  # precision hint: no numeric effect here
-        if opname in ("MAX_POOL2D", "CLAMP", "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "ARGMAX"):
-            attrs.setdefault("nan_mode", "PROPAGATE")
+        # local_bound only tightens the error bound a driver must meet; the numpy operators take no such keyword
+        attrs = {k: v for k, v in attrs.items() if k != "local_bound"}
         in_names = [names[-1]] * (len(args) - n_attr) if variadic else list(names[n_attr:])
         if len(in_names) != len(args) - n_attr:
             raise SpirvReadError(f"{opname} %{w[1]} has {len(args)} operands, the grammar lists {len(names)}")

@@ -37,8 +37,8 @@ register_codes({
 
 MAGIC = 0x07230203
 VERSION = 0x00010500  # SPIR-V 1.5
-#: SPIR-V's unregistered-generator id (0) in the upper half, our serializer's version in the lower
-GENERATOR = 0x00000001
+#: the generator word: 0, which SPIR-V allows for a tool without a registered generator id
+GENERATOR = 0
 INSTRUCTION_SET = "TOSA.001000.1"
 INLINE_MAX_BYTES = 64  # as skriptnd.tosa.export.RESOURCE_MIN_BYTES: smaller payloads are literals
 #: an empty shape_t operand (of a rank-0 value) -> its value for the [1] tensor that stands for it
@@ -165,7 +165,7 @@ class _Writer:
 
         def make() -> int:
             t = self.tensor_type(a.dtype, a.shape)
-            if not a.any():
+            if not np.ascontiguousarray(a).view(np.uint8).any():  # all bits zero (-0.0 is not: it is written)
                 return self._result("OpConstantNull", t)
             parts = [self.scalar(a.dtype, x) for x in a] if a.ndim == 1 else [self.tensor_constant(x) for x in a]
             return self._result("OpConstantComposite", t, *parts)
