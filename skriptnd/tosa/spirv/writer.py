@@ -93,6 +93,8 @@ class _Writer:
 
     def emit(self, section: str, opname: str, *operands: int) -> None:
         opcode = tables.CORE[opname][0]
+        if len(operands) >= 0xFFFF:  # the word count is 16 bits; nothing this writer emits comes close
+            raise ValueError(f"{opname} with {len(operands)} operands does not fit one SPIR-V instruction")
         self.sec[section] += [((len(operands) + 1) << 16) | opcode, *operands]
 
     def cached(self, key: Any, make: Any) -> int:
