@@ -434,3 +434,23 @@ def test_random_weights_are_the_same_for_every_exporter(tmp_path: Path) -> None:
     for c in program.constants.values():  # every weight of the SPIR-V module is a literal of the MLIR
         if c.dtype == np.float32 and c.size > 1:
             assert np.ascontiguousarray(c).tobytes().hex().upper() in text
+
+
+_DIGITS_MODULE: list[tuple[bytes, list[np.ndarray]]] = []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=5, max_value=10_000), st.integers(min_value=0, max_value=2**32 - 1), st.booleans())
+def test_damaged_modules_are_refused_cleanly(position: int, word: int, truncate: bool) -> None:
+    """A damaged module (one word replaced, or cut short) reads or is a SpirvReadError, never another error."""
+    if not _DIGITS_MODULE:
+        module = export(compose("digits"))
+        _DIGITS_MODULE.append((module.to_bytes(), module.constants))
+    data, constants = _DIGITS_MODULE[0]
+    n = len(data) // 4
+    i = position % n
+    damaged = data[:4 * i] if truncate else data[:4 * i] + struct.pack("<I", word) + data[4 * i + 4:]
+    try:
+        read(damaged, constants)
+    except SpirvReadError:
+        pass

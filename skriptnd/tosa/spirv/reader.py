@@ -25,6 +25,10 @@ _TOSA_BY_OPCODE = {code: (name, operands, variadic) for name, (code, operands, v
 _ENUM_NAMES = {kind: {v: k for k, v in reversed(list(values.items()))} for kind, values in ENUMS.items()}
 
 
+MAX_ELEMENTS = 1 << 32  # larger tensor types are refused (a damaged shape must not allocate the machine)
+MAX_RANK = 1 << 16
+
+
 class SpirvReadError(ValueError):
     """The bytes are not a SPIR-V module of the form this package writes."""
 
@@ -55,6 +59,11 @@ def instructions(data: bytes) -> tuple[list[int], list[tuple[str, list[int]]]]:
     return words[:5], out
 
 
+def _prototype(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only array of the type (dtype, shape) that takes no memory (zero strides)."""
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
 def _signed(bits: int, width: int) -> int:
     return bits - (1 << width) if bits >> (width - 1) & 1 else bits
 
@@ -77,13 +86,20 @@ class _Reader:
         t = self.types.get(type_id)
         if t is None or t[0] != "tensor":
             raise SpirvReadError(f"%{type_id} is not an OpTypeTensorARM")
-        return self.dtype(t[1]), tuple(int(d) for d in self.values[t[3]])
+        shape = tuple(int(d) for d in self.values[t[3]])
+        if int(np.prod(shape, dtype=np.float64)) > MAX_ELEMENTS:
+            raise SpirvReadError(f"tensor type %{type_id} {list(shape)} is larger than {MAX_ELEMENTS} elements")
+        return self.dtype(t[1]), shape
 
     def constant(self, result_type: int, parts: list[int] | None) -> Any:
         """The value of an OpConstantComposite (``parts``) or OpConstantNull (None)."""
         t = self.types[result_type]
         if t[0] == "array":
-            return [0] * int(self.values[t[2]]) if parts is None else [self.values[p] for p in parts]
+            if parts is None:
+                if not 0 < int(self.values[t[2]]) <= MAX_RANK:
+                    raise SpirvReadError(f"array %{result_type} of {self.values[t[2]]} elements is not a tensor shape")
+                return [0] * int(self.values[t[2]])
+            return [self.values[p] for p in parts]
         if t[0] != "tensor":
             raise SpirvReadError(f"constant of type %{result_type} is neither an array nor a tensor")
         dtype, shape = self.tensor(result_type)
@@ -160,7 +176,7 @@ class _Reader:
                     p.inputs.append("")
                 p.inputs[index] = f"%{w[1]}"
                 dtype, shape = self.tensor(w[0])
-                p.types[f"%{w[1]}"] = np.zeros(shape, dtype)
+                p.types[f"%{w[1]}"] = _prototype(dtype, shape)
             elif name == "OpExtInst":
                 if w[2] != tosa_set:
                     raise SpirvReadError(f"OpExtInst %{w[1]} is not from {INSTRUCTION_SET}")
@@ -228,7 +244,7 @@ class _Reader:
         if opname in RESULT_TYPED:
             attrs[RESULT_TYPED[opname]] = TYPE_NAMES[dtype]
         out = f"%{w[1]}"
-        p.types[out] = np.zeros(shape, dtype)
+        p.types[out] = _prototype(dtype, shape)
         return TosaOp(opname, inputs, attrs, out)
 
 
@@ -236,4 +252,9 @@ def read(data: bytes, constants: Mapping[int, np.ndarray] | Sequence[np.ndarray]
     """The TOSA program of a module written by :func:`skriptnd.tosa.spirv.write`; ``constants``: the graph
     constants by GraphConstantID (``SpirvModule.constants``, or the arrays of the ``.npz`` written next to
     the module). ``program.run(inputs)`` runs it on the numpy TOSA operators."""
-    return _Reader(constants).run(data)
+    try:
+        return _Reader(constants).run(data)
+    except SpirvReadError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, UnicodeDecodeError) as err:  # a malformed module
+        raise SpirvReadError(f"malformed module: {type(err).__name__}: {err}") from None
