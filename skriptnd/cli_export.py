@@ -1,4 +1,4 @@
-"""`sknd export`: a composed graph written in other formats (TOSA MLIR / flatbuffer today).
+"""`sknd export`: a composed graph written in other formats (TOSA MLIR / flatbuffer, SPIR-V).
 
 The command lives with the CLI, not in the exporters: an exporter is a function from a composed graph
 to bytes or text (`skriptnd.tosa.export.to_mlir`, ...) and never imports the command line. Each format
@@ -54,6 +54,10 @@ def export_command(
                                               "above 2 GB with an external data file OUT.data).")] = None,
     onnx_opset: Annotated[int, typer.Option("--onnx-opset", min=17, max=21,
                                                    help="The ONNX opset to target (17 to 21).")] = 17,
+    spirv: Annotated[Path | None, typer.Option("--spirv", help="Write a SPIR-V module (SPV_ARM_graph, TOSA.001000.1"
+                                               " instructions); weights go to FILE.constants.npz.")] = None,
+    spirv_asm: Annotated[Path | None, typer.Option("--spirv-asm", help="Write the SPIR-V module's disassembly "
+                                                   "(spirv-as syntax).")] = None,
 ) -> None:
     """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer) or ONNX.
 
@@ -62,7 +66,9 @@ def export_command(
     file's dialect_resources section (--inline-constants: dense literals).
     tosa-opt (tosa-tools) validates and serializes it (--tosa-flatbuffer),
     the TOSA reference model runs the flatbuffer, and
-    iree-compile --iree-input-type=tosa compiles the MLIR.
+    iree-compile --iree-input-type=tosa compiles the MLIR. --spirv writes
+    the same TOSA program as a SPIR-V graph (SPV_ARM_graph, TOSA.001000.1
+    instructions) and its graph constants as FILE.constants.npz.
 
     Only fully legalized graphs with static real/bool inputs and outputs
     export; anything else is a located E0750 diagnostic.
@@ -87,10 +93,28 @@ def export_command(
         wanted.append(("--tosa-mlir", tosa_mlir, lambda: mlir()[0]))
     if tosa_flatbuffer is not None:
         wanted.append(("--tosa-flatbuffer", tosa_flatbuffer, lambda: to_flatbuffer(*mlir())))
+
+    def spirv_module() -> Any:
+        if "spirv" not in memo:
+            from .tosa.spirv import export
+
+            memo["spirv"] = export(composed)
+        return memo["spirv"]
+
+    if spirv is not None:
+        wanted.append(("--spirv", spirv, lambda: spirv_module().to_bytes()))
+        wanted.append(("--spirv", spirv.with_name(spirv.name + ".constants.npz"),
+                       lambda: spirv_module().constants_npz()))
+    if spirv_asm is not None:
+        from .tosa.spirv import asm_comments, disassemble
+
+        wanted.append(("--spirv-asm", spirv_asm,
+                       lambda: disassemble(spirv_module().to_bytes(), asm_comments(spirv_module()))))
     if onnx is not None:  # an onnx.ModelProto; saved by skriptnd.interop.onnx_export.save_onnx (atomic)
         wanted.append(("--onnx", onnx, lambda: _onnx_model(composed, onnx_opset)))
     if not wanted:
-        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE, --onnx FILE",
+        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE, --onnx FILE, "
+                                 "--spirv FILE, --spirv-asm FILE",
                                  param_hint="--tosa-mlir")
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     produced: list[tuple[Path, Any]] = []
