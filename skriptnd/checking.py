@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast
+from .compose.check import STRICT_CODES, VERBOSE_CODES, check_graph
 from .diagnostics import Diagnostic
 from .fileio import module_files
 from .semantics.binding import binding_order_diagnostics
@@ -34,6 +35,15 @@ def _types(program: Program, module: LoadedModule, definition: ast.Definition) -
 
 #: Checks run on each definition of each checked module (see Program.checked_modules), in order.
 DEFINITION_CHECKS: list[DefinitionCheck] = [_types, _binding_order]
+
+
+def check_graphs(program: Program, module: LoadedModule, found: list[Diagnostic]) -> list[Diagnostic]:
+    """The graphs of `module` composed for their declared defaults (skriptnd.compose.check): what
+    `sknd compose` would report. Only once everything else is clean (`found` has no error):
+    composing a broken program would report the same problems again, less well."""
+    if module.ast is None or any(d.severity == "error" for d in found):
+        return []
+    return [d for definition in module.ast.definitions for d in check_graph(program, module, definition)]
 
 
 @dataclass
@@ -76,6 +86,8 @@ def check_program(program: Program) -> list[Diagnostic]:
         for definition in module.ast.definitions:
             for check in DEFINITION_CHECKS:
                 diags.extend(check(program, module, definition))
+    for module in program.checked_modules():
+        diags.extend(check_graphs(program, module, diags))
     # two checks may find the same problem (e.g. an unknown tensor in @quantize): report it once
     def key(d: Diagnostic) -> tuple:
         return d.code, d.span.file, d.span.line, d.span.col, d.message
@@ -88,12 +100,21 @@ def check_paths(paths: list[str]) -> CheckResult:
     result = CheckResult()
     diags: list[Diagnostic] = []
     checked: set[str] = set()
-    for raw in dict.fromkeys(paths):
+    programs = []
+    for raw in dict.fromkeys(paths or ["."]):
         p = Path(raw)
         if p.is_dir() and not (p / "main.sknd").is_file():
-            diags.append(_not_a_model_folder(raw))
+            # a folder of modules without a main one: each file is checked as a module of the
+            # project rooted there (imports resolve from the folder, `ops/pool.sknd` is `ops.pool`)
+            files = sorted(f for f in p.rglob("*.sknd") if f.is_file())
+            if not files:
+                diags.append(Diagnostic(code="E0003", message=f"'{raw}' holds no .sknd file to check",
+                                        span=Span(raw, 1, 1, 1, 2),
+                                        hint="name .sknd files, or a folder that holds some"))
+            programs.extend(load_program(f, model_dir=p) for f in files)
             continue
-        program = load_program(p)
+        programs.append(load_program(p))
+    for program in programs:
         for module in program.modules.values():
             if module.source is not None:
                 result.sources.setdefault(module.source.path, module.source)
@@ -104,3 +125,9 @@ def check_paths(paths: list[str]) -> CheckResult:
     result.diagnostics = list(dict.fromkeys(diags))
     result.files = len(checked)
     return result
+
+
+def shown(diags: list[Diagnostic], *, strict: bool = False, verbose: bool = False) -> list[Diagnostic]:
+    """The diagnostics `sknd check` shows: conditional assertions (STRICT_CODES) only with
+    --strict, those on dynamic extents (VERBOSE_CODES) only with --verbose."""
+    return [d for d in diags if (strict or d.code not in STRICT_CODES) and (verbose or d.code not in VERBOSE_CODES)]

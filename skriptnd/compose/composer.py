@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import ast
-from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from ..semantics.binding import Binder, Binding, Site, bind, signature
 from ..semantics.evaluate import EvalError, evaluate, free_names
 from ..semantics.modules import LoadedModule, Program
@@ -27,6 +27,8 @@ from ..syntax.printer import format_type
 from .ir import Graph, Operation, Tensor, Value
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
+
+register_codes({"E0610": "graph output does not have its declared type"})
 
 #: Decides whether an invocation stays one operation: (qualified name, module, definition).
 AtomicPolicy = Callable[[str, LoadedModule, ast.Definition], bool]
@@ -177,6 +179,7 @@ class Composer:
             if not isinstance(value, Tensor):
                 raise _error("E0601", f"output '{decl.name}' of graph '{definition.name}' is never assigned",
                              decl.span)
+            self._check_declared_dtype(binder, decl, value)
             if decl.type.shape is not None:
                 self._check_declared_shape(binder, decl, value, dynamic)
             if value.kind == "intermediate":
@@ -236,6 +239,18 @@ class Composer:
         shape, bounds = binder.output_shape(fixed, None)
         return shape, (bounds if any(b is not None for b in bounds) else None)
 
+    def _check_declared_dtype(self, binder: Binder, decl: ast.ParamDecl, value: Tensor) -> None:
+        """A graph output gets exactly its declared type: no silent cast (an `int` output fed a
+        `real` would otherwise be produced, and exported, as f32)."""
+        declared = binder.resolve_dtype(decl.type.name)
+        if declared in NUMPY_DTYPES and value.dtype != declared:
+            where = value.span if value.span is not None and value.kind == "intermediate" else None
+            notes = (Note("the value comes from here", where),) if where is not None else ()
+            raise _error("E0610", f"output '{decl.name}' is declared '{declared}' but receives a '{value.dtype}' "
+                         "tensor", decl.span, notes=notes,
+                         hint=f"declare it '{value.dtype}', or convert the value explicitly "
+                         f"(layout.cast<{declared}>)")
+
     def _check_declared_shape(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
         if any(i.value is None for i in decl.type.shape or ()):
             return
@@ -247,6 +262,34 @@ class Composer:
                                                 for a, b in zip(shape, value.shape, strict=False)):
             raise _error("E0403", f"output '{decl.name}' is declared with shape {list(shape)} but the composition "
                          f"produces {list(value.shape)}", decl.span)
+        if dynamic and value.symbolic is not None:
+            self._check_dynamic_extents(binder, decl, value, dynamic)
+
+    def _check_dynamic_extents(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
+        """Dynamic extents of a declared output (`real[1, s]`) must equal what the composition
+        computes from the dynamic input extents (`floor(s/2)`), symbolically."""
+        import sympy
+
+        from ..semantics.symbolic import SymInt, expression, symbol
+
+        env = dict(binder.env)
+        env.update({name: SymInt(1, symbol(name)) for name in dynamic})
+        declared: list[Any] = []
+        for item in decl.type.shape or ():
+            if item.value is None or item.pack is not None or not (free_names(item.value) & dynamic):
+                declared.append(None)
+                continue
+            try:
+                declared.append(expression(evaluate(item.value, env, binder.dtypes)))
+            except (EvalError, TypeError):
+                declared.append(None)
+        actual = [e if e is not None else (sympy.Integer(d) if d is not None else None)
+                  for e, d in zip(value.symbolic or (), value.shape, strict=False)]
+        if any(d is not None and a is not None and sympy.simplify(d - a) != 0
+               for d, a in zip(declared, actual, strict=False)):
+            shown = [str(a) if a is not None else "?" for a in actual]
+            raise _error("E0403", f"output '{decl.name}' is declared with shape {format_type(decl.type)} but the "
+                         f"composition produces [{', '.join(shown)}]", decl.span)
 
     def _locals(self, frame: _Frame, binder: Binder) -> None:
         """@variable and @constant tensors of a definition, named by the frame's scope (§2.7)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import ast
-from ..checking import DEFINITION_CHECKS
+from ..checking import DEFINITION_CHECKS, check_graphs
 from ..diagnostics import Diagnostic
 from ..semantics.modules import LoadedModule, Program, check_modules, load_program
 from ..semantics.scope import Scope, build_scope
@@ -291,6 +291,7 @@ class Workspace:
                     current[id(definition)] = entry
                     diags.extend(entry.diagnostics)
                 self._checked[key] = current
+            diags.extend(check_graphs(program, module, diags))
         path = analysis.document.path
         mine = [d for d in _unique(diags) if same_file(d.span.file, path)]
         mine.sort(key=lambda d: (d.span.line, d.span.col, d.code))

@@ -18,10 +18,18 @@ from ..diagnostics import Diagnostic, DiagnosticError, Note
 from ..source import NO_SPAN, Span
 from .affine import Affine, affine
 from .evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
-from .values import NO_UNIFORM, Pack, TensorValue
+from .values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
+
+
+#: Judges of assertions decided on symbolic samples (skriptnd.compose.check): called with the
+#: binder, the assertion, its outcome on the sample and the guards of that outcome (sympy
+#: conditions); returns the outcome binding goes on with. Empty outside graph checking, so
+#: composition with concrete values never pays for it.
+AssertionHook = Callable[["Binder", ast.Assertion, bool, list[Any]], bool]
+ASSERTION_HOOKS: list[AssertionHook] = []
 
 
 # ---------------------------------------------------------------- per-definition analysis
@@ -702,6 +710,20 @@ class Binder:
         self.env[a.symbol] = a.solve(n)
 
     def assertion_holds(self, a: ast.Assertion) -> bool:
+        if not ASSERTION_HOOKS:
+            return self._assertion_value(a)
+        from .symbolic import recording
+
+        with recording() as guards:
+            holds = self._assertion_value(a)
+        if not guards:  # decided for every value of the symbols: the hook has nothing to judge
+            return holds
+        outer = GUARD_STACK[-1] if GUARD_STACK else None
+        if outer is not None:
+            outer.extend(g for g in guards if g not in outer)
+        return ASSERTION_HOOKS[-1](self, a, holds, list(guards))
+
+    def _assertion_value(self, a: ast.Assertion) -> bool:
         value = self.eval(a.condition, "an assertion")
         if value is None:
             return True
