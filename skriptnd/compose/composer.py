@@ -202,6 +202,10 @@ class Composer:
         """Graph inputs get their shapes from attributes; `s|10` and `~|10` are dynamic (§2.6.1)."""
         dynamic: set[str] = set()
         for decl in _params(frame.definition, "input"):
+            if decl.type.pack is not None:
+                frame.tensors[decl.name] = items = self._graph_input_pack(frame, binder, decl, dynamic)
+                graph.inputs.extend(items)
+                continue
             shape, bounds = self._declared_shape(binder, decl, dynamic)
             tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "input",
                                       bounds=bounds)
@@ -212,6 +216,31 @@ class Composer:
             frame.tensors[decl.name] = tensor
             graph.inputs.append(tensor)
         return dynamic
+
+    def _graph_input_pack(self, frame: _Frame, binder: Binder, decl: ast.ParamDecl, dynamic: set[str]) -> list[Tensor]:
+        """`xs: real[n]..(k)`: k input tensors `xs.0` ... A dynamic length with a bound,
+        `..(s|5)`, is composed at its bound (the IR has no pack of dynamic length): `s` is 5."""
+        pack = decl.type.pack
+        assert pack is not None
+        if pack.length is None:
+            raise _error("E0406", f"graph input pack '{decl.name}' needs a length, as in '{decl.name}: real[n]..(k)'",
+                         decl.span)
+        length = pack.length
+        if pack.bound is not None and isinstance(length, ast.Name) and length.id not in binder.env:
+            binder.env[length.id] = self._eval(frame, pack.bound, f"the bound of pack '{decl.name}'")
+        count = binder.eval(length, f"the length of input pack '{decl.name}'")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise _error("E0406", f"the length of graph input pack '{decl.name}' must be a non-negative int, "
+                         f"not {count!r}", decl.span)
+        items: list[Tensor] = []
+        for j in range(count):
+            shape, bounds = self._declared_shape(binder, decl, dynamic, item=j)
+            tensor = self._new_tensor(frame, f"{decl.name}.{j}", binder.resolve_dtype(decl.type.name), shape,
+                                      "input", bounds=bounds)
+            tensor.span = decl.span
+            tensor.declared = format_type(decl.type)
+            items.append(tensor)
+        return items
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
@@ -224,8 +253,8 @@ class Composer:
         return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
                      for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
-    def _declared_shape(self, binder: Binder, decl: ast.ParamDecl,
-                        dynamic: set[str]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
+    def _declared_shape(self, binder: Binder, decl: ast.ParamDecl, dynamic: set[str],
+                        item: int | None = None) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         items: list[ast.ShapeItem] = []
         for item in decl.type.shape or ():
             name = item.value.id if isinstance(item.value, ast.Name) else None
@@ -236,7 +265,7 @@ class Composer:
                 items.append(item)
         fixed = ast.ParamDecl(name=decl.name, type=ast.TypeSpec(name=decl.type.name, shape=tuple(items),
                                                                 span=decl.type.span), span=decl.span)
-        shape, bounds = binder.output_shape(fixed, None)
+        shape, bounds = binder.output_shape(fixed, item)
         return shape, (bounds if any(b is not None for b in bounds) else None)
 
     def _check_declared_dtype(self, binder: Binder, decl: ast.ParamDecl, value: Tensor) -> None:

@@ -835,6 +835,27 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     return []
 
 
+#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
+#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
+SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
+
+
+def same_type_operator(definition: ast.Definition) -> bool:
+    """Whether binding requires the generic types X and Y of `definition` to be equal."""
+    return definition.name in SAME_TYPE_OPERATORS and \
+        [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
+
+
+def _check_same_types(b: Binder, sig: Signature) -> None:
+    if not same_type_operator(sig.definition):
+        return
+    x, y = b.dtypes.get("X"), b.dtypes.get("Y")
+    if x is not None and y is not None and x != y:
+        b.fail("E0412", f"the operands of '{sig.name}' have types '{x}' and '{y}': X and Y must be equal "
+               "(a comparison compares values of one type, §2.4)", sig.dtypes[1].span, b.arg_span(1),
+               hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
+
+
 def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, inputs: Sequence[Any] = (),
          type_args: Sequence[str] = (), site: Site | None = None) -> Binding:
     """Bind one invocation; raises DiagnosticError with located diagnostics when it is invalid.
@@ -860,6 +881,7 @@ def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, i
                 b.fail("E0306", f"cannot deduce generic type '{decl.name}' of operator '{sig.name}'", decl.span,
                        hint=f"give it explicitly: {sig.name}<{'real' if decl.base != 'type' else 'int'}>(...)")
             b.dtypes[decl.name] = decl.default
+    _check_same_types(b, sig)
     b.bind_deferred(attribs)
     b.run_usings_and_asserts()
     outputs = b.bind_outputs()
