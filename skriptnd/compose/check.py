@@ -14,7 +14,9 @@ callee assertion decided on the sample is judged by `_judge`:
 - false whatever the symbols are: an error (E0501, as composing would say);
 - true (or false) only under a condition on graph attributes: `E0611`, a warning that
   `sknd check --strict` shows, with that condition;
-- a condition on dynamic input extents (`s` in `real[s|10]`): `E0612`, a note for `--verbose`.
+- true at the bounds of dynamic input extents (`s` in `real[s|10]`, which composing samples at
+  their bounds) but only under a condition on them: `E0612`, a note for `--verbose`; false
+  there: the error composing reports.
 """
 
 from __future__ import annotations
@@ -92,8 +94,12 @@ class _Judge:
             return holds  # the outcome does not depend on the symbols
         if not holds and path is sympy.false:
             return True  # an impossible path: nothing to report
-        condition = path if holds else sympy.simplify(sympy.Not(path))
         names = {str(s) for s in path.free_symbols}
+        if not holds and not names <= self.attributes:
+            # false at the bounds of dynamic extents: `sknd compose` samples them there too and
+            # reports it, so checking does (one source of truth)
+            return False
+        condition = path if holds else sympy.simplify(sympy.Not(path))
         site = binder.site.span if binder.site.span is not NO_SPAN else a.span
         notes = (Note(f"assertion of operator '{binder.sig.name}'", a.span),) if site is not a.span else ()
         if names <= self.attributes:
@@ -127,12 +133,6 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     if symbolic is None:
         return []
     composer = Composer(program)
-    if not symbolic:
-        try:
-            composer.compose_definition(module, definition, {})
-        except DiagnosticError as err:
-            return list(err.diagnostics)
-        return []
     from ..semantics.symbolic import recording
 
     judge = _Judge(set(symbolic))
@@ -142,5 +142,7 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     except DiagnosticError as err:
         return [*judge.found, *err.diagnostics]
     except Exception:  # noqa: BLE001 - a symbolic sample the composer cannot follow: no verdict
+        if not symbolic:
+            raise  # with the declared defaults this is what composing does: a bug to report
         return judge.found
     return judge.found

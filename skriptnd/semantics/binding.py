@@ -846,13 +846,15 @@ def same_type_operator(definition: ast.Definition) -> bool:
         [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
 
 
-def _check_same_types(b: Binder, sig: Signature) -> None:
+def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None:
     if not same_type_operator(sig.definition):
         return
     x, y = b.dtypes.get("X"), b.dtypes.get("Y")
     if x is not None and y is not None and x != y:
-        b.fail("E0412", f"the operands of '{sig.name}' have types '{x}' and '{y}': X and Y must be equal "
-               "(a comparison compares values of one type, §2.4)", sig.dtypes[1].span, b.arg_span(1),
+        what = "the generic types" if explicit else "the operands"
+        b.fail("E0412", f"{what} of '{sig.name}' are '{x}' and '{y}': X and Y must be equal "
+               "(a comparison compares values of one type, §2.4)", sig.dtypes[1].span,
+               None if explicit else b.arg_span(1),
                hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
 
 
@@ -873,6 +875,7 @@ def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, i
                definition.name_span)
     for decl, concrete in zip(sig.dtypes, type_args, strict=False):
         b.bind_dtype(decl.name, concrete, None)
+    _check_same_types(b, sig, explicit=True)
     b.bind_attributes(attribs)
     b.bind_inputs(inputs)
     for decl in sig.dtypes:
