@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast
-from .compose.check import STRICT_CODES, VERBOSE_CODES, check_graph
+from .compose.check import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
 from .diagnostics import Diagnostic
 from .fileio import module_files
 from .semantics.binding import binding_order_diagnostics
@@ -37,13 +37,20 @@ def _types(program: Program, module: LoadedModule, definition: ast.Definition) -
 DEFINITION_CHECKS: list[DefinitionCheck] = [_types, _binding_order]
 
 
+def check_composition(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    """What composing one definition reports: a graph for its declared defaults, an operator's
+    @compose body for symbolic inputs (skriptnd.compose.check)."""
+    check = check_graph if definition.kind == "graph" else check_operator
+    return check(program, module, definition)
+
+
 def check_graphs(program: Program, module: LoadedModule, found: list[Diagnostic]) -> list[Diagnostic]:
-    """The graphs of `module` composed for their declared defaults (skriptnd.compose.check): what
-    `sknd compose` would report. Only once everything else is clean (`found` has no error):
+    """The graphs of `module` composed for their declared defaults, and the @compose bodies of its
+    operators bound for symbolic inputs (skriptnd.compose.check): what `sknd compose` would report. Only once everything else is clean (`found` has no error):
     composing a broken program would report the same problems again, less well."""
     if module.ast is None or any(d.severity == "error" for d in found):
         return []
-    return [d for definition in module.ast.definitions for d in check_graph(program, module, definition)]
+    return [d for definition in module.ast.definitions for d in check_composition(program, module, definition)]
 
 
 @dataclass

@@ -383,3 +383,51 @@ def test_folder_without_main_and_no_argument(tmp_path: Path, monkeypatch: pytest
     empty.mkdir()
     nothing = RUNNER.invoke(app, ["check", "--color", "never", str(empty)])
     assert nothing.exit_code == 1 and "E0003" in nothing.output
+
+
+# ---------------------------------------------------------------- operator bodies
+
+BLOCK = """import nn;
+import math;
+
+operator block {
+    @attrib {
+        channels: int;
+    }
+    @input {
+        x: real[b, c, h, w];
+        f: real[channels, c, 3, 3];
+    }
+    @output {
+        y: real[b, channels, h, w];
+    }
+    @compose {
+        t = nn.conv{padding = [1, 1, 1, 1]}(x, f);
+        r = nn.relu(t);
+        y = math.add(r, x);
+    }
+}
+"""
+
+
+def test_operator_body_is_checked_symbolically(tmp_path: Path) -> None:
+    """An operator no graph invokes: its body is bound for symbolic extents b, c, h, w and the
+    attribute `channels`. The residual add needs c == channels, which the operator never asserts."""
+    path = tmp_path / "block.sknd"
+    path.write_text(BLOCK, encoding="utf-8")
+    assert shown(check_paths([str(path)]).diagnostics) == []
+    (d,) = shown(check_paths([str(path)]).diagnostics, strict=True)
+    assert (d.code, d.span.line, d.span.col) == ("E0611", 18, 13)
+    assert "holds only if c == channels" in d.message and "fails for c = 2, channels = 3" in d.message
+    # asserting it in the operator itself settles it
+    path.write_text(BLOCK.replace("    @compose {", "    @assert {\n        c == channels;\n    }\n    @compose {"),
+                    encoding="utf-8")
+    assert shown(check_paths([str(path)]).diagnostics, strict=True) == []
+    # a filter of twice the input channels is wrong for every c > 0: an error, at the call
+    path.write_text(BLOCK.replace("f: real[channels, c, 3, 3]", "f: real[channels, 2 * c, 3, 3]"), encoding="utf-8")
+    errors = [d for d in check_paths([str(path)]).diagnostics if d.severity == "error"]
+    assert [(d.code, d.span.line, d.span.col) for d in errors] == [("E0501", 16, 13)]
+    # a wrong attribute type in the body, with no graph around it
+    path.write_text(BLOCK.replace("nn.relu(t)", "nn.relu{alpha = 'abc'}(t)"), encoding="utf-8")
+    errors = [d for d in check_paths([str(path)]).diagnostics if d.severity == "error"]
+    assert [(d.code, d.span.line, d.span.col) for d in errors] == [("E0301", 17, 21)]

@@ -79,12 +79,69 @@ def condition_text(condition: Any) -> str:
     return str(condition)
 
 
+_TRIALS = (1, 2, 3, 4, 8)
+
+
+def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
+    """value with every symbolic extent replaced by its value under assignment."""
+    from ..semantics.symbolic import SymInt
+    from ..semantics.values import Pack, TensorValue
+
+    if isinstance(value, SymInt):
+        result = value.expr.xreplace(assignment)
+        return int(result) if result.is_Integer else value
+    if isinstance(value, Pack):
+        return Pack([_substituted(v, assignment) for v in value])
+    if isinstance(value, TensorValue):
+        return TensorValue(value.dtype, tuple(_substituted(d, assignment) for d in value.shape))
+    return value
+
+
+def _holds_for(binder: Binder, a: ast.Assertion, assignment: dict[Any, int]) -> bool | None:
+    """The assertion's value with the symbols replaced by assignment; None if it cannot be told."""
+    from ..semantics.evaluate import EvalError, evaluate
+    from ..semantics.values import Pack, guards_suspended
+
+    env = {k: _substituted(v, assignment) for k, v in binder.env.items()}
+    try:
+        with guards_suspended():
+            value = evaluate(a.condition, env, binder.dtypes)
+    except (EvalError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    if value is None:
+        return True
+    return all(v is not False for v in value) if isinstance(value, Pack) else bool(value)
+
+
+def _counterexample(binder: Binder, a: ast.Assertion, symbols: list[Any],
+                    assumed: list[tuple[Binder, ast.Assertion]] = (), context: list[Any] = ()) -> dict[Any, int] | None:
+    """Values of the symbols (small ones, a bounded search) for which the assertion is false
+    while every assumed assertion (an operator's own, about its inputs) holds, and every decision
+    taken on the way there (`context`: the guards recorded so far, e.g. a static `if`) stays."""
+    import itertools
+
+    import sympy
+
+    symbols = sorted({*symbols, *(s for g in context for s in getattr(g, "free_symbols", ()))}, key=str)
+    if len(symbols) > 3:
+        return None
+    for values in itertools.product(_TRIALS, repeat=len(symbols)):
+        assignment = {k: sympy.Integer(v) for k, v in zip(symbols, values, strict=True)}
+        if any(g.xreplace(assignment) is sympy.false for g in context):
+            continue
+        if _holds_for(binder, a, assignment) is False and \
+                all(_holds_for(b, own, assignment) is not False for b, own in assumed):
+            return {k: int(v) for k, v in assignment.items()}
+    return None
+
+
 class _Judge:
     """Classifies the assertions decided on symbolic samples (see the module docstring)."""
 
     def __init__(self, attributes: set[str]) -> None:
         self.attributes = attributes
         self.found: list[Diagnostic] = []
+        self.assumed: list[tuple[Binder, ast.Assertion]] = []  # assertions taken as true
 
     def __call__(self, binder: Binder, a: ast.Assertion, holds: bool, guards: list[Any]) -> bool:
         import sympy
@@ -100,11 +157,22 @@ class _Judge:
             # reports it, so checking does (one source of truth)
             return False
         condition = path if holds else sympy.simplify(sympy.Not(path))
+        counter: dict[Any, int] | None = None
+        if holds:
+            from ..semantics.values import GUARD_STACK
+
+            outer = GUARD_STACK[-1] if GUARD_STACK else None
+            context = [g for g in outer or () if g not in guards]
+            counter = _counterexample(binder, a, sorted(path.free_symbols, key=str), self.assumed, context)
+            if counter is None:
+                return True  # holds on every sample tried: the path was sufficient, not necessary
         site = binder.site.span if binder.site.span is not NO_SPAN else a.span
         notes = (Note(f"assertion of operator '{binder.sig.name}'", a.span),) if site is not a.span else ()
         if names <= self.attributes:
             code, severity = "E0611", Severity.WARNING
             message = f"the assertion of operator '{binder.sig.name}' holds only if {condition_text(condition)}"
+            if counter:
+                message += " (it fails for " + ", ".join(f"{k} = {v}" for k, v in counter.items()) + ")"
         else:
             code, severity = "E0612", Severity.NOTE
             message = (f"the assertion of operator '{binder.sig.name}' depends on dynamic extents: "
@@ -146,3 +214,111 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
             raise  # with the declared defaults this is what composing does: a bug to report
         return judge.found
     return judge.found
+
+
+# ---------------------------------------------------------------- operator bodies
+
+_GENERIC_SAMPLE = {"type": "real", "arith": "real", "num": "real"}
+
+
+def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs: dict[str, Any]) -> list[Any] | None:
+    """Symbolic sample inputs of an operator: each named extent a symbol (one per name), each
+    literal extent its int; None when a shape is not a plain list of names and ints (packs,
+    spreads, expressions, `~`): those operators are checked where they are invoked."""
+    import sympy
+
+    from ..semantics.evaluate import EvalError, evaluate
+    from ..semantics.symbolic import SymInt
+    from ..semantics.values import TensorValue
+
+    symbols: dict[str, Any] = dict(attribs)
+    inputs: list[Any] = []
+    for b in definition.blocks:
+        if not (isinstance(b, ast.ParamBlock) and b.kind == "input"):
+            continue
+        for decl in b.items:
+            spec = decl.type
+            if spec.pack is not None or spec.shape is None or spec.rank is not None:
+                return None
+            dims: list[Any] = []
+            for item in spec.shape:
+                if item.pack is not None or item.distinct or item.bound is not None:
+                    return None
+                if isinstance(item.value, ast.IntLit):
+                    dims.append(item.value.value)
+                elif isinstance(item.value, ast.Name):
+                    name = item.value.id
+                    if name not in symbols:  # one sample for all: unifying two names never fails on it
+                        symbols[name] = SymInt(_SAMPLE, sympy.Symbol(name, integer=True, positive=True))
+                    dims.append(symbols[name])
+                else:  # an expression of extents named before (`2 * c`)
+                    try:
+                        value = evaluate(item.value, symbols, dtypes)
+                    except EvalError:
+                        return None
+                    if isinstance(value, bool) or not isinstance(value, int):
+                        return None
+                    dims.append(value)
+            dtype = dtypes.get(spec.name, spec.name)
+            if dtype not in ("real", "int", "bool", "str"):
+                return None
+            inputs.append(TensorValue(dtype, tuple(dims)))
+    return inputs
+
+
+class _OperatorJudge(_Judge):
+    """As _Judge, with every symbol a parameter of the operator; its own assertions are assumed."""
+
+    def __init__(self, definition: ast.Definition) -> None:
+        super().__init__(set())
+        self.own = {id(a) for b in definition.blocks if isinstance(b, ast.AssertBlock) for a in b.items}
+
+    def __call__(self, binder: Binder, a: ast.Assertion, holds: bool, guards: list[Any]) -> bool:
+        if id(a) in self.own:
+            self.assumed.append((binder, a))
+            return True
+        self.attributes = {str(s) for g in guards for s in getattr(g, "free_symbols", ())}
+        return super().__call__(binder, a, holds, guards)
+
+
+def check_operator(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    """The invocations of an operator's @compose body, bound for symbolic input extents and the
+    declared attribute defaults (each callee kept atomic: its own body is checked on its own).
+    Only what lies inside this definition is reported; operators whose input shapes are not
+    plain names and ints are left to the graphs that invoke them."""
+    if definition.kind == "graph" or not any(isinstance(b, ast.ComposeBlock) and b.kind == "compose"
+                                             for b in definition.blocks):
+        return []
+    dtypes = {d.name: d.default or _GENERIC_SAMPLE.get(d.base, "real")
+              for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items}
+    attribs = _symbolic_attribs(definition)
+    if attribs is None:
+        return []
+    inputs = _operator_inputs(definition, dtypes, attribs)
+    if inputs is None:
+        return []
+    from ..semantics.binding import Site, bind
+    from ..semantics.symbolic import recording
+    from .composer import Composer, _Frame
+    from .ir import Graph, Tensor
+
+    judge = _OperatorJudge(definition)
+    composer = Composer(program, atomic=lambda *_: True)
+    graph = Graph(name=definition.name, program=program)
+    frame = _Frame(module, definition, {}, {}, "", graph=graph)
+    found: list[Diagnostic] = []
+    try:
+        with recording(), _judging(judge):
+            binding = bind(definition, attribs, inputs, list(dtypes.values()), Site(span=definition.name_span))
+            args = [Tensor(name=d.name, dtype=v.dtype, shape=v.shape, kind="input")
+                    for d, v in zip(binding.signature.inputs, inputs, strict=True)]
+            composer._decompose(frame, module, definition, binding, args, "")
+    except DiagnosticError as err:
+        found = list(err.diagnostics)
+    except Exception:  # noqa: BLE001 - a symbolic sample the composer cannot follow: no verdict
+        found = []
+    span = definition.span
+    inside = [d for d in [*judge.found, *found]
+              if d.span.file == span.file and span.line <= d.span.line <= span.end_line
+              and d.span != definition.name_span]
+    return inside

@@ -362,6 +362,8 @@ class Composer:
         np_type = NUMPY_DTYPES.get(dtype, object)
         if decl.default is None:
             raise _error("E0307", f"constant '{decl.name}' needs a value", decl.span)
+        if any(hasattr(d, "expr") for d in shape):
+            return None  # a symbolic extent (graph checking samples it): the shape is checked, not the values
         if not decl.bounds:
             value = self._eval(frame, decl.default, f"the value of constant '{decl.name}'")
             if isinstance(value, Pack):
@@ -606,7 +608,8 @@ class Composer:
         def filled(name: str, tensor: TensorValue, item: Any) -> Tensor:
             shape = tuple(tensor.shape)
             t = self._new_tensor(frame, name, tensor.dtype, shape, "constant")
-            t.value = np.full(shape, item, dtype=NUMPY_DTYPES.get(tensor.dtype, object))
+            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
+                t.value = np.full(shape, item, dtype=NUMPY_DTYPES.get(tensor.dtype, object))
             return t
 
         if isinstance(bound, Pack):  # a packed input's default: a list of 0-rank values, or one for all
@@ -765,7 +768,8 @@ class Composer:
             shape, _ = binder.output_shape(decl, None)
             dtype = binder.resolve_dtype(c.type.name)
             filled = self._new_tensor(frame, "%const", dtype, shape, "constant")
-            filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
+            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
+                filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
             return filled
         return value
 
