@@ -165,6 +165,33 @@ graph G {
     }
 }
 """, "E0403", 15, 30),
+    # an operator's declared int output fed a real: no silent cast inside operators either
+    "operator_output_dtype": ("""import nn;
+
+operator half {
+    @input {
+        x: real[n];
+    }
+    @output {
+        y: int[n];
+    }
+    @compose {
+        y = nn.relu(x);
+    }
+}
+
+graph G {
+    @input {
+        x: real[4];
+    }
+    @output {
+        y: int[4];
+    }
+    @compose {
+        y = half(x);
+    }
+}
+""", "E0610", 8, 9),
     "comparison_types": ("""import math;
 
 graph G {

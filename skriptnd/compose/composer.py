@@ -594,6 +594,13 @@ class Composer:
             if value is None and not decl.type.optional:
                 raise _error("E0601", f"output '{decl.name}' of operator '{definition.name}' is never assigned",
                              decl.span)
+            declared = binding.dtypes.get(decl.type.name, decl.type.name)
+            for t in value if isinstance(value, list) else [value]:
+                if t is not None and declared in NUMPY_DTYPES and t.dtype != declared:
+                    raise _error("E0610", f"output '{decl.name}' of operator '{definition.name}' is declared "
+                                 f"'{declared}' but receives a '{t.dtype}' tensor", decl.span,
+                                 hint=f"declare it '{t.dtype}', or convert the value explicitly "
+                                 f"(layout.cast<{declared}>)")
             results.append(value)
         passed = {id(t) for a in args for t in (a if isinstance(a, list) else [a]) if t is not None}
         for value in results:  # results made inside take the caller's name (see _rename)
