@@ -50,7 +50,21 @@ def check_graphs(program: Program, module: LoadedModule, found: list[Diagnostic]
     composing a broken program would report the same problems again, less well."""
     if module.ast is None or any(d.severity == "error" for d in found):
         return []
-    return [d for definition in module.ast.definitions for d in check_composition(program, module, definition)]
+    ordered = sorted(module.ast.definitions, key=lambda d: d.kind == "graph")  # operators first
+    return one_per_location([d for definition in ordered for d in check_composition(program, module, definition)])
+
+
+def one_per_location(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The first diagnostic of each (code, place): an operator's body found wrong for symbolic
+    extents is not reported again, with numbers, by each graph that decomposes it."""
+    seen: set[tuple] = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.span.file, d.span.line, d.span.col)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 @dataclass

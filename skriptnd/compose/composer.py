@@ -594,6 +594,7 @@ class Composer:
             if value is None and not decl.type.optional:
                 raise _error("E0601", f"output '{decl.name}' of operator '{definition.name}' is never assigned",
                              decl.span)
+            self._check_operator_output(definition, decl, binding, value)
             declared = binding.dtypes.get(decl.type.name, decl.type.name)
             for t in value if isinstance(value, list) else [value]:
                 if t is not None and declared in NUMPY_DTYPES and t.dtype != declared:
@@ -608,6 +609,26 @@ class Composer:
                 if t is not None and t.kind == "intermediate" and id(t) not in passed:
                     t.name = "%" + t.name
         return results
+
+    @staticmethod
+    def _check_operator_output(definition: ast.Definition, decl: ast.ParamDecl, binding: Binding,
+                               value: Value) -> None:
+        """The shape an operator's @compose gives an output must be the one its declaration
+        binds (symbolically equal when checking with symbolic extents)."""
+        info = next((o for o in binding.outputs if o.name == decl.name), None)
+        if info is None or info.shape is None or not isinstance(value, Tensor):
+            return
+        symbolic = value.symbolic or (None,) * value.rank
+        produced = tuple(d if d is not None or e is None else _sym(e) for d, e in zip(value.shape, symbolic, strict=True))
+        if len(produced) == len(info.shape) and all(
+                a is None or b is None or (a == b if not (hasattr(a, "expr") or hasattr(b, "expr"))
+                                           else _same_extent(a, b))
+                for a, b in zip(info.shape, produced, strict=True)):
+            return
+        shown = ", ".join("?" if d is None else str(d) for d in produced)
+        declared = ", ".join("?" if d is None else str(d) for d in info.shape)
+        raise _error("E0403", f"output '{decl.name}' of operator '{definition.name}' is declared with shape "
+                     f"[{declared}] but its @compose produces [{shown}]", decl.span)
 
     def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: Any) -> Value:
         value = self._eval(frame, decl.default, f"the default of input '{decl.name}'")  # type: ignore[arg-type]
@@ -863,6 +884,18 @@ class Composer:
         assert frame.graph is not None
         frame.graph.tensors.append(tensor)
         return tensor
+
+
+def _sym(expr: Any) -> Any:
+    from ..semantics.symbolic import SymInt
+
+    return SymInt(1, expr)
+
+
+def _same_extent(a: Any, b: Any) -> bool:
+    from ..semantics.symbolic import identical
+
+    return identical(a, b)
 
 
 def compose(program: Program, graph: str | None = None, attribs: Mapping[str, Any] | None = None,

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import ast
-from ..checking import DEFINITION_CHECKS, check_composition
+from ..checking import DEFINITION_CHECKS, check_composition, one_per_location
 from ..diagnostics import Diagnostic
 from ..semantics.modules import LoadedModule, Program, check_modules, load_program
 from ..semantics.scope import Scope, build_scope
@@ -280,6 +280,7 @@ class Workspace:
         program, module = analysis.program, analysis.module
         diags = list(program.diagnostics)
         composed: list[Diagnostic] = []
+        graphs: list[Diagnostic] = []
         if module is not None:
             diags.extend(check_modules(program, [module]))
             if module.ast is not None:
@@ -295,10 +296,10 @@ class Workspace:
                         entry = self._check_definition(program, module, definition)
                     current[id(definition)] = entry
                     diags.extend(entry.diagnostics)
-                    composed.extend(entry.composed)
+                    composed.extend(entry.composed) if definition.kind != "graph" else graphs.extend(entry.composed)
                 self._checked[key] = current
             if not any(d.severity == "error" for d in diags):  # as check_program: only a clean program
-                diags.extend(composed)
+                diags.extend(one_per_location([*composed, *graphs]))
         path = analysis.document.path
         mine = [d for d in _unique(diags) if same_file(d.span.file, path)]
         mine.sort(key=lambda d: (d.span.line, d.span.col, d.code))
