@@ -95,7 +95,7 @@ def _not_a_model_folder(raw: str) -> Diagnostic:
                       span=Span(raw, 1, 1, 1, 2), hint="a model folder holds its main module in main.sknd")
 
 
-def check_program(program: Program) -> list[Diagnostic]:
+def check_program(program: Program, *, composition: bool = True) -> list[Diagnostic]:
     """Everything wrong with a loaded program: its loading diagnostics (reading, syntax, imports),
     the module-level checks, then each DEFINITION_CHECKS hook on every definition of every
     checked module that parsed cleanly."""
@@ -107,7 +107,7 @@ def check_program(program: Program) -> list[Diagnostic]:
         for definition in module.ast.definitions:
             for check in DEFINITION_CHECKS:
                 diags.extend(check(program, module, definition))
-    for module in program.checked_modules():
+    for module in program.checked_modules() if composition else ():
         diags.extend(check_graphs(program, module, diags))
     # two checks may find the same problem (e.g. an unknown tensor in @quantize): report it once
     def key(d: Diagnostic) -> tuple:

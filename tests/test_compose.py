@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import skriptnd
+from skriptnd.checking import check_paths
 from skriptnd.compose import Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
 
@@ -328,16 +329,18 @@ graph G {{
     }}
 }}
 """)
+    model = skriptnd.load(tmp_path)
     if public:
-        graph = skriptnd.load(tmp_path).compose()
+        graph = model.compose()
         assert graph.tensor("s.w").quant["op"] == "quant.zero_point_linear_quantize"
         assert graph.tensor("s.t").quant["attribs"]["scale"] == 0.5
     else:
-        # checking composes the graph for its defaults (issue 15): loading already reports it
         with pytest.raises(DiagnosticError) as info:
-            skriptnd.load(tmp_path)
+            model.compose()
         (d,) = info.value.diagnostics
         assert d.code == "E0201" and "not public" in d.message and (d.span.line, d.span.col) == (18, 9)
+        # sknd check composes the graph for its defaults (issue 15): the same diagnostic
+        assert check_paths([str(tmp_path)]).diagnostics == [d]
 
 
 def test_explicit_label_in_a_static_branch_overrides_the_target_name(tmp_path: Path) -> None:

@@ -573,3 +573,16 @@ def test_spec_blocks_under_graph_checking() -> None:
     assert all(f"`{name}`" in errata for name in SPEC_DIFFERENCES if name != "ch2_15_02.sknd"
                and not name.startswith("ch4_1_5_0")), "docs/spec-errata.md misses a spec block"
     assert "`ch4_1_5_02.sknd` ... `ch4_1_5_05.sknd`" in errata
+
+
+def test_compose_with_other_attributes_is_not_blocked_by_the_defaults(tmp_path: Path) -> None:
+    """`sknd check` judges the defaults; `sknd compose --attrib` composes what it is asked."""
+    path = tmp_path / "main.sknd"
+    path.write_text(CASES["output_shape"][0].replace("n: int = 2;", "n: int = 2;\n        m: int = 5;")
+                    .replace("y: real[n, 5];", "y: real[n, m];"), encoding="utf-8")
+    (d,) = check_paths([str(path)]).diagnostics
+    assert (d.code, d.span.line, d.span.col) == ("E0403", 12, 9)
+    fixed = RUNNER.invoke(app, ["compose", str(path), "--attrib", "m=4"])
+    assert fixed.exit_code == 0, fixed.output
+    still = RUNNER.invoke(app, ["compose", str(path)])
+    assert still.exit_code == 1 and f"{path}:12:9: error[E0403]" in still.output

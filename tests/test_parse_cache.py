@@ -86,7 +86,7 @@ def test_loading_a_model_uses_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_pat
     (tmp_path / "main.sknd").write_text("import math;\n" + SOURCE + """graph G {
     @input { x: real[3]; }
     @output { y: real[3]; }
-    @compose { t = twice(x); y = math.exp(t); }
+    @compose { y = math.exp(twice(x)); }
 }
 """)
     skriptnd.load(tmp_path)
