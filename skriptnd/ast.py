@@ -248,6 +248,7 @@ class PackSpec(Node):
     """`..` or `..(n)` after a type, an extent or a left-hand side."""
 
     length: Expr | None = None
+    bound: Expr | None = None  # `..(s|5)`: a dynamic length with its upper bound
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

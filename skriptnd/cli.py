@@ -57,11 +57,21 @@ ColorOpt = Annotated[Color, typer.Option("--color", help="Colour the text output
 
 
 @app.command()
-def check(paths: PathsArg, format: FormatOpt = OutputFormat.text, color: ColorOpt = Color.auto) -> None:
-    """Check SkriptND modules and report every problem found."""
-    result = check_paths(paths)
-    _report(result.diagnostics, result.sources, format, color, result.files)
-    raise typer.Exit(1 if any(d.severity == "error" for d in result.diagnostics) else 0)
+def check(paths: Annotated[list[str] | None, typer.Argument(
+              help="SkriptND files, model folders (with main.sknd) or folders of modules; default: '.'")] = None,
+          format: FormatOpt = OutputFormat.text, color: ColorOpt = Color.auto,
+          strict: Annotated[bool, typer.Option("--strict", help="Also warn about assertions that hold only under "
+                                               "a condition on graph attributes; warnings fail the check.")] = False,
+          verbose: Annotated[bool, typer.Option("--verbose", help="Also note assertions that depend on dynamic "
+                                                "extents.")] = False) -> None:
+    """Check SkriptND modules and report every problem found (graphs are composed for their defaults)."""
+    from .checking import shown
+
+    result = check_paths(paths or [])
+    diags = shown(result.diagnostics, strict=strict, verbose=verbose)
+    _report(diags, result.sources, format, color, result.files)
+    failing = ("error", "warning") if strict else ("error",)
+    raise typer.Exit(1 if any(d.severity in failing for d in diags) else 0)
 
 
 @app.command()

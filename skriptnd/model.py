@@ -125,7 +125,8 @@ def _random(rng: np.random.Generator, t: Tensor) -> np.ndarray:
 def load(path: str | Path) -> Model:
     """Load and check a model folder (or a single main .sknd file); DiagnosticError if it has errors."""
     program = load_program(Path(path))
-    diags = check_program(program)
+    # composing checks itself, for the attributes it is given: the defaults may not be those
+    diags = check_program(program, composition=False)
     errors = [d for d in diags if d.severity == "error"]
     if errors:
         raise DiagnosticError(errors)

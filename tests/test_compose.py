@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import skriptnd
+from skriptnd.checking import check_paths
 from skriptnd.compose import Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
 
@@ -338,6 +339,8 @@ graph G {{
             model.compose()
         (d,) = info.value.diagnostics
         assert d.code == "E0201" and "not public" in d.message and (d.span.line, d.span.col) == (18, 9)
+        # sknd check composes the graph for its defaults (issue 15): the same diagnostic
+        assert check_paths([str(tmp_path)]).diagnostics == [d]
 
 
 def test_explicit_label_in_a_static_branch_overrides_the_target_name(tmp_path: Path) -> None:

@@ -145,12 +145,6 @@ SPEC_ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
     "ch4_1_5_04.sknd": (("E0208",), "@using symbol 'ncx' in @input"),
     "ch4_1_5_05.sknd": (("E0208",), "@using symbol 'ncx' in @input"),
     # Chapter 4 copies of the standard operators listed in STDLIB_ALLOWED.
-    "ch4_2_2_09.sknd": (("E0301",), "math.lt: generic X vs Y"),
-    "ch4_2_2_10.sknd": (("E0301",), "math.gt: generic X vs Y"),
-    "ch4_2_2_11.sknd": (("E0301",), "math.le: generic X vs Y"),
-    "ch4_2_2_12.sknd": (("E0301",), "math.ge: generic X vs Y"),
-    "ch4_2_2_13.sknd": (("E0301",), "math.eq: generic X vs Y"),
-    "ch4_2_2_14.sknd": (("E0301",), "math.ne: generic X vs Y"),
 }
 
 

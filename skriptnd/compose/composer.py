@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import ast
-from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from ..semantics.binding import Binder, Binding, Site, bind, signature
 from ..semantics.evaluate import EvalError, evaluate, free_names
 from ..semantics.modules import LoadedModule, Program
@@ -27,6 +27,8 @@ from ..syntax.printer import format_type
 from .ir import Graph, Operation, Tensor, Value
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
+
+register_codes({"E0610": "graph output does not have its declared type"})
 
 #: Decides whether an invocation stays one operation: (qualified name, module, definition).
 AtomicPolicy = Callable[[str, LoadedModule, ast.Definition], bool]
@@ -177,6 +179,7 @@ class Composer:
             if not isinstance(value, Tensor):
                 raise _error("E0601", f"output '{decl.name}' of graph '{definition.name}' is never assigned",
                              decl.span)
+            self._check_declared_dtype(binder, decl, value)
             if decl.type.shape is not None:
                 self._check_declared_shape(binder, decl, value, dynamic)
             if value.kind == "intermediate":
@@ -199,6 +202,10 @@ class Composer:
         """Graph inputs get their shapes from attributes; `s|10` and `~|10` are dynamic (§2.6.1)."""
         dynamic: set[str] = set()
         for decl in _params(frame.definition, "input"):
+            if decl.type.pack is not None:
+                frame.tensors[decl.name] = items = self._graph_input_pack(frame, binder, decl, dynamic)
+                graph.inputs.extend(items)
+                continue
             shape, bounds = self._declared_shape(binder, decl, dynamic)
             tensor = self._new_tensor(frame, decl.name, binder.resolve_dtype(decl.type.name), shape, "input",
                                       bounds=bounds)
@@ -209,6 +216,31 @@ class Composer:
             frame.tensors[decl.name] = tensor
             graph.inputs.append(tensor)
         return dynamic
+
+    def _graph_input_pack(self, frame: _Frame, binder: Binder, decl: ast.ParamDecl, dynamic: set[str]) -> list[Tensor]:
+        """`xs: real[n]..(k)`: k input tensors `xs.0` ... A dynamic length with a bound,
+        `..(s|5)`, is composed at its bound (the IR has no pack of dynamic length): `s` is 5."""
+        pack = decl.type.pack
+        assert pack is not None
+        if pack.length is None:
+            raise _error("E0406", f"graph input pack '{decl.name}' needs a length, as in '{decl.name}: real[n]..(k)'",
+                         decl.span)
+        length = pack.length
+        if pack.bound is not None and isinstance(length, ast.Name) and length.id not in binder.env:
+            binder.env[length.id] = self._eval(frame, pack.bound, f"the bound of pack '{decl.name}'")
+        count = binder.eval(length, f"the length of input pack '{decl.name}'")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise _error("E0406", f"the length of graph input pack '{decl.name}' must be a non-negative int, "
+                         f"not {count!r}", decl.span)
+        items: list[Tensor] = []
+        for j in range(count):
+            shape, bounds = self._declared_shape(binder, decl, dynamic, item=j)
+            tensor = self._new_tensor(frame, f"{decl.name}.{j}", binder.resolve_dtype(decl.type.name), shape,
+                                      "input", bounds=bounds)
+            tensor.span = decl.span
+            tensor.declared = format_type(decl.type)
+            items.append(tensor)
+        return items
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
@@ -221,8 +253,8 @@ class Composer:
         return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
                      for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
-    def _declared_shape(self, binder: Binder, decl: ast.ParamDecl,
-                        dynamic: set[str]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
+    def _declared_shape(self, binder: Binder, decl: ast.ParamDecl, dynamic: set[str],
+                        item: int | None = None) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         items: list[ast.ShapeItem] = []
         for item in decl.type.shape or ():
             name = item.value.id if isinstance(item.value, ast.Name) else None
@@ -233,8 +265,20 @@ class Composer:
                 items.append(item)
         fixed = ast.ParamDecl(name=decl.name, type=ast.TypeSpec(name=decl.type.name, shape=tuple(items),
                                                                 span=decl.type.span), span=decl.span)
-        shape, bounds = binder.output_shape(fixed, None)
+        shape, bounds = binder.output_shape(fixed, item)
         return shape, (bounds if any(b is not None for b in bounds) else None)
+
+    def _check_declared_dtype(self, binder: Binder, decl: ast.ParamDecl, value: Tensor) -> None:
+        """A graph output gets exactly its declared type: no silent cast (an `int` output fed a
+        `real` would otherwise be produced, and exported, as f32)."""
+        declared = binder.resolve_dtype(decl.type.name)
+        if declared in NUMPY_DTYPES and value.dtype != declared:
+            where = value.span if value.span is not None and value.kind == "intermediate" else None
+            notes = (Note("the value comes from here", where),) if where is not None else ()
+            raise _error("E0610", f"output '{decl.name}' is declared '{declared}' but receives a '{value.dtype}' "
+                         "tensor", decl.span, notes=notes,
+                         hint=f"declare it '{value.dtype}', or convert the value explicitly "
+                         f"(layout.cast<{declared}>)")
 
     def _check_declared_shape(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
         if any(i.value is None for i in decl.type.shape or ()):
@@ -247,6 +291,34 @@ class Composer:
                                                 for a, b in zip(shape, value.shape, strict=False)):
             raise _error("E0403", f"output '{decl.name}' is declared with shape {list(shape)} but the composition "
                          f"produces {list(value.shape)}", decl.span)
+        if dynamic and value.symbolic is not None:
+            self._check_dynamic_extents(binder, decl, value, dynamic)
+
+    def _check_dynamic_extents(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
+        """Dynamic extents of a declared output (`real[1, s]`) must equal what the composition
+        computes from the dynamic input extents (`floor(s/2)`), symbolically."""
+        import sympy
+
+        from ..semantics.symbolic import SymInt, expression, symbol
+
+        env = dict(binder.env)
+        env.update({name: SymInt(1, symbol(name)) for name in dynamic})
+        declared: list[Any] = []
+        for item in decl.type.shape or ():
+            if item.value is None or item.pack is not None or not (free_names(item.value) & dynamic):
+                declared.append(None)
+                continue
+            try:
+                declared.append(expression(evaluate(item.value, env, binder.dtypes)))
+            except (EvalError, TypeError):
+                declared.append(None)
+        actual = [e if e is not None else (sympy.Integer(d) if d is not None else None)
+                  for e, d in zip(value.symbolic or (), value.shape, strict=False)]
+        if any(d is not None and a is not None and sympy.simplify(d - a) != 0
+               for d, a in zip(declared, actual, strict=False)):
+            shown = [str(a) if a is not None else "?" for a in actual]
+            raise _error("E0403", f"output '{decl.name}' is declared with shape {format_type(decl.type)} but the "
+                         f"composition produces [{', '.join(shown)}]", decl.span)
 
     def _locals(self, frame: _Frame, binder: Binder) -> None:
         """@variable and @constant tensors of a definition, named by the frame's scope (§2.7)."""
@@ -290,6 +362,8 @@ class Composer:
         np_type = NUMPY_DTYPES.get(dtype, object)
         if decl.default is None:
             raise _error("E0307", f"constant '{decl.name}' needs a value", decl.span)
+        if any(hasattr(d, "expr") for d in shape):
+            return None  # a symbolic extent (graph checking samples it): the shape is checked, not the values
         if not decl.bounds:
             value = self._eval(frame, decl.default, f"the value of constant '{decl.name}'")
             if isinstance(value, Pack):
@@ -520,6 +594,14 @@ class Composer:
             if value is None and not decl.type.optional:
                 raise _error("E0601", f"output '{decl.name}' of operator '{definition.name}' is never assigned",
                              decl.span)
+            self._check_operator_output(definition, decl, binding, value)
+            declared = binding.dtypes.get(decl.type.name, decl.type.name)
+            for t in value if isinstance(value, list) else [value]:
+                if t is not None and declared in NUMPY_DTYPES and t.dtype != declared:
+                    raise _error("E0610", f"output '{decl.name}' of operator '{definition.name}' is declared "
+                                 f"'{declared}' but receives a '{t.dtype}' tensor", decl.span,
+                                 hint=f"declare it '{t.dtype}', or convert the value explicitly "
+                                 f"(layout.cast<{declared}>)")
             results.append(value)
         passed = {id(t) for a in args for t in (a if isinstance(a, list) else [a]) if t is not None}
         for value in results:  # results made inside take the caller's name (see _rename)
@@ -528,13 +610,34 @@ class Composer:
                     t.name = "%" + t.name
         return results
 
+    @staticmethod
+    def _check_operator_output(definition: ast.Definition, decl: ast.ParamDecl, binding: Binding,
+                               value: Value) -> None:
+        """The shape an operator's @compose gives an output must be the one its declaration
+        binds (symbolically equal when checking with symbolic extents)."""
+        info = next((o for o in binding.outputs if o.name == decl.name), None)
+        if info is None or info.shape is None or not isinstance(value, Tensor):
+            return
+        symbolic = value.symbolic or (None,) * value.rank
+        produced = tuple(d if d is not None or e is None else _sym(e) for d, e in zip(value.shape, symbolic, strict=True))
+        if len(produced) == len(info.shape) and all(
+                a is None or b is None or (a == b if not (hasattr(a, "expr") or hasattr(b, "expr"))
+                                           else _same_extent(a, b))
+                for a, b in zip(info.shape, produced, strict=True)):
+            return
+        shown = ", ".join("?" if d is None else str(d) for d in produced)
+        declared = ", ".join("?" if d is None else str(d) for d in info.shape)
+        raise _error("E0403", f"output '{decl.name}' of operator '{definition.name}' is declared with shape "
+                     f"[{declared}] but its @compose produces [{shown}]", decl.span)
+
     def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: Any) -> Value:
         value = self._eval(frame, decl.default, f"the default of input '{decl.name}'")  # type: ignore[arg-type]
 
         def filled(name: str, tensor: TensorValue, item: Any) -> Tensor:
             shape = tuple(tensor.shape)
             t = self._new_tensor(frame, name, tensor.dtype, shape, "constant")
-            t.value = np.full(shape, item, dtype=NUMPY_DTYPES.get(tensor.dtype, object))
+            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
+                t.value = np.full(shape, item, dtype=NUMPY_DTYPES.get(tensor.dtype, object))
             return t
 
         if isinstance(bound, Pack):  # a packed input's default: a list of 0-rank values, or one for all
@@ -693,7 +796,8 @@ class Composer:
             shape, _ = binder.output_shape(decl, None)
             dtype = binder.resolve_dtype(c.type.name)
             filled = self._new_tensor(frame, "%const", dtype, shape, "constant")
-            filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
+            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
+                filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
             return filled
         return value
 
@@ -780,6 +884,18 @@ class Composer:
         assert frame.graph is not None
         frame.graph.tensors.append(tensor)
         return tensor
+
+
+def _sym(expr: Any) -> Any:
+    from ..semantics.symbolic import SymInt
+
+    return SymInt(1, expr)
+
+
+def _same_extent(a: Any, b: Any) -> bool:
+    from ..semantics.symbolic import identical
+
+    return identical(a, b)
 
 
 def compose(program: Program, graph: str | None = None, attribs: Mapping[str, Any] | None = None,

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .. import ast
-from ..checking import DEFINITION_CHECKS
+from ..checking import DEFINITION_CHECKS, check_composition, one_per_location
 from ..diagnostics import Diagnostic
 from ..semantics.modules import LoadedModule, Program, check_modules, load_program
 from ..semantics.scope import Scope, build_scope
@@ -159,6 +159,10 @@ class _Checked:
     imports: frozenset[str]
     resolved: dict[str, ast.Definition | None]
     diagnostics: list[Diagnostic]
+    #: What composing it reports (checking.check_composition), when its other checks found no error
+    composed: list[Diagnostic] = field(default_factory=list)
+    #: Every operator lookup composing made, from any module: (module, name) -> definition found
+    deep: dict[tuple[str, str], ast.Definition | None] = field(default_factory=dict)
 
 
 class Workspace:
@@ -275,6 +279,8 @@ class Workspace:
             return analysis.diagnostics
         program, module = analysis.program, analysis.module
         diags = list(program.diagnostics)
+        composed: list[Diagnostic] = []
+        graphs: list[Diagnostic] = []
         if module is not None:
             diags.extend(check_modules(program, [module]))
             if module.ast is not None:
@@ -290,7 +296,10 @@ class Workspace:
                         entry = self._check_definition(program, module, definition)
                     current[id(definition)] = entry
                     diags.extend(entry.diagnostics)
+                    composed.extend(entry.composed) if definition.kind != "graph" else graphs.extend(entry.composed)
                 self._checked[key] = current
+            if not any(d.severity == "error" for d in diags):  # as check_program: only a clean program
+                diags.extend(one_per_location([*composed, *graphs]))
         path = analysis.document.path
         mine = [d for d in _unique(diags) if same_file(d.span.file, path)]
         mine.sort(key=lambda d: (d.span.line, d.span.col, d.code))
@@ -301,21 +310,27 @@ class Workspace:
         resolved: dict[str, ast.Definition | None] = {}
         original: Callable = program.resolve_operator
 
+        deep: dict[tuple[str, str], ast.Definition | None] = {}
+
         def recording(name: str, from_module: LoadedModule, span: object = None):  # type: ignore[no-untyped-def]
             found = original(name, from_module, span)
             if from_module is module:
                 resolved[name] = found[1] if found is not None else None
+            deep[from_module.name, name] = found[1] if found is not None else None
             return found
 
         program.resolve_operator = recording  # type: ignore[method-assign]
         diags: list[Diagnostic] = []
+        composed: list[Diagnostic] = []
         try:
             for check in DEFINITION_CHECKS:
                 diags.extend(check(program, module, definition))
+            if not any(d.severity == "error" for d in diags):
+                composed = check_composition(program, module, definition)
         finally:
             del program.resolve_operator
         self.definitions_checked += 1
-        return _Checked(definition, module.name, frozenset(module.imported_names), resolved, diags)
+        return _Checked(definition, module.name, frozenset(module.imported_names), resolved, diags, composed, deep)
 
     @staticmethod
     def _moved(previous: dict[int, _Checked], move: tuple[ast.Definition, int],
@@ -326,11 +341,13 @@ class Workspace:
         entry = previous.get(id(old))
         if entry is None or entry.definition is not old:
             return None
-        texts = [t for d in entry.diagnostics for t in (d.message, d.hint or "", *(n.message for n in d.notes))]
+        texts = [t for d in [*entry.diagnostics, *entry.composed]
+                 for t in (d.message, d.hint or "", *(n.message for n in d.notes))]
         if any("line" in t for t in texts):
             return None
         diags = [shift_diagnostic(d, delta, old.span) for d in entry.diagnostics]
-        return _Checked(definition, entry.module_name, entry.imports, entry.resolved, diags)
+        composed = [shift_diagnostic(d, delta, old.span) for d in entry.composed]
+        return _Checked(definition, entry.module_name, entry.imports, entry.resolved, diags, composed, entry.deep)
 
     @staticmethod
     def _still_valid(entry: _Checked, program: Program, module: LoadedModule, definition: ast.Definition,
@@ -351,7 +368,19 @@ class Workspace:
                         _points_outside(entry.diagnostics, definition):
                     return False
             current[name] = now
+        deep: dict[tuple[str, str], ast.Definition | None] = {}
+        for (module_name, name), target in entry.deep.items():  # lookups made while composing
+            owner = program.modules.get(module_name)
+            if owner is None:
+                return False
+            found = program.resolve_operator(name, owner)
+            now = found[1] if found is not None else None
+            if now is not target and (now is None or moved.get(id(now), (None, 0))[0] is not target
+                                      or _points_outside(entry.composed, definition)):
+                return False
+            deep[module_name, name] = now
         entry.resolved = current
+        entry.deep = deep
         return True
 
 

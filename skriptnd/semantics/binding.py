@@ -18,10 +18,18 @@ from ..diagnostics import Diagnostic, DiagnosticError, Note
 from ..source import NO_SPAN, Span
 from .affine import Affine, affine
 from .evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
-from .values import NO_UNIFORM, Pack, TensorValue
+from .values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
+
+
+#: Judges of assertions decided on symbolic samples (skriptnd.compose.check): called with the
+#: binder, the assertion, its outcome on the sample and the guards of that outcome (sympy
+#: conditions); returns the outcome binding goes on with. Empty outside graph checking, so
+#: composition with concrete values never pays for it.
+AssertionHook = Callable[["Binder", ast.Assertion, bool, list[Any]], bool]
+ASSERTION_HOOKS: list[AssertionHook] = []
 
 
 # ---------------------------------------------------------------- per-definition analysis
@@ -702,6 +710,20 @@ class Binder:
         self.env[a.symbol] = a.solve(n)
 
     def assertion_holds(self, a: ast.Assertion) -> bool:
+        if not ASSERTION_HOOKS:
+            return self._assertion_value(a)
+        from .symbolic import recording
+
+        with recording() as guards:
+            holds = self._assertion_value(a)
+        if not guards:  # decided for every value of the symbols: the hook has nothing to judge
+            return holds
+        outer = GUARD_STACK[-1] if GUARD_STACK else None
+        if outer is not None:
+            outer.extend(g for g in guards if g not in outer)
+        return ASSERTION_HOOKS[-1](self, a, holds, list(guards))
+
+    def _assertion_value(self, a: ast.Assertion) -> bool:
         value = self.eval(a.condition, "an assertion")
         if value is None:
             return True
@@ -813,6 +835,29 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     return []
 
 
+#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
+#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
+SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
+
+
+def same_type_operator(definition: ast.Definition) -> bool:
+    """Whether binding requires the generic types X and Y of `definition` to be equal."""
+    return definition.name in SAME_TYPE_OPERATORS and \
+        [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
+
+
+def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None:
+    if not same_type_operator(sig.definition):
+        return
+    x, y = b.dtypes.get("X"), b.dtypes.get("Y")
+    if x is not None and y is not None and x != y:
+        what = "the generic types" if explicit else "the operands"
+        b.fail("E0412", f"{what} of '{sig.name}' are '{x}' and '{y}': X and Y must be equal "
+               "(a comparison compares values of one type, §2.4)", sig.dtypes[1].span,
+               None if explicit else b.arg_span(1),
+               hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
+
+
 def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, inputs: Sequence[Any] = (),
          type_args: Sequence[str] = (), site: Site | None = None) -> Binding:
     """Bind one invocation; raises DiagnosticError with located diagnostics when it is invalid.
@@ -830,6 +875,7 @@ def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, i
                definition.name_span)
     for decl, concrete in zip(sig.dtypes, type_args, strict=False):
         b.bind_dtype(decl.name, concrete, None)
+    _check_same_types(b, sig, explicit=True)
     b.bind_attributes(attribs)
     b.bind_inputs(inputs)
     for decl in sig.dtypes:
@@ -838,6 +884,7 @@ def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, i
                 b.fail("E0306", f"cannot deduce generic type '{decl.name}' of operator '{sig.name}'", decl.span,
                        hint=f"give it explicitly: {sig.name}<{'real' if decl.base != 'type' else 'int'}>(...)")
             b.dtypes[decl.name] = decl.default
+    _check_same_types(b, sig)
     b.bind_deferred(attribs)
     b.run_usings_and_asserts()
     outputs = b.bind_outputs()

@@ -449,7 +449,10 @@ class _Printer:
         if p is None:
             return ""
         dots = _dots_after(after)
-        return dots if p.length is None else f"{dots}({self.x(p.length)})"
+        if p.length is None:
+            return dots
+        length = self.x(p.length)
+        return f"{dots}({_bar_join(length, '|', self.x(p.bound)) if p.bound is not None else length})"
 
     def type_spec(self, t: ast.TypeSpec) -> str:
         out = ("optional " if t.optional else "") + t.name

@@ -284,7 +284,8 @@ class ToAst:
 
     def pack_spec(self, meta: Any, children: list[Any]) -> ast.PackSpec:
         nodes = _nodes(children)
-        return ast.PackSpec(length=nodes[0] if nodes else None, span=self.span(meta))
+        bound = next((c.value for c in children if isinstance(c, _Bound)), None)
+        return ast.PackSpec(length=nodes[0] if nodes else None, bound=bound, span=self.span(meta))
 
     # ------------------------------------------------------------ declarations
 
@@ -638,6 +639,10 @@ class ToAst:
             elif isinstance(c, tuple):
                 args = c
         span = self.span(meta)
+        if isinstance(callee, ast.Property) and isinstance(callee.value, ast.Name):
+            # `layout.shape(x)`: a property cannot be called, so `module.shape` names the module's
+            # operator (spec §4.1.2), whatever tensors are in scope
+            callee = ast.Name(id=f"{callee.value.id}.{callee.name}", span=callee.span)
         if not isinstance(callee, ast.Name):
             self.error("only an operator, a built-in function or a type can be called", callee.span)
             return callee
@@ -647,7 +652,7 @@ class ToAst:
         return _TypeArgs(str(c) for c in children if c.type not in ("LT_TARGS", "GT"))
 
     def attr_block(self, meta: Any, children: list[Any]) -> _Attrs:
-        attrs = _nodes(children)
+        attrs = [a for a in _nodes(children) if a is not None]  # `op{}(x)`: no attribute given
         seen: set[str] = set()
         for a in attrs:
             if a.name in seen:

@@ -78,15 +78,9 @@ ERRATA += (
             "maps the first sample of an upscaled axis to -1"),
 )
 
-# Comparisons of two independent generic types: §2.4 (l. 443) requires the same type on both
-# sides, as every other binary operator has (one `T`).
-ERRATA += tuple(
-    Erratum(op, old, new, "comparison operands of two independent generic types X and Y; §2.4 requires "
-                          "the same type for both arguments")
-    for op, base in (("lt", "num"), ("gt", "num"), ("le", "num"), ("ge", "num"), ("eq", "type"), ("ne", "type"))
-    for old, new in ((f"X: {base};\n        Y: {base};", f"T: {base};"),
-                     ("x: X[sx..(rx)];", "x: T[sx..(rx)];"), ("y: Y[sy..(ry)];", "y: T[sy..(ry)];"))
-)
+# Comparisons keep the spec's two generic types X and Y (`math.eq<real, real>(a, b)`, as converted
+# files write it); that both must be equal (§2.4, l. 443) is a rule of binding (erratum L2 in
+# docs/spec-errata.md, skriptnd.semantics.binding.SAME_TYPE_OPERATORS), not a change of signature.
 
 
 def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:

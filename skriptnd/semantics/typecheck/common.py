@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ... import ast
 from ...diagnostics import Diagnostic, Note
 from ...source import Span
+from ..binding import same_type_operator
 from ..scope import STAGE, Ctx, Scope, ScopeBuilder, Symbol, did_you_mean, show
 from ..types import UNKNOWN, Type, same_name
 
@@ -173,6 +174,8 @@ class CheckerBase(ABC):
     def _same(self, lt: Type, rt: Type, e: ast.Binary | ast.Node, env: Scope, message: str) -> bool:
         if same_name(lt.name, rt.name):
             return True
+        if {lt.name, rt.name} == {"X", "Y"} and same_type_operator(self.defn):
+            return True  # binding makes X and Y equal (erratum L2)
         hint = None
         if {lt.name, rt.name} == {"int", "real"}:
             hint = "convert one side, e.g. 'real(n)' or 'int(x)' (there are no implicit conversions)"
