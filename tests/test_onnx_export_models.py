@@ -311,3 +311,18 @@ def test_the_coverage_table_in_the_docs_is_current() -> None:
     text = (ROOT / "docs" / "onnx-export.md").read_text()
     current = text[text.index(BEGIN):text.index(END) + len(END)]
     assert current == table(), "regenerate with: python -m skriptnd.interop.onnx_export.coverage"
+
+
+def test_dynamic_input_is_one_located_diagnostic(tmp_path: Path) -> None:
+    """A graph input with a dynamic extent cannot be written with the static shapes the converters need:
+    one E0841 at its declaration (not one more per operation reading it), with a hint."""
+    from skriptnd.interop.onnx_export import check_exportable
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import nn;\ngraph G {\n    @input { x: real[~|8, 3]; }\n    @output { y: real[~|8, 3]; }\n"
+        "    @compose { y = nn.relu(x); }\n}\n")
+    diags = check_exportable(skriptnd.load(model).compose())
+    assert [(d.code, d.span.line) for d in diags] == [("E0841", 3)]
+    assert diags[0].hint

@@ -565,8 +565,9 @@ def test_nearest_up_and_down_sampling(tmp_path: Path) -> None:
 @given(mode=st.sampled_from(["NEAREST", "LINEAR", "CUBIC"]),
        transform=st.sampled_from(["SYMMETRIC", "ASYMMETRIC", "ALIGNED"]),
        rounding=st.sampled_from(["FLOOR", "CEIL", "ROUND_PREFER_FLOOR", "ROUND_PREFER_CEIL"]),
-       sizes=st.tuples(st.integers(1, 11), st.integers(1, 11)), axes=st.sampled_from([[2, 3], [1, 3], [3]]))
-def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int], axes: list[int],
+       sizes=st.tuples(st.integers(1, 11), st.integers(1, 11), st.integers(1, 5)),
+       axes=st.sampled_from([[2, 3], [1, 3], [3], [1, 2], [1, 2, 3]]))
+def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int, int], axes: list[int],
                 tmp_path: Path) -> None:
     dims = [1, 2, 5, 6]
     out = list(dims)

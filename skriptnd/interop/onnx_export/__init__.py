@@ -128,7 +128,8 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
         except Unsupported as e:
             return None, [Diagnostic(code="E0840", message=f"graph '{graph.name}' cannot be exported to ONNX: {e}",
                                      span=_graph_span(graph))]
-    failed: set[int] = set()  # outputs of refused operations: their readers are not reported again
+    # refused inputs and outputs of refused operations: their readers are not reported again
+    failed: set[int] = {id(t) for t in graph.inputs if t.dtype not in NUMPY or t.dynamic}
     for op in graph.operations:
         outs = [t for v in op.outputs for t in (v if isinstance(v, list) else [v]) if t is not None]
         if any(id(t) in failed for v in op.inputs for t in (v if isinstance(v, list) else [v]) if t is not None):
