@@ -53,7 +53,7 @@ def export_command(
     onnx: Annotated[Path | None, typer.Option("--onnx", help="Write an ONNX model (weights as initializers; "
                                               "above 2 GB with an external data file OUT.data).")] = None,
     onnx_opset: Annotated[int, typer.Option("--onnx-opset", min=17, max=21,
-                                                   help="The ONNX opset to target (17 to 21).")] = 17,
+                                            help="The ONNX opset to target (17 to 21).")] = 17,
     spirv: Annotated[Path | None, typer.Option("--spirv", help="Write a SPIR-V module (SPV_ARM_graph, TOSA.001000.1"
                                                " instructions); weights go to FILE.constants.npz.")] = None,
     spirv_asm: Annotated[Path | None, typer.Option("--spirv-asm", help="Write the SPIR-V module's disassembly "

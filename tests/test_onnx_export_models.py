@@ -251,19 +251,58 @@ def test_external_data_beyond_the_size_limit(tmp_path: Path, monkeypatch: pytest
     assert_close(run_onnx(model, feeds)["probabilities"], graph.run(feeds)["probabilities"])
 
 
-def test_control_flow_is_a_located_diagnostic(tmp_path: Path) -> None:
+def _control_flow_model(tmp_path: Path) -> skriptnd.Model:
+    from test_control_flow import GRAPHS, LIBRARY  # the control-flow suite's spec examples
+
+    folder = tmp_path / "cf"
+    folder.mkdir()
+    (folder / "main.sknd").write_text(LIBRARY + GRAPHS)
+    return skriptnd.load(folder)
+
+
+CONTROL_FEEDS = {
+    "Loops": lambda rng, i: {"a": rng.standard_normal(4), "b": rng.standard_normal(4), "c": rng.standard_normal(4),
+                             "z": rng.standard_normal(4), "m": rng.standard_normal([3, 3]) * 0.7,
+                             "p": np.asarray(i, np.int64), "k": np.asarray(2 * i + 1, np.int64)},
+    "Conditions": lambda rng, i: {"x0": np.asarray(0.1 + 2 * i, np.float32), "bound": np.asarray(5.0),
+                                  "n": np.asarray(i, np.int64)},
+    "Branches": lambda rng, i: {"a": rng.standard_normal(4) * (i - 1), "b": rng.standard_normal(4),
+                                "c": np.asarray(i % 2 == 0)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FEEDS))
+def test_control_flow_as_onnx_if_and_loop(name: str, tmp_path: Path, ort: Any) -> None:
+    """Dynamic ifs (with elif chains and block branches) become If, loops (counts, bounds, while/do-while
+    conditions, carried values, scanned packs, the iteration index, nested loops) become Loop."""
+    from skriptnd.interop.onnx_export import to_onnx
+
+    graph = _control_flow_model(tmp_path).compose(graph=name)
+    model = to_onnx(graph)
+    ops = {n.op_type for n in model.graph.node}
+    assert ops & {"If", "Loop"}
+    rng = np.random.default_rng(1)
+    for i in range(4):  # both branches, zero and several iterations
+        feeds = {k: np.asarray(v, np.float32) if np.asarray(v).dtype == np.float64 else np.asarray(v)
+                 for k, v in CONTROL_FEEDS[name](rng, i).items()}
+        got, expected = run_onnx(model, feeds), graph.run(feeds)
+        for out in expected:
+            assert_close(got[out], expected[out])
+
+
+def test_loops_with_scan_outputs_of_dynamic_length_are_located(tmp_path: Path) -> None:
+    """A loop that may stop early cannot produce a pack: one E0843 per such loop, at the loop, and the
+    operations reading its results are not reported again."""
     from skriptnd.diagnostics import DiagnosticError
     from skriptnd.interop.onnx_export import to_onnx
 
-    model = tmp_path / "m"
-    model.mkdir()
-    (model / "main.sknd").write_text(
-        "import math;\ngraph G {\n    @input { x: real[3]; c: bool[]; }\n    @output { y: real[3]; }\n"
-        "    @compose {\n        y = if c then math.neg(x) else math.exp(x);\n    }\n}\n")
-    graph = skriptnd.load(model).compose()
+    graph = _control_flow_model(tmp_path).compose(graph="Bodies")
     with pytest.raises(DiagnosticError) as err:
         to_onnx(graph)
-    assert [(d.code, d.span.line) for d in err.value.diagnostics] == [("E0843", 6)]
+    diags = err.value.diagnostics
+    assert [d.code for d in diags] == ["E0843", "E0843"]
+    assert all("dynamic length" in d.message for d in diags)
+    assert len({d.span.line for d in diags}) == 2
 
 
 def test_the_coverage_table_in_the_docs_is_current() -> None:
@@ -272,3 +311,18 @@ def test_the_coverage_table_in_the_docs_is_current() -> None:
     text = (ROOT / "docs" / "onnx-export.md").read_text()
     current = text[text.index(BEGIN):text.index(END) + len(END)]
     assert current == table(), "regenerate with: python -m skriptnd.interop.onnx_export.coverage"
+
+
+def test_dynamic_input_is_one_located_diagnostic(tmp_path: Path) -> None:
+    """A graph input with a dynamic extent cannot be written with the static shapes the converters need:
+    one E0841 at its declaration (not one more per operation reading it), with a hint."""
+    from skriptnd.interop.onnx_export import check_exportable
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "main.sknd").write_text(
+        "import nn;\ngraph G {\n    @input { x: real[~|8, 3]; }\n    @output { y: real[~|8, 3]; }\n"
+        "    @compose { y = nn.relu(x); }\n}\n")
+    diags = check_exportable(skriptnd.load(model).compose())
+    assert [(d.code, d.span.line) for d in diags] == [("E0841", 3)]
+    assert diags[0].hint

@@ -565,8 +565,9 @@ def test_nearest_up_and_down_sampling(tmp_path: Path) -> None:
 @given(mode=st.sampled_from(["NEAREST", "LINEAR", "CUBIC"]),
        transform=st.sampled_from(["SYMMETRIC", "ASYMMETRIC", "ALIGNED"]),
        rounding=st.sampled_from(["FLOOR", "CEIL", "ROUND_PREFER_FLOOR", "ROUND_PREFER_CEIL"]),
-       sizes=st.tuples(st.integers(1, 11), st.integers(1, 11)), axes=st.sampled_from([[2, 3], [1, 3], [3]]))
-def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int], axes: list[int],
+       sizes=st.tuples(st.integers(1, 11), st.integers(1, 11), st.integers(1, 5)),
+       axes=st.sampled_from([[2, 3], [1, 3], [3], [1, 2], [1, 2, 3]]))
+def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int, int], axes: list[int],
                 tmp_path: Path) -> None:
     dims = [1, 2, 5, 6]
     out = list(dims)
@@ -627,3 +628,48 @@ def test_lstm_loops(call: str, tmp_path: Path) -> None:
     feeds = feeds_for(g)
     feeds["n"], feeds["k"] = np.asarray(4, np.int64), np.array([4, 4], np.int64)
     check(g, feeds)
+
+
+@SETTINGS
+@given(axis=st.integers(-3, 2), sizes=st.lists(st.integers(1, 3), min_size=1, max_size=3))
+def test_concat_split_axes(axis: int, sizes: list[int], tmp_path: Path) -> None:
+    dims = [2, 3, 4]
+    a = axis % 3
+    parts = []
+    for n in sizes:
+        d = list(dims)
+        d[a] = n
+        parts.append(d)
+    total = list(dims)
+    total[a] = sum(sizes)
+    ins = {f"x{i}": f"real{d}" for i, d in enumerate(parts)}
+    names = ", ".join(ins)
+    outs = {"c": f"real{total}", **{f"p{i}": f"real{d}" for i, d in enumerate(parts)}}
+    check(graph_of(ins, outs, f"c = layout.concat{{axis={axis}}}([{names}]); "
+                   f"[{', '.join(f'p{i}' for i in range(len(sizes)))}] = layout.split{{axis={axis}, sizes={sizes}}}(c);",
+                   tmp_path))
+
+
+@SETTINGS
+@given(axis=st.integers(-3, 2), index=st.lists(st.integers(0, 1), min_size=1, max_size=3), squeeze=st.booleans())
+def test_gather_and_stack_axes(axis: int, index: list[int], squeeze: bool, tmp_path: Path) -> None:
+    dims = [2, 3, 4]
+    a = axis % 3
+    out = dims[:a] + [len(index)] + dims[a + 1:]
+    stacked = dims[:a] + [2] + dims[a:]
+    g = graph_of({"x": f"real{dims}", "i": f"int[{len(index)}]"}, {"y": f"real{out}", "s": f"real{stacked}"},
+                 f"y = layout.gather{{axis={axis}}}(x, i); s = layout.stack{{axis={a}}}([x, x]);", tmp_path)
+    feeds = feeds_for(g)
+    feeds["i"] = np.asarray(index, np.int64)
+    check(g, feeds)
+
+
+def test_opset_outside_the_supported_range_is_refused(tmp_path: Path) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+    from skriptnd.interop.onnx_export import to_onnx
+
+    g = graph_of({"x": "real[2]"}, {"y": "real[2]"}, "y = math.neg(x);", tmp_path)
+    for opset in (13, 22):
+        with pytest.raises(DiagnosticError) as err:
+            to_onnx(g, opset=opset)
+        assert err.value.diagnostics[0].code == "E0846"

@@ -32,7 +32,7 @@ register_codes({
     "E0840": "operation cannot be exported to ONNX",
     "E0841": "graph input or output type cannot be written in ONNX",
     "E0842": "stateful graph (variable updates) cannot be exported to ONNX",
-    "E0843": "control flow is not exported to ONNX",
+    "E0843": "control flow that ONNX If/Loop cannot express",
     "E0844": "the onnx package is not installed",
     "E0845": "the ONNX checker rejected the exported model",
     "E0846": "unsupported ONNX opset",
@@ -107,7 +107,7 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
     """(ONNX GraphProto or None, diagnostics)."""
     import onnx
 
-    from .walk import convert
+    from .walk import ControlFlowUnsupported, convert
 
     _load_families()
     diags = _type_problems(graph)
@@ -128,15 +128,22 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
         except Unsupported as e:
             return None, [Diagnostic(code="E0840", message=f"graph '{graph.name}' cannot be exported to ONNX: {e}",
                                      span=_graph_span(graph))]
+    # refused inputs and outputs of refused operations: their readers are not reported again
+    failed: set[int] = {id(t) for t in graph.inputs if t.dtype not in NUMPY or t.dynamic}
     for op in graph.operations:
+        outs = [t for v in op.outputs for t in (v if isinstance(v, list) else [v]) if t is not None]
+        if any(id(t) in failed for v in op.inputs for t in (v if isinstance(v, list) else [v]) if t is not None):
+            failed.update(id(t) for t in outs)
+            continue
+        failed.update(id(t) for t in outs)  # until converted
         try:
-            if op.subgraphs:
-                diags.append(Diagnostic(code="E0843", message=f"'{op.op}' ({op.label or 'top level'}): control flow "
-                                        "is not exported to ONNX", span=_span(op)))
-                continue
             convert(ctx, op)
             if quantized:
                 quantized_value(ctx, op)
+            failed.difference_update(id(t) for t in outs)
+        except ControlFlowUnsupported as e:
+            diags.append(Diagnostic(code="E0843", message=f"'{op.op}' ({op.label or 'top level'}) cannot be exported "
+                                    f"to ONNX: {e}", span=_span(op)))
         except Unsupported as e:
             where = f" ({op.label})" if op.label else ""
             diags.append(Diagnostic(code="E0840", message=f"operation '{op.op}'{where} cannot be exported to ONNX: "

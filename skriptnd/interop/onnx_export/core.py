@@ -133,7 +133,7 @@ class Context:
 
         a = value if isinstance(value, np.ndarray) and dtype is None else np.asarray(value, dtype)
         name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(a), name))
+        self.initializers.append(numpy_helper.from_array(np.array(a, order="C"), name))  # keeps 0-d arrays 0-d
         return name
 
     def i64(self, values: Sequence[int] | int, hint: str = "shape") -> str:

@@ -4,9 +4,9 @@ coordinate transforms map one to one: SYMMETRIC = half_pixel, ASYMMETRIC = asymm
 align_corners), linear upsampling as a fixed matrix per axis, and grid sampling through GridSample.
 
 SkriptND's linear and cubic resize formulas do not antialias (the attribute exists but the @lower
-formula and kernels ignore it), so Resize is written with ``antialias=0``. ONNX Resize interpolates
-linearly and cubically over at most the two innermost axes in onnxruntime: the resized axes are moved
-last (at most two), the others merged in front."""
+formula and kernels ignore it), so Resize is written with ``antialias=0``. onnxruntime's Resize interpolates
+linearly and cubically over at most the two innermost axes: the resized axes are moved last, two at a
+time (the interpolation is separable), the others merged in front."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def nearest_upsample(ctx: Context, op: Any) -> list[Any]:
 
 
 def _resize(ctx: Context, op: Any, mode: str, **attrs: Any) -> str:
+    """Resize over the changed axes, two at a time (linear and cubic interpolation are separable)."""
     s, o = shape(op.inputs[0]), shape(op.outputs[0])
     axes = [a for a in _axes(op) if s[a] != o[a]]
     transform = op.attribs.get("coordinate_transform", "SYMMETRIC")
@@ -62,17 +63,37 @@ def _resize(ctx: Context, op: Any, mode: str, **attrs: Any) -> str:
     x = ctx.value(op.inputs[0])
     if not axes:
         return ctx.node("Identity", [x])
-    if len(axes) > 2:
-        raise Unsupported(f"{mode} resizing of more than two axes (onnxruntime interpolates the two innermost)")
+    current = list(s)
+    chunks = [sorted(axes)[max(k - 2, 0):k] for k in range(len(axes), 0, -2)]  # innermost pair first
+    for chunk in chunks:
+        x = _resize_axes(ctx, x, current, chunk, o, mode, _TRANSFORM[transform], attrs)
+        for a in chunk:
+            current[a] = o[a]
+    return x
+
+
+def _resize_axes(ctx: Context, x: str, s: list[int], axes: list[int], o: list[int], mode: str, transform: str,
+                 attrs: dict[str, Any]) -> str:
+    """Resize of one or two axes as a 4-D Resize of the two innermost axes (what onnxruntime interpolates):
+    [others merged, 1, 1.., resized..]. The Reshape around the Transpose always changes the shape: onnxruntime's
+    layout optimizer otherwise turns Transpose + Resize into an NHWC Resize, which it refuses for cubic
+    downscaling; when the other axes are all 1 no Transpose is needed at all."""
     others = [a for a in range(len(s)) if a not in axes]
-    # onnxruntime interpolates 2-D inputs or the two innermost axes of 4-D ones: [N, C, 1.., resized..]
-    lead = [int(np.prod([s[a] for a in others[:-1]], dtype=np.int64)), s[others[-1]]] if others else [1, 1]
-    lead += [1] * (2 - len(axes))
-    x = ctx.reshape(ctx.transpose(x, others + axes), lead + [s[a] for a in axes])
-    sizes = ctx.i64(lead + [o[a] for a in axes], "sizes")
-    y = ctx.node("Resize", [x, None, None, sizes], mode=mode, coordinate_transformation_mode=_TRANSFORM[transform],
-                 **attrs)
-    y = ctx.reshape(y, [s[a] for a in others] + [o[a] for a in axes])
+    p = int(np.prod([s[a] for a in others], dtype=np.int64))
+    pad = [1] * (2 - len(axes))
+    inner, outer = [s[a] for a in axes], [o[a] for a in axes]
+    out_shape = [o[a] if a in axes else s[a] for a in range(len(s))]
+    if p == 1:  # only the resized axes have extents: their order in memory is kept
+        y = ctx.node("Resize", [ctx.reshape(x, [1, 1, *pad, *inner]), None, None, ctx.i64([1, 1, *pad, *outer], "sizes")],
+                     mode=mode, coordinate_transformation_mode=transform, **attrs)
+        return ctx.reshape(y, out_shape)
+    lead = [p, 1, *pad]
+    if [s[a] for a in others + axes] == lead + inner:
+        lead = [1, p, *pad]
+    x = ctx.reshape(ctx.transpose(x, others + axes), lead + inner)
+    y = ctx.node("Resize", [x, None, None, ctx.i64(lead + outer, "sizes")], mode=mode,
+                 coordinate_transformation_mode=transform, **attrs)
+    y = ctx.reshape(y, [s[a] for a in others] + outer)
     return ctx.transpose(y, inverse(others + axes))
 
 
@@ -140,12 +161,12 @@ def linear_upsample(ctx: Context, op: Any) -> list[Any]:
     return [x]
 
 
-@converter("image.linear_resize", onnx="Resize linear (antialias 0; at most 2 axes)")
+@converter("image.linear_resize", onnx="Resize linear (antialias 0; two axes at a time)")
 def linear_resize(ctx: Context, op: Any) -> list[Any]:
     return [_resize(ctx, op, "linear")]
 
 
-@converter("image.cubic_resize", onnx="Resize cubic (antialias 0; at most 2 axes)")
+@converter("image.cubic_resize", onnx="Resize cubic (antialias 0; two axes at a time)")
 def cubic_resize(ctx: Context, op: Any) -> list[Any]:
     return [_resize(ctx, op, "cubic", cubic_coeff_a=float(op.attribs.get("coeff_a", -0.75)))]
 

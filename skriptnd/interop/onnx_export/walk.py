@@ -56,10 +56,27 @@ def bind_outputs(ctx: Context, op: Any, results: list[Any]) -> None:
             ctx.names[id(t)] = names
 
 
+class ControlFlowUnsupported(Unsupported):
+    """An if or a loop that has no ONNX form (E0843)."""
+
+
 def convert(ctx: Context, op: Any, depth: int = 0) -> None:
     """Emit ``op`` into ``ctx`` (binding its outputs), or raise Unsupported naming what is missing."""
+    if op.op in ("if", "loop"):
+        from .control import convert_if, convert_loop
+
+        mark = ctx.mark()
+        try:
+            bind_outputs(ctx, op, (convert_if if op.op == "if" else convert_loop)(ctx, op))
+        except ControlFlowUnsupported:
+            ctx.restore(mark)
+            raise
+        except Unsupported as e:
+            ctx.restore(mark)
+            raise ControlFlowUnsupported(str(e)) from None
+        return
     if op.subgraphs:
-        raise Unsupported(f"control flow ('{op.op}') is not exported to ONNX")
+        raise ControlFlowUnsupported(f"'{op.op}' with subgraphs")
     fn = CONVERTERS.get(op.op)
     reason = None
     if fn is not None:
