@@ -65,11 +65,15 @@ class Model:
         module = self.program.main.name if self.program.main else "main"
         rng = np.random.default_rng(seed)
         folder = self.program.model_dir
+        drawn: dict[str, np.ndarray] = {}  # random weights: the same values however often they are read
+
 
         def source(t: Tensor) -> np.ndarray:
             path = variable_file(folder, module, composed.name, t)
             if not path.exists() and random_weights:
-                return _random(rng, t)
+                if t.name not in drawn:
+                    drawn[t.name] = _random(rng, t)
+                return drawn[t.name]
             span = t.span if isinstance(t.span, Span) else Span(str(path), 1, 1, 1, 2)
             if not path.exists():
                 raise DiagnosticError([Diagnostic(
