@@ -15,6 +15,7 @@ This package sits above the IR, the executor and the exporters (it imports them,
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,7 +91,11 @@ def forget(graph: Any) -> None:
     graph.__dict__.pop("_runners", None)
 
 
-from . import via_iree, via_kernels, via_lower, via_numpy, via_onnxruntime  # noqa: E402,F401  (register)
+#: The backend modules, in the order --via lists them (each registers its backend when imported).
+MODULES = ("via_numpy", "via_kernels", "via_lower", "via_iree", "via_onnxruntime")
+for _module in MODULES:
+    importlib.import_module(f"{__name__}.{_module}")
+
 from .kernel_maps import kernels_for  # noqa: E402
 
 __all__ = ["ALIASES", "BACKENDS", "DEFAULT", "Backend", "Options", "Progress", "Runner", "canonical", "forget",
