@@ -1,0 +1,185 @@
+"""The backends side by side (issue 14): `sknd bench`'s machinery (skriptnd.backends.bench) on ResNet-18 and
+MobileNetV2, batch 1, 224x224, fp32, against onnxruntime on the same weights, plus the IREE compile and
+cached-start times and a small IREE flag sweep.
+
+    python benchmarks/backends.py [--threads 1 2] [--rounds 10] [--models resnet18 mobilenetv2]
+                                  [--sweep] [--no-write]
+
+The weights are each model's make_weights.py (written to a temporary folder); the onnxruntime reference is
+tests/test_model_zoo.py's ONNX graph of the model on those weights, written to a .onnx file and given to
+the bench as `--onnx` would be. Every backend's outputs are checked against the first one's before it is
+timed (the "max rel. diff" column). IREE modules compile into a fresh temporary cache: "prepare (s)" of the
+iree row is the cold compile (MLIR export + iree-compile); the cached start is `sknd run --via iree` in a
+new process against the warm cache, wall-clock from invocation to exit.
+
+Writes the section between `<!-- backends -->` and `<!-- /backends -->` of docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import test_model_zoo as zoo  # noqa: E402  (the ONNX reference builders)
+
+import skriptnd  # noqa: E402
+from skriptnd.backends import Options  # noqa: E402
+from skriptnd.backends.bench import Report, bench  # noqa: E402
+
+CASES = {
+    "resnet18": (lambda w: zoo.resnet18_onnx(w), "input"),
+    "mobilenetv2": (lambda w: zoo.mobilenetv2_onnx(w, zoo._make_weights("mobilenetv2").blocks()), "input"),
+}
+#: The IREE flag sweep: name -> extra iree-compile flags
+SWEEP = {
+    "default (O2)": (),
+    "data tiling": ("--iree-opt-data-tiling",),
+    "data tiling + ukernels": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all"),
+    "aggressive fusion": ("--iree-dispatch-creation-enable-aggressive-fusion",),
+    "O3": ("--iree-opt-level=O3",),
+    "no const-eval": ("--iree-opt-const-eval=false",),
+}
+
+
+def _onnx_file(name: str, params: dict[str, np.ndarray], folder: Path) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    build, input_name = CASES[name]
+    b = build(params)
+    nodes = [*b.nodes, helper.make_node("Identity", [b.logits], ["output"])]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(input_name, TensorProto.FLOAT,
+                                                                          [1, 3, 224, 224])],
+                              [helper.make_empty_tensor_value_info("output")], b.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", b.OPSET)])
+    model.ir_version = 10
+    path = folder / f"{name}.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def _cached_start(model: Path, cache: str, threads: int) -> float:
+    env = {**os.environ, "SKRIPTND_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "skriptnd", "run", str(model), "--random-inputs", "--via", "iree",
+            "--threads", str(threads), "-a", "height=224", "-a", "width=224"]
+    subprocess.run(args, env=env, capture_output=True, check=True)  # make sure it is cached
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run(args, env=env, capture_output=True, check=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--models", nargs="+", default=list(CASES))
+    parser.add_argument("--sweep", action="store_true", help="also the IREE flag sweep (ResNet-18, 2 threads)")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    reports: list[Report] = []
+    extra: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="sknd_bench_") as tmp:
+        folder = Path(tmp)
+        for name in args.models:
+            path, params = zoo._copy_with_weights(name, folder / name)
+            onnx_path = _onnx_file(name, params, folder)
+            rng = np.random.default_rng(0)
+            for threads in args.threads:
+                cache = str(folder / f"cache-{name}-{threads}")
+                graph = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
+                inputs = {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+                report = bench(graph, ["numpy", "kernels", "iree"], inputs, threads=threads,
+                               onnx_file=str(onnx_path), rounds=args.rounds, options=Options(cache_dir=cache),
+                               model=name)
+                reports.append(report)
+                print(_line(report), flush=True)
+                if threads == max(args.threads):
+                    start = _cached_start(path, cache, threads)
+                    iree = next(r for r in report.results if r.backend == "iree")
+                    extra.append(f"* {name}: IREE cold prepare (TOSA MLIR export + iree-compile) "
+                                 f"{iree.prepare_s:.1f} s; `sknd run --via iree` on the warm cache, "
+                                 f"invocation to exit: {start:.2f} s")
+                    print(extra[-1], flush=True)
+            if args.sweep and name == "resnet18":
+                threads = max(args.threads)
+                for label, flags in SWEEP.items():
+                    graph = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
+                    inputs = {"input": np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)}
+                    r = bench(graph, ["iree"], inputs, threads=threads, onnx_file=str(onnx_path), rounds=args.rounds,
+                              options=Options(cache_dir=str(folder / "sweep"), flags=flags), model=name)
+                    iree = r.results[0]
+                    extra.append(f"* sweep, {name}, {threads} threads, {label} (`{' '.join(flags) or '-'}`): "
+                                 + (f"{iree.median_ms:.2f} ms ({iree.ratio_vs_onnxruntime:.2f}x onnxruntime), "
+                                    f"compile {iree.prepare_s:.1f} s" if iree.median_ms else f"failed: {iree.error}"))
+                    print(extra[-1], flush=True)
+    if not args.no_write:
+        _write(reports, extra)
+
+
+def _line(report: Report) -> str:
+    cells = [f"{r.backend} {r.median_ms:.2f} ms" + (f" ({r.ratio_vs_onnxruntime:.2f}x)" if r.ratio_vs_onnxruntime
+                                                    else "") if r.median_ms else f"{r.backend} failed: {r.error}"
+             for r in report.results]
+    return f"{report.model} threads={report.threads}: " + "; ".join(cells)
+
+
+def _write(reports: list[Report], extra: list[str]) -> None:
+    env: dict[str, Any] = reports[0].environment
+    pools = env.get("threadpools")
+    pools_text = (", ".join(f"{p['internal_api']} {p['version']} ({p.get('architecture')})" for p in pools)
+                  if isinstance(pools, list) else str(pools))
+    lines = ["<!-- backends -->", "", "## Backends side by side (issue 14; `python benchmarks/backends.py`)", "",
+             f"{env['cpu']}, {env['cores']} cores ({' '.join(env['isa'])}); numpy {env['numpy']} with "
+             f"{env['numpy_blas']}; thread pools: {pools_text}; BLAS environment: "
+             f"{' '.join(f'`{k}={v}`' for k, v in env['env'].items()) or 'none set'}; onnxruntime "
+             f"{env.get('onnxruntime', '?')}, IREE {env.get('iree', '?')}. Medians of interleaved rounds "
+             "(`skriptnd.backends.bench`, what `sknd bench` runs); the ratio is to onnxruntime on the same "
+             "weights in the same process.", "",
+             "| model | threads | numpy (ms) | kernels (ms) | iree (ms) | onnxruntime (ms) | numpy / ORT | "
+             "iree / ORT |", "|---|---|---|---|---|---|---|---|"]
+    for rep in reports:
+        by = {r.backend: r for r in rep.results}
+
+        def ms(name: str, by: dict[str, Any] = by) -> str:
+            r = by.get(name)
+            return f"{r.median_ms:.2f}" if r and r.median_ms else "–"
+
+        def ratio(name: str, by: dict[str, Any] = by) -> str:
+            r = by.get(name)
+            return f"{r.ratio_vs_onnxruntime:.2f}x" if r and r.ratio_vs_onnxruntime else "–"
+
+        lines.append(f"| {rep.model} | {rep.threads} | {ms('numpy')} | {ms('kernels')} | {ms('iree')} | "
+                     f"{ms('onnxruntime')} | {ratio('numpy')} | {ratio('iree')} |")
+    lines += ["", *extra, "", "<!-- /backends -->"]
+    doc = ROOT / "docs" / "performance.md"
+    text = doc.read_text(encoding="utf-8")
+    section = "\n".join(lines)
+    if "<!-- backends -->" in text:
+        head, _, rest = text.partition("<!-- backends -->")
+        _, _, tail = rest.partition("<!-- /backends -->")
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    from skriptnd.fileio import write_atomic
+
+    write_atomic(doc, text)
+    print(f"wrote {doc}")
+
+
+if __name__ == "__main__":
+    main()
