@@ -241,6 +241,8 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target))
         for line in runner.plan if verbose or _has_quantize(composed) else []:
             typer.echo(line, err=True)
+        if getattr(runner, "split", False) and not verbose:  # never a silent fallback
+            typer.echo(f"{runner.plan[0]}; -v lists them", err=True)
         outputs = _run_with_progress(composed, runner, given)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)

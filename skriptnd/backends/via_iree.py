@@ -1,15 +1,19 @@
-"""``iree``: the whole graph legalized to TOSA (skriptnd.tosa.legalize), written as TOSA MLIR
-(skriptnd.tosa.export; a graph with @quantize entries as its integer TOSA graph, skriptnd.tosa.quantized),
-compiled by ``iree-compile`` for the CPU (llvm-cpu, ``--iree-llvmcpu-target-cpu=host`` unless
-``Options.target`` names another CPU) and run by the IREE runtime.
+"""``iree``: the graph compiled by IREE for the CPU (llvm-cpu, ``--iree-llvmcpu-target-cpu=host`` unless
+``Options.target`` names another CPU or a target triple) and run by the IREE runtime.
+
+A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
+every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
+(filters re-laid out once, NCHW ↔ NHWC transpose pairs cancelled). Each program is written as TOSA MLIR
+(skriptnd.tosa.program_mlir) and compiled into one IREE module; a fully legalizing graph is one module.
+What does not legalize runs on numpy between the modules (native kernels, else @lower): the graph is
+**split**, and the plan (``sknd run -v``; ``sknd run`` prints a one-line notice) lists what runs where —
+never a silent fallback. A graph with @quantize entries compiles as its whole integer TOSA graph
+(skriptnd.tosa.quantized), or is refused with a located E0781.
 
 The weights leave the compiled module: ``--iree-parameter-export`` writes every constant of at least
 :data:`PARAMETER_MIN_BYTES` bytes to an IREE parameter archive (``params.irpa``) that the runtime maps
 from disk at load time. Compiled modules are cached (skriptnd.backends.iree_cache) by a content hash of
 the MLIR, the flags and the IREE version, so a second run of the same graph loads in milliseconds.
-
-A graph that does not fully legalize is refused with a located E0781 naming its first unlegalizable
-operation (``--via numpy`` runs it: TOSA where it legalizes, numpy for the rest); never a silent fallback.
 """
 
 from __future__ import annotations
@@ -75,21 +79,14 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
 
 
 def graph_mlir(graph: Any) -> tuple[str, Any]:
-    """(TOSA MLIR, the integer graph for a @quantize graph else None); E0781 when it does not legalize."""
-    if has_quantization(graph):
-        from ..tosa import quantized
+    """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
+    from ..tosa import quantized
 
-        try:
-            integer = quantized.lower_quantized(graph)
-        except DiagnosticError as err:
-            raise _refusal(graph, err.diagnostics) from None
-        return quantized.to_mlir(integer), integer
-    from ..tosa.export import check_exportable, to_mlir
-
-    diags = check_exportable(graph)
-    if diags:
-        raise _refusal(graph, diags)
-    return to_mlir(graph), None
+    try:
+        integer = quantized.lower_quantized(graph)
+    except DiagnosticError as err:
+        raise _refusal(graph, err.diagnostics) from None
+    return quantized.to_mlir(integer), integer
 
 
 def _compile(mlir: str, flags: list[str], folder: Any) -> None:
@@ -116,72 +113,162 @@ def _compiler_failed(message: str) -> DiagnosticError:
                                        hint="report it with the model; --via numpy runs it meanwhile")])
 
 
-class IreeRunner(Runner):
-    def __init__(self, graph: Any, options: Options) -> None:
+class IreeModule:
+    """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``."""
+
+    def __init__(self, mlir: str, options: Options) -> None:
         import iree.runtime as rt
 
         from .iree_cache import cache_root, content_key, lookup_or_build
 
         start = time.perf_counter()
-        mlir, self.integer = graph_mlir(graph)
         flags = compile_flags(options)
+        self.flags = [f for f in flags if f not in BASE_FLAGS]
         key = content_key(mlir, flags, iree_version())
-        entry = lookup_or_build(cache_root(options.cache_dir), key, lambda folder: _compile(mlir, flags, folder))
-        self.entry = entry
-        self.prepare_seconds = time.perf_counter() - start
+        self.entry = lookup_or_build(cache_root(options.cache_dir), key, lambda folder: _compile(mlir, flags, folder))
         threads = options.threads
-        driver = "local-sync" if threads == 1 else "local-task"
+        self.driver = "local-sync" if threads == 1 else "local-task"
         if threads and threads > 1:
             rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
-        config = rt.Config(driver)
+        config = rt.Config(self.driver)
         modules = []
-        params = entry.params
-        if params is not None:
+        if self.entry.params is not None:
             index = rt.ParameterIndex()
-            index.load(str(params))
+            index.load(str(self.entry.params))
             modules.append(rt.create_io_parameters_module(config.vm_instance,
                                                           index.create_provider(scope=PARAMETER_SCOPE)))
         try:
-            modules.append(rt.VmModule.mmap(config.vm_instance, str(entry.module)))
+            modules.append(rt.VmModule.mmap(config.vm_instance, str(self.entry.module)))
             self.context = rt.SystemContext(vm_modules=modules, config=config)
             self.main = self.context.modules.module["main"]
         except (RuntimeError, ValueError) as err:
             raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN, message=f"the IREE runtime cannot load "
-                                              f"{entry.module}: {err}",
-                                              hint=f"remove {entry.folder} to recompile it")]) from None
-        self.graph = graph
-        self.input_names = [t.name for t in graph.inputs]
-        self.input_shapes = [tuple(int(d) for d in t.shape) for t in graph.inputs]
-        self.output_names = ([n for n, _ in self.integer.outputs] if self.integer is not None
-                             else [graph.output_name(i) for i in range(len(graph.outputs))])
-        how = "compiled" if entry.compiled else "loaded from the cache"
-        kind = "integer TOSA graph" if self.integer is not None else "TOSA graph"
-        self.plan = [f"{graph.name}: the whole graph as one {kind} compiled by IREE (llvm-cpu, "
-                     f"{' '.join(f for f in flags if f not in BASE_FLAGS)})",
-                     f"module {how} in {self.prepare_seconds:.2f} s: {entry.folder}",
-                     f"weights: {'parameter archive ' + str(params) if params else 'inside the module'}; "
-                     f"driver {driver}" + (f", {threads} threads" if threads else "")]
+                                              f"{self.entry.module}: {err}",
+                                              hint=f"remove {self.entry.folder} to recompile it")]) from None
+        self.seconds = time.perf_counter() - start
 
-    def _arrays(self, inputs: Mapping[str, Any]) -> list[np.ndarray]:
-        if self.integer is not None:
-            return self.integer.quantize_inputs(dict(inputs))
-        arrays = []
-        for t, name, shape in zip(self.graph.inputs, self.input_names, self.input_shapes, strict=True):
-            if name not in inputs:
-                raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{name}'",
-                                                  span=t.span or NO_SPAN)])
-            a = np.asarray(inputs[name], np.bool_ if t.dtype == "bool" else np.float32)
-            if a.shape != shape:
-                raise DiagnosticError([Diagnostic(code="E0711", span=t.span or NO_SPAN,
-                                                  message=f"input '{name}' must have shape {list(shape)}, "
-                                                  f"got {list(a.shape)} (the iree backend compiles static shapes)")])
-            arrays.append(np.ascontiguousarray(a))
-        return arrays
+    def describe(self) -> str:
+        how = "compiled" if self.entry.compiled else "loaded from the cache"
+        weights = "parameter archive" if self.entry.params is not None else "weights inside the module"
+        return f"module {how} in {self.seconds:.2f} s ({weights}): {self.entry.folder}"
+
+    def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        result = self.main(*arrays)
+        results = list(result) if isinstance(result, list | tuple) else [result]
+        return [np.array(r.to_host(), copy=True) for r in results]
+
+
+class IntegerRunner(Runner):
+    """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
+
+    def __init__(self, graph: Any, options: Options) -> None:
+        mlir, self.integer = graph_mlir(graph)
+        self.module = IreeModule(mlir, options)
+        self.entry = self.module.entry
+        self.output_names = [n for n, _ in self.integer.outputs]
+        self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
+                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", self.module.describe()]
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
-        result = self.main(*self._arrays(inputs))
-        results = list(result) if isinstance(result, list | tuple) else [result]
-        return {name: np.array(r.to_host(), copy=True) for name, r in zip(self.output_names, results, strict=True)}
+        arrays = self.integer.quantize_inputs(dict(inputs))
+        return dict(zip(self.output_names, self.module(arrays), strict=True))
+
+
+IREE_OP = "iree.module"
+
+
+def _run_module(op: Any, args: list[Any]) -> list[Any]:
+    module: IreeModule = op.attribs["module"]
+    dtypes = op.attribs["dtypes"]
+    return module([np.ascontiguousarray(a, dtype=d) for a, d in zip(args, dtypes, strict=True)])
+
+
+class IreeKernels:
+    """The kernel mapping of the iree backend on skriptnd's Executor: at plan time, every run of operations
+    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.execute.tosa_backend), and
+    each program is written as MLIR and compiled by IREE (one module per run); what does not legalize or
+    compile runs on numpy (native kernels, else @lower) and the plan says so."""
+
+    def __init__(self, options: Options) -> None:
+        from ..execute.executor import KERNELS
+        from ..execute.tosa_backend import TosaKernels
+
+        self.options = options
+        self._numpy = TosaKernels(KERNELS)
+        self.plan: list[str] = []
+        self.modules: list[IreeModule] = []
+        self.numpy_ops: list[Any] = []  # graph operations left to numpy
+        self.compiled_ops = 0
+
+    def compile_segments(self, operations: list[Any], known: Any, keep: set[int]) -> list[Any]:
+        from dataclasses import replace
+
+        from ..execute.tosa_backend import PROGRAM_OP, compile_segments
+        from ..tosa.program_mlir import NotCompilable, program_to_mlir
+
+        result = []
+        for op in compile_segments(operations, known, keep):
+            if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
+                result.append(op)
+                self.numpy_ops.append(op)
+                self.plan.append(f"numpy: {op.op}" + (f" ({op.label})" if op.label else "")
+                                 + " (does not legalize to TOSA; sknd compose --tosa says why)")
+                continue
+            sources = op.attribs["operations"]
+            what = f"{len(sources)} operation{'s' if len(sources) != 1 else ''} ({sources[0].op} … {sources[-1].op})"
+            try:
+                if any(t.dtype not in ("real", "bool") or any(d is None for d in t.shape) for t in op.inputs):
+                    raise NotCompilable("an input of the run has a dynamic shape or an int dtype")
+                dtypes = [np.dtype(np.bool_ if t.dtype == "bool" else np.float32) for t in op.inputs]
+                mlir = program_to_mlir(op.attribs["program"], [(tuple(int(d) for d in t.shape), dt)
+                                                               for t, dt in zip(op.inputs, dtypes, strict=True)],
+                                       comment=f"of {what}")
+            except NotCompilable as err:
+                result.append(op)
+                self.numpy_ops.extend(sources)
+                self.plan.append(f"numpy TOSA program: {what}: not compiled, {err}")
+                continue
+            module = IreeModule(mlir, self.options)
+            self.modules.append(module)
+            self.compiled_ops += len(sources)
+            result.append(replace(op, op=IREE_OP, attribs={**op.attribs, "module": module, "dtypes": dtypes}))
+            self.plan.append(f"IREE: {what}; {module.describe()}")
+        return result
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name]
+
+    def __getitem__(self, name: str) -> Any:
+        return _run_module if name == IREE_OP else self._numpy[name]
+
+
+class IreeGraphRunner(Runner):
+    """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
+
+    def __init__(self, graph: Any, options: Options) -> None:
+        from .executor_runner import ExecutorRunner
+
+        self.kernels = IreeKernels(options)
+        self._runner = ExecutorRunner(graph, self.kernels, True, [])  # type: ignore[arg-type]
+        self._runner.executor.prepare()
+        total = len(graph.operations)
+        k = self.kernels
+        self.split = bool(k.numpy_ops)
+        self.modules = k.modules
+        head = (f"{graph.name}: all {total} operations compiled by IREE" if not self.split else
+                f"{graph.name}: split: {len(k.modules)} IREE module(s) for the operations that legalize, "
+                f"{len(k.numpy_ops)} operation(s) on numpy")
+        flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
+        self.plan = [f"{head} (llvm-cpu, {flags}; driver "
+                     f"{k.modules[0].driver if k.modules else '-'})", *k.plan]
+
+    @property
+    def entry(self) -> Any:
+        """The compiled module of a graph that compiled as one (the common case)."""
+        return self.modules[0].entry
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        return self._runner.run(inputs, progress)
 
 
 @register
@@ -191,4 +278,6 @@ class IreeBackend(Backend):
                          "parameter archive)", requires=("iree.compiler", "iree.runtime"))
 
     def prepare(self, graph: Any, options: Options) -> Runner:
-        return IreeRunner(graph, options)
+        if has_quantization(graph):
+            return IntegerRunner(graph, options)
+        return IreeGraphRunner(graph, options)
