@@ -2,6 +2,10 @@
 version, host CPU when compiling for ``host``), under the user cache folder (``$XDG_CACHE_HOME/skriptnd``
 or ``~/.cache/skriptnd``; ``SKRIPTND_CACHE_DIR`` overrides it).
 
+The key is the MLIR's hash or, for a TOSA program, the hash of what its MLIR is a function of (the
+program's operators and attributes, its constants' bytes, its input types and the exporter's source), so
+that a cache hit does not even write the MLIR (the 47 MB of hex of ResNet-18's weights).
+
 An entry is ``module.vmfb`` (the compiled program), ``params.irpa`` (the weights as an IREE parameter
 archive, when the compiler exported any) and ``manifest.json`` (the SHA-256 of both). An entry is
 published by renaming a finished temporary folder, so a crash mid-compile leaves no half entry; an entry
@@ -52,9 +56,13 @@ def host_identity() -> str:
     return f"{platform.machine()}|{cpu}"
 
 
-def content_key(mlir: str, flags: Iterable[str], version: str) -> str:
+def content_key(content: Iterable[bytes], flags: Iterable[str], version: str) -> str:
+    """The entry name: SHA-256 of what determines the module (the MLIR, or what the MLIR is a function of),
+    the compiler flags, the IREE version and, for ``target-cpu=host``, this machine's CPU."""
+    flags = list(flags)
     h = hashlib.sha256()
-    h.update(mlir.encode("utf-8"))
+    for part in content:
+        h.update(part)
     for part in (*flags, version, host_identity() if any(f.endswith("=host") for f in flags) else ""):
         h.update(b"\0" + part.encode("utf-8"))
     return h.hexdigest()

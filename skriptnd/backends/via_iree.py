@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -113,19 +113,59 @@ def _compiler_failed(message: str) -> DiagnosticError:
                                        hint="report it with the model; --via numpy runs it meanwhile")])
 
 
+class ProgramSource:
+    """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
+
+    def __init__(self, program: Any, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
+        self.program, self.inputs, self.comment = program, inputs, comment
+
+    def content(self) -> Iterator[bytes]:
+        from pathlib import Path
+
+        from ..tosa import export, program_mlir
+
+        for module in (program_mlir, export):  # the MLIR writer's code is part of what the MLIR depends on
+            yield Path(module.__file__ or "").read_bytes()
+        yield repr(self.inputs).encode()
+        yield str(self.program).encode()  # operators, attributes, constant shapes
+        for name, value in self.program.constants.items():
+            a = np.ascontiguousarray(value)
+            yield f"{name}:{a.dtype.str}:{a.shape}".encode()
+            yield memoryview(a.reshape(-1).view(np.uint8))
+
+    def mlir(self) -> str:
+        from ..tosa.program_mlir import program_to_mlir
+
+        return program_to_mlir(self.program, self.inputs, comment=self.comment)
+
+
+class TextSource:
+    def __init__(self, mlir: str) -> None:
+        self.text = mlir
+
+    def content(self) -> Iterator[bytes]:
+        yield self.text.encode("utf-8")
+
+    def mlir(self) -> str:
+        return self.text
+
+
 class IreeModule:
     """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``."""
 
-    def __init__(self, mlir: str, options: Options) -> None:
+    def __init__(self, source: ProgramSource | TextSource | str, options: Options) -> None:
         import iree.runtime as rt
 
         from .iree_cache import cache_root, content_key, lookup_or_build
 
+        if isinstance(source, str):
+            source = TextSource(source)
         start = time.perf_counter()
         flags = compile_flags(options)
         self.flags = [f for f in flags if f not in BASE_FLAGS]
-        key = content_key(mlir, flags, iree_version())
-        self.entry = lookup_or_build(cache_root(options.cache_dir), key, lambda folder: _compile(mlir, flags, folder))
+        key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
+        self.entry = lookup_or_build(cache_root(options.cache_dir), key,
+                                     lambda folder: _compile(source.mlir(), flags, folder))
         threads = options.threads
         self.driver = "local-sync" if threads == 1 else "local-task"
         if threads and threads > 1:
@@ -204,7 +244,7 @@ class IreeKernels:
         from dataclasses import replace
 
         from ..execute.tosa_backend import PROGRAM_OP, compile_segments
-        from ..tosa.program_mlir import NotCompilable, program_to_mlir
+        from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
         for op in compile_segments(operations, known, keep):
@@ -220,15 +260,16 @@ class IreeKernels:
                 if any(t.dtype not in ("real", "bool") or any(d is None for d in t.shape) for t in op.inputs):
                     raise NotCompilable("an input of the run has a dynamic shape or an int dtype")
                 dtypes = [np.dtype(np.bool_ if t.dtype == "bool" else np.float32) for t in op.inputs]
-                mlir = program_to_mlir(op.attribs["program"], [(tuple(int(d) for d in t.shape), dt)
-                                                               for t, dt in zip(op.inputs, dtypes, strict=True)],
-                                       comment=f"of {what}")
+                program = op.attribs["program"]
+                check_compilable(program)
+                source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
+                                                 for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
+                module = IreeModule(source, self.options)  # writes the MLIR only when not cached
             except NotCompilable as err:
                 result.append(op)
                 self.numpy_ops.extend(sources)
                 self.plan.append(f"numpy TOSA program: {what}: not compiled, {err}")
                 continue
-            module = IreeModule(mlir, self.options)
             self.modules.append(module)
             self.compiled_ops += len(sources)
             result.append(replace(op, op=IREE_OP, attribs={**op.attribs, "module": module, "dtypes": dtypes}))

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import OPS
 from .export import _ELEM, RESOURCE_MIN_BYTES, _attrs, _dense, _resource_blob, _resource_key, _type
+from .fast import specialise
 from .program import BOUNDARY, Program
 
 
@@ -31,6 +32,13 @@ def _check(a: np.ndarray, what: str) -> None:
         raise NotCompilable(f"{what} is {a.dtype} (no TOSA element type)")
 
 
+def check_compilable(program: Program) -> None:
+    """:class:`NotCompilable` for what is certain to have no MLIR form without writing the MLIR (int64
+    values); the rest (an attribute or dtype without a form) :func:`program_to_mlir` finds."""
+    if any(o.name in BOUNDARY for o in program.ops):
+        raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
+
+
 def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dtype]], name: str = "main",
                     comment: str = "") -> str:
     """MLIR of ``program`` whose inputs have the ``(shape, dtype)`` of ``inputs``; one ``func.func @main``."""
@@ -40,6 +48,7 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
     blobs: list[tuple[str, tuple[str, str]]] = []
     keys: set[str] = set()
     counter = [0]
+    scratch: dict[str, np.ndarray] = {}
 
     def fresh() -> str:
         counter[0] += 1
@@ -72,8 +81,14 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
             raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
         operands = [vals[i] for i in o.inputs]
         with np.errstate(all="ignore"):
-            result = np.asarray(OPS[o.name](operands, **o.attrs) if o.name == "CONCAT"
-                                else OPS[o.name](*operands, **o.attrs))
+            if o.name == "CONCAT":
+                result = np.asarray(OPS[o.name](operands, **o.attrs))
+            else:  # the fast form (BLAS convolutions) when there is one: only the result's type matters
+                fast = specialise(o.name, [program.constants.get(i) for i in o.inputs], o.attrs, None, scratch)
+                result = fast(*operands) if fast is not None else NotImplemented
+                if result is NotImplemented:
+                    result = OPS[o.name](*operands, **o.attrs)
+                result = np.asarray(result)
         _check(result, f"the result of {o.name}")
         in_types = ", ".join(f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else _type(a) for a in operands)
         v = fresh()
