@@ -105,7 +105,7 @@ def _show(report: Any, compare: str | None) -> None:
     from rich.table import Table
 
     env = report.environment
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)  # files and pipes: no wrapped table
     pools = env.get("threadpools")
     pools_text = (", ".join(f"{p['internal_api']} {p['version']} ({p['num_threads']} threads, "
                             f"{p.get('architecture') or '?'})" for p in pools) if isinstance(pools, list) else pools)
