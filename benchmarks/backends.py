@@ -83,12 +83,29 @@ def _cached_start(model: Path, cache: str, threads: int) -> float:
     return best
 
 
+def _openblas(model: Path, onnx_path: Path, threads: int, coretype: str | None, rounds: int) -> dict[str, Any]:
+    """`sknd bench --via numpy --json` in a new process with OPENBLAS_CORETYPE set (or unset): OpenBLAS reads
+    it when it loads, so it cannot change inside one process."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env["PYTHONPATH"] = str(ROOT)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    done = subprocess.run([sys.executable, "-m", "skriptnd", "bench", str(model), "-a", "height=224", "-a",
+                           "width=224", "--via", "numpy", "--threads", str(threads), "--onnx", str(onnx_path),
+                           "--rounds", str(rounds), "--json"], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--models", nargs="+", default=list(CASES))
-    parser.add_argument("--sweep", action="store_true", help="also the IREE flag sweep (ResNet-18, 2 threads)")
+    parser.add_argument("--sweep", action="store_true", help="also the IREE flag sweep (ResNet-18, most threads)")
+    parser.add_argument("--openblas", nargs="*", default=None,
+                        help="also numpy with these OPENBLAS_CORETYPE values ('-': unset), ResNet-18")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     reports: list[Report] = []
@@ -103,30 +120,43 @@ def main() -> None:
                 cache = str(folder / f"cache-{name}-{threads}")
                 graph = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
                 inputs = {"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
-                report = bench(graph, ["numpy", "kernels", "iree"], inputs, threads=threads,
-                               onnx_file=str(onnx_path), rounds=args.rounds, options=Options(cache_dir=cache),
-                               model=name)
+                entries: list[Any] = ["numpy", "kernels", "iree"]
+                sweep = args.sweep and name == "resnet18" and threads == max(args.threads)
+                if sweep:  # the variants, timed interleaved with the rest
+                    entries += [(f"iree: {label}", "iree", Options(cache_dir=cache, flags=flags))
+                                for label, flags in SWEEP.items() if flags]
+                report = bench(graph, entries, inputs, threads=threads, onnx_file=str(onnx_path), rounds=args.rounds,
+                               options=Options(cache_dir=cache), model=name)
                 reports.append(report)
                 print(_line(report), flush=True)
+                if sweep:
+                    for r in report.results:
+                        if r.backend == "iree" or r.backend.startswith("iree: "):
+                            label = r.backend[6:] if r.backend.startswith("iree: ") else "default (O2)"
+                            flags = SWEEP.get(label, ())
+                            extra.append(f"* IREE flag sweep, {name}, {threads} threads, {label} "
+                                         f"(`{' '.join(flags) or 'no extra flag'}`): "
+                                         + (f"{r.median_ms:.2f} ms, {r.ratio_vs_onnxruntime:.2f}x onnxruntime; "
+                                            f"prepare (cold compile) {r.prepare_s:.1f} s"
+                                            if r.median_ms else f"failed: {r.error}"))
+                            print(extra[-1], flush=True)
                 if threads == max(args.threads):
                     start = _cached_start(path, cache, threads)
                     iree = next(r for r in report.results if r.backend == "iree")
-                    extra.append(f"* {name}: IREE cold prepare (TOSA MLIR export + iree-compile) "
+                    extra.append(f"* {name}: IREE cold prepare (plan + TOSA MLIR + iree-compile) "
                                  f"{iree.prepare_s:.1f} s; `sknd run --via iree` on the warm cache, "
                                  f"invocation to exit: {start:.2f} s")
                     print(extra[-1], flush=True)
-            if args.sweep and name == "resnet18":
-                threads = max(args.threads)
-                for label, flags in SWEEP.items():
-                    graph = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
-                    inputs = {"input": np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)}
-                    r = bench(graph, ["iree"], inputs, threads=threads, onnx_file=str(onnx_path), rounds=args.rounds,
-                              options=Options(cache_dir=str(folder / "sweep"), flags=flags), model=name)
-                    iree = r.results[0]
-                    extra.append(f"* sweep, {name}, {threads} threads, {label} (`{' '.join(flags) or '-'}`): "
-                                 + (f"{iree.median_ms:.2f} ms ({iree.ratio_vs_onnxruntime:.2f}x onnxruntime), "
-                                    f"compile {iree.prepare_s:.1f} s" if iree.median_ms else f"failed: {iree.error}"))
-                    print(extra[-1], flush=True)
+            if args.openblas is not None and name == "resnet18":
+                for coretype in args.openblas or ["-"]:
+                    for threads in args.threads:
+                        rep = _openblas(path, onnx_path, threads, None if coretype == "-" else coretype, args.rounds)
+                        rows = {r["backend"]: r for r in rep["results"]}
+                        extra.append(f"* numpy, {name}, OPENBLAS_CORETYPE={coretype if coretype != '-' else '(unset)'}, "
+                                     f"{threads} thread(s): {rows['numpy']['median_ms']:.2f} ms, "
+                                     f"{rows['numpy']['ratio_vs_onnxruntime']:.2f}x onnxruntime "
+                                     f"({rows['onnxruntime']['median_ms']:.2f} ms)")
+                        print(extra[-1], flush=True)
     if not args.no_write:
         _write(reports, extra)
 

@@ -133,17 +133,30 @@ class OnnxFileRunner(Runner):
         return self._runner.run(inputs)
 
 
-def bench(graph: Any, backends: list[str], inputs: Mapping[str, Any], *, threads: int | None = None,
+#: A backend to time: its registry name, or (row label, registry name, its options) to time variants of one
+#: backend (e.g. IREE compiler flags) side by side.
+Entry = str | tuple[str, str, Options]
+
+
+def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
           reference: str | None = REFERENCE, onnx_file: str | None = None, rounds: int = 10, per_turn: int = 3,
           options: Options | None = None, model: str = "",
           progress: Callable[[str, int, int], None] | None = None) -> Report:
     """Time ``graph`` on ``backends`` (registry names) and the onnxruntime ``reference`` (``onnx_file``, else
     the onnxruntime backend; None: no reference). ``progress(stage, done, total)`` reports the work."""
-    opts = options or Options()
-    opts = Options(threads=threads, target=opts.target, flags=opts.flags, cache_dir=opts.cache_dir)
-    names = [canonical(b) for b in backends]
-    if reference and reference not in names:
-        names.append(reference)
+    def with_threads(o: Options) -> Options:
+        return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
+
+    default = with_threads(options or Options())
+    entries: dict[str, tuple[str, Options]] = {}
+    for b in backends:
+        if isinstance(b, str):
+            entries[canonical(b)] = (canonical(b), default)
+        else:
+            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))
+    if reference and reference not in entries:
+        entries[reference] = (reference, default)
+    names = list(entries)
     report = Report(model=model or graph.name, threads=threads)
     runners: dict[str, Runner] = {}
     results: dict[str, Result] = {}
@@ -158,7 +171,7 @@ def bench(graph: Any, backends: list[str], inputs: Mapping[str, Any], *, threads
                 if name == reference and onnx_file:
                     runner: Runner = OnnxFileRunner(graph, onnx_file, threads)
                 else:
-                    runner = prepare(graph, name, opts)
+                    runner = prepare(graph, *entries[name])
                 out = runner.run(inputs)
             except Exception as err:  # a backend that cannot run this graph is a row with its reason
                 from ..diagnostics import DiagnosticError

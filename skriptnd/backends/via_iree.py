@@ -113,6 +113,22 @@ def _compiler_failed(message: str) -> DiagnosticError:
                                        hint="report it with the model; --via numpy runs it meanwhile")])
 
 
+_CONFIGS: dict[tuple[str, int | None], Any] = {}
+
+
+def _config(driver: str, threads: int | None) -> Any:
+    """One IREE device (and worker pool) per driver and thread count, shared by every module of the
+    process: a split graph's modules, and the graphs run one after another, use the same workers."""
+    import iree.runtime as rt
+
+    key = (driver, threads)
+    if key not in _CONFIGS:
+        if threads and threads > 1:  # read when the task executor is created, i.e. by this Config
+            rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        _CONFIGS[key] = rt.Config(driver)
+    return _CONFIGS[key]
+
+
 class ProgramSource:
     """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
 
@@ -166,11 +182,8 @@ class IreeModule:
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
                                      lambda folder: _compile(source.mlir(), flags, folder))
-        threads = options.threads
-        self.driver = "local-sync" if threads == 1 else "local-task"
-        if threads and threads > 1:
-            rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
-        config = rt.Config(self.driver)
+        self.driver = "local-sync" if options.threads == 1 else "local-task"
+        config = _config(self.driver, options.threads)
         modules = []
         if self.entry.params is not None:
             index = rt.ParameterIndex()
