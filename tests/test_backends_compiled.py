@@ -95,7 +95,7 @@ def test_numpy_backends_match_lower(model: str, backend: str) -> None:
 # -- iree -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18"])
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
 def test_iree_matches_lower(model: str, cache: str) -> None:
     require("iree.compiler", "iree.runtime")
     graph = _compose(model)
@@ -107,7 +107,8 @@ def test_iree_matches_lower(model: str, cache: str) -> None:
         assert got[name].shape == value.shape and got[name].dtype == value.dtype
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
     runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
-    assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]  # the whole graph, one module
+    # the whole graph, one module (models/lstm: its two nn.lstm layers unrolled, skriptnd.tosa.legalize.unrolled)
+    assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
     if model == "resnet18":  # 47 MB of weights, almost all in the parameter archive outside the module
         params = runner.entry.params  # type: ignore[attr-defined]
         assert params is not None and runner.entry.module.stat().st_size < params.stat().st_size / 10
@@ -178,8 +179,7 @@ def test_iree_cache_reuses_recompiles_and_repairs(tmp_path: Path) -> None:
     assert any("corrupt" in str(w.message) for w in caught)
 
 
-@pytest.mark.parametrize(("model", "numpy_ops"), [("lstm", {"nn.lstm"}),
-                                                  ("yolo_head", {"layout.split", "algo.nonmax_suppress"})])
+@pytest.mark.parametrize(("model", "numpy_ops"), [("yolo_head", {"layout.split", "algo.nonmax_suppress"})])
 def test_iree_splits_what_does_not_legalize_and_says_so(model: str, numpy_ops: set[str], cache: str) -> None:
     """Operations without a TOSA form run on numpy between IREE modules; the plan names each one."""
     require("iree.compiler", "iree.runtime")
@@ -241,7 +241,7 @@ def test_cli_run_via_iree_shows_its_plan_and_caches(tmp_path: Path) -> None:
     warm = sknd(*args, env=env)
     assert warm.returncode == 0 and "module loaded from the cache" in warm.stderr
     assert int(np.load(tmp_path / "out" / "probabilities.npy").argmax()) == 7
-    split = sknd("run", str(MODELS / "lstm"), "--random-inputs", "--random-weights", "--via", "iree", env=env)
+    split = sknd("run", str(MODELS / "yolo_head"), "--random-inputs", "--random-weights", "--via", "iree", env=env)
     assert split.returncode == 0 and "split: 1 IREE module(s)" in split.stderr and "-v lists them" in split.stderr
 
 
@@ -266,3 +266,28 @@ def test_onnxruntime_matches_lower(model: str) -> None:
     assert list(got) == list(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
+    """nn.lstm without `steps` unrolls to TOSA (a second layer reading the first's Y too); with `steps`
+    (LSTMSteps: the length is data) it does not; the TABLE (the numpy backend) keeps the native kernel."""
+    from skriptnd.tosa.legalize import TABLE, legalize
+    from skriptnd.tosa.legalize.core import run_subgraph
+    from skriptnd.tosa.legalize.unrolled import LstmUnroller
+
+    graph = _compose("lstm", seq=5, batch=2)
+    layer1, layer2 = (op for op in graph.operations if op.op == "nn.lstm")
+    assert legalize(layer1)[0] is None and "nn.lstm" not in TABLE
+    unroll = LstmUnroller()
+    sg1, sg2 = unroll(layer1), unroll(layer2)
+    assert sg1 is not None and sg2 is not None  # layer 2's input has a declared dynamic extent
+    assert sum(o.name == "MATMUL" for o in sg1.ops) == 1 + 5  # the input projection, then one per step
+    x = _inputs(graph)["X"]
+    weights = {t.name: graph.variable_source(t) for t in graph.variables}
+    args = [x, weights["layer1_W"], weights["layer1_R"], weights["layer1_B"], None, None, None]
+    y, h, c = run_subgraph(sg1, args[:len(layer1.inputs)])
+    expected = graph.run({"X": x}, backend="lower")
+    np.testing.assert_allclose(h, expected["hN"][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, expected["cN"][0], rtol=1e-5, atol=1e-6)
+    steps_graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
+    assert all(LstmUnroller()(op) is None for op in steps_graph.operations if op.op == "nn.lstm")

@@ -260,7 +260,9 @@ class IreeKernels:
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        for op in compile_segments(operations, known, keep):
+        from ..tosa.legalize.unrolled import LstmUnroller
+
+        for op in compile_segments(operations, known, keep, LstmUnroller()):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)
