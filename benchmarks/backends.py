@@ -2,7 +2,8 @@
 MobileNetV2, batch 1, 224x224, fp32, against onnxruntime on the same weights, plus the IREE compile and
 cached-start times and a small IREE flag sweep.
 
-    python benchmarks/backends.py [--threads 1 2] [--rounds 10] [--models resnet18 mobilenetv2]
+    python benchmarks/backends.py [--threads 1 2] [--rounds 10] [--models resnet18 mobilenetv2] [--lstm]
+                                  [--openblas - Haswell SkylakeX]
                                   [--sweep] [--no-write]
 
 The weights are each model's make_weights.py (written to a temporary folder); the onnxruntime reference is
@@ -98,6 +99,38 @@ def _openblas(model: Path, onnx_path: Path, threads: int, coretype: str | None, 
     return json.loads(done.stdout)
 
 
+def _lstm_large(folder: Path, threads: list[int], rounds: int) -> list[Report]:
+    """Issue 7's LSTM (models/lstm's graph LSTM, seq 128, batch 8, input = hidden = 256) on numpy and iree
+    (unrolled: skriptnd.tosa.legalize.unrolled) against two stacked ONNX LSTM operators, same weights."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    path, _ = zoo._copy_with_weights("lstm", folder / "lstm-large")
+    make = zoo._make_weights("lstm")
+    params = make.weights(input=256, hidden=256)
+    make.save(params, path)
+    attribs = {"seq": 128, "batch": 8, "input": 256, "hidden": 256}
+    graph = skriptnd.load(path).compose("LSTM", attribs=attribs)
+    order = [graph.output_name(i) for i in range(len(graph.outputs))]
+    b = zoo.lstm_onnx(params, with_steps=False)
+    nodes = [*b.nodes, *(helper.make_node("Identity", [getattr(b, n)], [n]) for n in order)]
+    model = helper.make_model(helper.make_graph(
+        nodes, "lstm", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [128, 8, 256])],
+        [helper.make_empty_tensor_value_info(n) for n in order], b.initializers),
+        opset_imports=[helper.make_opsetid("", b.OPSET)])
+    model.ir_version = 10
+    onnx_path = folder / "lstm-large.onnx"
+    onnx.save(model, str(onnx_path))
+    x = {"X": np.random.default_rng(0).standard_normal((128, 8, 256)).astype(np.float32)}
+    reports = []
+    for t in threads:
+        graph = skriptnd.load(path).compose("LSTM", attribs=attribs)
+        reports.append(bench(graph, ["numpy", "kernels", "iree"], x, threads=t, onnx_file=str(onnx_path),
+                             rounds=rounds, options=Options(cache_dir=str(folder / "cache-lstm")), model="lstm-large"))
+        print(_line(reports[-1]), flush=True)
+    return reports
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -106,6 +139,7 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true", help="also the IREE flag sweep (ResNet-18, most threads)")
     parser.add_argument("--openblas", nargs="*", default=None,
                         help="also numpy with these OPENBLAS_CORETYPE values ('-': unset), ResNet-18")
+    parser.add_argument("--lstm", action="store_true", help="also issue 7's LSTM (seq 128, batch 8, hidden 256)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     reports: list[Report] = []
@@ -157,6 +191,10 @@ def main() -> None:
                                      f"{rows['numpy']['ratio_vs_onnxruntime']:.2f}x onnxruntime "
                                      f"({rows['onnxruntime']['median_ms']:.2f} ms)")
                         print(extra[-1], flush=True)
+        if args.lstm:
+            reports += _lstm_large(folder, args.threads, args.rounds)
+            iree = next(r for r in reports[-1].results if r.backend == "iree")
+            extra.append(f"* lstm-large: IREE cold prepare (128 unrolled steps) {iree.prepare_s:.1f} s")
     if not args.no_write:
         _write(reports, extra)
 
