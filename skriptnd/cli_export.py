@@ -28,6 +28,13 @@ def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
     return to_mlir(composed, inline_constants=inline_constants), "pro_fp"
 
 
+def _onnx_model(composed: Any, opset: int) -> Any:
+    """The ONNX model of the composed graph (skriptnd.interop.onnx_export), checked by onnx.checker."""
+    from .interop.onnx_export import to_onnx
+
+    return to_onnx(composed, opset=opset)
+
+
 def export_command(
     path: Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")],
     tosa_mlir: Annotated[Path | None, typer.Option("--tosa-mlir", help="Write TOSA 1.0 MLIR (generic form).")]
@@ -43,8 +50,12 @@ def export_command(
     inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
                                                    "literals instead of dense_resource blobs.")] = False,
     color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+    onnx: Annotated[Path | None, typer.Option("--onnx", help="Write an ONNX model (weights as initializers; "
+                                              "above 2 GB with an external data file OUT.data).")] = None,
+    onnx_opset: Annotated[int, typer.Option("--onnx-opset", min=17, max=21,
+                                                   help="The ONNX opset to target (17 to 21).")] = 17,
 ) -> None:
-    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer).
+    """Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer) or ONNX.
 
     The MLIR is one func.func @main in the generic op form
     ("tosa.conv2d"(...) <{...}>); weights are dense_resource blobs in the
@@ -54,13 +65,16 @@ def export_command(
     iree-compile --iree-input-type=tosa compiles the MLIR.
 
     Only fully legalized graphs with static real/bool inputs and outputs
-    export; anything else is a located E0750 diagnostic."""
+    export; anything else is a located E0750 diagnostic.
+
+    --onnx writes the graph as an ONNX model checked by onnx.checker;
+    what ONNX cannot express is a located E0840-E0849 diagnostic."""
     from .cli_graph import _color, fail, load_and_compose, parse_attribs
     from .fileio import write_atomic
     from .tosa.export import ExportError, to_flatbuffer
 
     #: (option, target file, producer of its contents); producers run in order and may share work.
-    wanted: list[tuple[str, Path, Callable[[], str | bytes]]] = []
+    wanted: list[tuple[str, Path, Callable[[], Any]]] = []
     colour = _color(color)
     memo: dict[str, Any] = {}
 
@@ -73,11 +87,13 @@ def export_command(
         wanted.append(("--tosa-mlir", tosa_mlir, lambda: mlir()[0]))
     if tosa_flatbuffer is not None:
         wanted.append(("--tosa-flatbuffer", tosa_flatbuffer, lambda: to_flatbuffer(*mlir())))
+    if onnx is not None:  # an onnx.ModelProto; saved by skriptnd.interop.onnx_export.save_onnx (atomic)
+        wanted.append(("--onnx", onnx, lambda: _onnx_model(composed, onnx_opset)))
     if not wanted:
-        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE",
+        raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE, --onnx FILE",
                                  param_hint="--tosa-mlir")
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
-    produced: list[tuple[Path, str | bytes]] = []
+    produced: list[tuple[Path, Any]] = []
     for _option, target, produce in wanted:
         try:
             produced.append((target, produce()))
@@ -87,5 +103,10 @@ def export_command(
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1) from None
     for target, data in produced:
-        write_atomic(target, data)
+        if isinstance(data, str | bytes):
+            write_atomic(target, data)
+        else:
+            from .interop.onnx_export import save_onnx
+
+            save_onnx(data, target)
         typer.echo(f"wrote {target}", err=True)

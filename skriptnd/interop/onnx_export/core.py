@@ -1,0 +1,226 @@
+"""The building blocks every ONNX converter uses: the converter registry and the emission context.
+
+A converter takes the :class:`Context` and one :class:`~skriptnd.compose.ir.Operation` of a standard
+operator and returns the ONNX value names of the operation's outputs (a list per pack output, ``None``
+for an omitted optional output); it emits ONNX nodes and initializers through the context. When it
+cannot express the operation (an attribute combination, a dynamic extent it needs), it raises
+:class:`Unsupported` with the reason; a composite operator is then exported through its own
+@compose (see :mod:`.walk`), anything else becomes a located diagnostic.
+
+Shapes are static here: converters read them from the composed tensors and from the operation's
+binding (``op.binding.env``: the stdlib's @using symbols such as conv's ``offset`` and ``ox`` or the
+aligned broadcast shapes ``ex``/``ey``), so every attribute written to ONNX is a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: SkriptND element types and their numpy/ONNX counterparts (SkriptND int is 64-bit).
+NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
+
+
+class Unsupported(Exception):
+    """The operation (or this attribute combination) has no ONNX form; the message says why."""
+
+
+Converter = Callable[["Context", Any], list[Any]]
+
+#: stdlib operator name -> converter
+CONVERTERS: dict[str, Converter] = {}
+#: stdlib operator name -> what it becomes in ONNX (docs/onnx-export.md's table)
+DESCRIPTIONS: dict[str, str] = {}
+
+
+def converter(*names: str, onnx: str) -> Callable[[Converter], Converter]:
+    """Register a converter for the given stdlib operators; ``onnx`` says what they become."""
+
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            assert name not in CONVERTERS, f"two ONNX converters for {name}"
+            CONVERTERS[name] = fn
+            DESCRIPTIONS[name] = onnx
+        return fn
+
+    return register
+
+
+def ints(v: Any) -> list[int]:
+    """A list of Python ints from an attribute or binding value (scalar, list, numpy, sympy)."""
+    if v is None:
+        return []
+    if isinstance(v, list | tuple | np.ndarray):
+        return [int(x) for x in v]
+    return [int(v)]
+
+
+def per_dim(v: Any, d: int, default: int = 1) -> list[int]:
+    """A per-dimension attribute (a single value stands for every dimension)."""
+    v = ints(v) or [default]
+    return v * d if len(v) == 1 else v
+
+
+def shape(t: Any) -> list[int]:
+    """The static shape of a composed tensor (raises Unsupported for a dynamic extent)."""
+    if t.shape is None or any(d is None for d in t.shape):
+        raise Unsupported(f"tensor '{t.name}' has a dynamic shape {_dims(t.shape)} that this mapping needs static")
+    return [int(d) for d in t.shape]
+
+
+def _dims(dims: Sequence[Any]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def env(op: Any, name: str) -> Any:
+    if op.binding is None or name not in op.binding.env:
+        raise Unsupported(f"no binding value '{name}'")
+    return op.binding.env[name]
+
+
+def norm_axes(axes: Any, rank: int) -> list[int]:
+    return [a + rank if a < 0 else a for a in ints(axes)]
+
+
+def inverse(perm: Sequence[int]) -> list[int]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+@dataclass
+class Context:
+    """Accumulates the ONNX graph: nodes, initializers and the ONNX names of composed tensors."""
+
+    opset: int
+    variables: dict[str, np.ndarray]
+    nodes: list[Any] = field(default_factory=list)
+    initializers: list[Any] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    names: dict[int, str] = field(default_factory=dict)  # id(tensor) -> ONNX value name
+    label: str = ""  # node-name prefix: the composed operation's label
+    #: the expansions of composite operations: kept alive so that ``names``' ids stay unique
+    keep: list[Any] = field(default_factory=list)
+
+    # -- names -----------------------------------------------------------------------------------
+
+    def fresh(self, hint: str = "t") -> str:
+        base = "".join(c if c.isalnum() or c in "_.:/" else "_" for c in hint) or "t"
+        name, n = base, 1
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def mark(self) -> tuple[int, int, set[str], dict[int, str]]:
+        """A restore point (a converter that fails leaves nothing behind)."""
+        return len(self.nodes), len(self.initializers), set(self.taken), dict(self.names)
+
+    def restore(self, mark: tuple[int, int, set[str], dict[int, str]]) -> None:
+        del self.nodes[mark[0]:]
+        del self.initializers[mark[1]:]
+        self.taken, self.names = set(mark[2]), dict(mark[3])
+
+    # -- values ----------------------------------------------------------------------------------
+
+    def const(self, value: Any, dtype: Any = np.float32, hint: str = "const") -> str:
+        """An initializer holding ``value`` (converted to ``dtype`` unless it is already an array of it)."""
+        from onnx import numpy_helper
+
+        a = value if isinstance(value, np.ndarray) and dtype is None else np.asarray(value, dtype)
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(a), name))
+        return name
+
+    def i64(self, values: Sequence[int] | int, hint: str = "shape") -> str:
+        return self.const(np.asarray(values, np.int64), np.int64, hint)
+
+    def value(self, t: Any) -> str:
+        """The ONNX name of a composed tensor; variables and constants become initializers on first use."""
+        if id(t) in self.names:
+            return self.names[id(t)]
+        if t.kind == "variable":
+            if t.name not in self.variables:
+                raise Unsupported(f"no value for variable '{t.name}'")
+            a = self.variables[t.name]
+        elif t.value is not None:
+            a = t.value
+        else:
+            raise Unsupported(f"tensor '{t.name}' is used before it is computed")
+        if t.dtype not in NUMPY:
+            raise Unsupported(f"{t.dtype} tensor '{t.name}' (ONNX tensors here are real, int or bool)")
+        a = np.asarray(a, NUMPY[t.dtype])
+        dims = shape(t)
+        a = np.broadcast_to(a, dims).copy() if a.size == 1 and list(a.shape) != dims else a.reshape(dims)
+        name = self.const(a, None, t.name)
+        self.names[id(t)] = name
+        return name
+
+    def node(self, op_type: str, inputs: Sequence[str | None], outputs: int = 1, **attrs: Any) -> Any:
+        """Emit one node; returns its output name (or the list of names when ``outputs`` != 1).
+        ``None`` attributes are left out; omitted optional inputs are ``None`` (written as '')."""
+        from onnx import helper
+
+        outs = [self.fresh(f"{self.label or op_type}:{op_type}") for _ in range(outputs)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        ins = list(inputs)
+        while ins and ins[-1] is None:
+            ins.pop()
+        self.nodes.append(helper.make_node(op_type, [i or "" for i in ins], outs,
+                                           name=self.fresh(f"{self.label or op_type}/{op_type}"), **attrs))
+        return outs[0] if outputs == 1 else outs
+
+    # -- small idioms ----------------------------------------------------------------------------
+
+    def reshape(self, x: str, dims: Sequence[int]) -> str:
+        return self.node("Reshape", [x, self.i64(list(dims))])
+
+    def transpose(self, x: str, perm: Sequence[int]) -> str:
+        perm = [int(p) for p in perm]
+        return x if perm == list(range(len(perm))) else self.node("Transpose", [x], perm=perm)
+
+    def cast(self, x: str, dtype: str) -> str:
+        from onnx import TensorProto
+
+        to = {"real": TensorProto.FLOAT, "int": TensorProto.INT64, "bool": TensorProto.BOOL,
+              "int32": TensorProto.INT32}[dtype]
+        return self.node("Cast", [x], to=to)
+
+    def scalar(self, v: float | int | bool, dtype: str = "real") -> str:
+        return self.const(np.asarray(v, NUMPY[dtype]), None, "scalar")
+
+    def reduce(self, op_type: str, x: str, axes: Sequence[int], keepdims: bool) -> str:
+        """ReduceX over ``axes``: as an input from opset 18 (13 for ReduceSum), as an attribute before."""
+        axes = [int(a) for a in axes]
+        if self.opset >= 18 or (op_type == "ReduceSum" and self.opset >= 13):
+            return self.node(op_type, [x, self.i64(axes, "axes")], keepdims=int(keepdims))
+        return self.node(op_type, [x], axes=axes, keepdims=int(keepdims))
+
+    def unsqueeze(self, x: str, axes: Sequence[int]) -> str:
+        return self.node("Unsqueeze", [x, self.i64(list(axes), "axes")])
+
+    def squeeze(self, x: str, axes: Sequence[int]) -> str:
+        return self.node("Squeeze", [x, self.i64(list(axes), "axes")])
+
+    def slice(self, x: str, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int],
+              steps: Sequence[int] | None = None) -> str:
+        ins = [x, self.i64(list(starts), "starts"), self.i64(list(ends), "ends"), self.i64(list(axes), "axes")]
+        if steps is not None:
+            ins.append(self.i64(list(steps), "steps"))
+        return self.node("Slice", ins)
+
+
+def aligned(ctx: Context, op: Any, i: int, key: str) -> str:
+    """Input ``i`` reshaped to its aligned (broadcast-ready) shape ``op.binding.env[key]`` when it differs
+    (SkriptND aligns operands by attributes such as lhs_align; ONNX broadcasts numpy-style)."""
+    t = op.inputs[i]
+    x = ctx.value(t)
+    if op.binding is None or key not in op.binding.env:
+        return x
+    want = ints(op.binding.env[key])
+    have = shape(t)
+    return x if want == have else ctx.reshape(x, want)

@@ -1,0 +1,111 @@
+"""Converting one composed operation: its registered converter, else (for a composite operator) its own
+@compose expanded by the composer and each component converted in turn (recursively).
+
+The expansion is how the many composite standard operators (rms_pool, l2_norm, lstm_step, ...) reach
+ONNX without a converter of their own; the direct converters exist where ONNX has the operator
+(Softmax, BatchNormalization, LSTM) or where the expansion would be slow."""
+
+from __future__ import annotations
+
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .core import CONVERTERS, Context, Unsupported
+
+
+@lru_cache(maxsize=1)
+def _stdlib_program() -> Any:
+    """A program importing every standard module (what expanding a stdlib composite needs)."""
+    from ...resources import STDLIB_MODULES
+    from ...semantics.modules import load_program
+
+    entry = Path(tempfile.gettempdir()) / "sknd_onnx_export_stdlib" / "main.sknd"
+    return load_program(entry, sources={entry: "".join(f"import {m};\n" for m in STDLIB_MODULES)})
+
+
+@lru_cache(maxsize=1)
+def _kinds() -> dict[str, str]:
+    from ...resources import STDLIB_MODULES
+    from ...semantics.intrinsics import operator_kind
+    from ...semantics.modules import stdlib_module
+
+    kinds = {}
+    for name in STDLIB_MODULES:
+        module = stdlib_module(name)
+        assert module is not None
+        for d in module.definitions:
+            kinds[f"{name}.{d.name}"] = operator_kind(d)
+    return kinds
+
+
+def is_composite(op: Any) -> bool:
+    return _kinds().get(op.op) == "composite"
+
+
+def bind_outputs(ctx: Context, op: Any, results: list[Any]) -> None:
+    """Record the ONNX names of ``op``'s outputs (a list per pack output)."""
+    for names, t in zip(results, op.outputs, strict=True):
+        if t is None or names is None:
+            continue
+        if isinstance(t, list):
+            for n, tt in zip(names, t, strict=True):
+                ctx.names[id(tt)] = n
+        else:
+            ctx.names[id(t)] = names
+
+
+def convert(ctx: Context, op: Any, depth: int = 0) -> None:
+    """Emit ``op`` into ``ctx`` (binding its outputs), or raise Unsupported naming what is missing."""
+    if op.subgraphs:
+        raise Unsupported(f"control flow ('{op.op}') is not exported to ONNX")
+    fn = CONVERTERS.get(op.op)
+    reason = None
+    if fn is not None:
+        mark = ctx.mark()
+        saved_label, ctx.label = ctx.label, op.label or op.op
+        try:
+            bind_outputs(ctx, op, fn(ctx, op))
+            return
+        except Unsupported as e:
+            ctx.restore(mark)
+            reason = str(e)
+        finally:
+            ctx.label = saved_label
+    if not is_composite(op) or op.binding is None or op.definition is None:
+        raise Unsupported(reason or f"no ONNX mapping for '{op.op}'")
+    if depth > 16:
+        raise Unsupported(f"'{op.op}' expands too deeply")
+    _through_components(ctx, op, depth, reason)
+
+
+def _through_components(ctx: Context, op: Any, depth: int, reason: str | None) -> None:
+    from ...compose.composer import Composer
+
+    try:
+        graph = Composer(_stdlib_program()).expand(op)
+    except Exception as e:  # noqa: BLE001 - any composition failure means: no ONNX mapping this way
+        raise Unsupported(reason or f"cannot expand its @compose ({type(e).__name__}: {e})") from None
+    ctx.keep.append(graph)
+    flat = [t for v in op.inputs for t in (v if isinstance(v, list) else [v] if v is not None else [])]
+    mark = ctx.mark()
+    for inner, outer in zip(graph.inputs, flat, strict=True):
+        ctx.names[id(inner)] = ctx.value(outer)
+    try:
+        for comp in graph.operations:
+            convert(ctx, comp, depth + 1)
+        results = []
+        inner_outs = iter(graph.outputs)
+        for v in op.outputs:
+            if isinstance(v, list):
+                results.append([ctx.value(next(inner_outs)) for _ in v])
+            elif v is not None:
+                results.append(ctx.value(next(inner_outs)))
+            else:
+                results.append(None)
+    except Unsupported as e:
+        ctx.restore(mark)
+        why = f"component {comp.op}: {e}" if "comp" in locals() else str(e)
+        raise Unsupported(f"{reason}; through its components: {why}" if reason else why) from None
+    bind_outputs(ctx, op, results)
