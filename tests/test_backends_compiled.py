@@ -256,7 +256,7 @@ def _require_onnx_export() -> None:
     require("onnx", "onnxruntime")
 
 
-@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18"])
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
 def test_onnxruntime_matches_lower(model: str) -> None:
     _require_onnx_export()
     graph = _compose(model)
@@ -291,3 +291,13 @@ def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
     np.testing.assert_allclose(c, expected["cN"][0], rtol=1e-5, atol=1e-6)
     steps_graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
     assert all(LstmUnroller()(op) is None for op in steps_graph.operations if op.op == "nn.lstm")
+
+
+def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:
+    _require_onnx_export()
+    graph = _compose("digits")
+    x = _inputs(graph)
+    runner = backends.prepare(graph, "onnxruntime", Options(threads=1))
+    graph.run(x, backend="onnxruntime", threads=1)
+    assert backends.prepare(graph, "onnxruntime", Options(threads=1)) is runner
+    assert runner.session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]

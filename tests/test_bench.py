@@ -113,3 +113,14 @@ def test_a_wrong_onnx_reference_is_reported_not_timed(lstm_onnx: tuple[Path, Pat
     assert rows["kernels"]["median_ms"] > 0 and rows["kernels"]["ratio_vs_onnxruntime"] is None
     assert rows["onnxruntime"]["median_ms"] is None and "onnxruntime refuses" in rows["onnxruntime"]["error"]
     assert np.isfinite(rows["kernels"]["median_ms"])
+
+
+def test_bench_compares_with_the_models_own_onnx_export() -> None:
+    """Without --onnx, --compare onnxruntime times the model's ONNX export (skriptnd.interop.onnx_export)."""
+    require_onnxruntime()
+    proc = sknd("bench", str(ROOT / "models" / "digits"), "--via", "numpy", "--compare", "onnxruntime",
+                "--rounds", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
+    assert list(rows) == ["numpy", "onnxruntime"] and rows["onnxruntime"]["error"] is None
+    assert rows["onnxruntime"]["deviation"] < 1e-4 and rows["numpy"]["ratio_vs_onnxruntime"] > 0
