@@ -4,7 +4,7 @@ Every backend is prepared first (compiling, planning: timed apart as ``prepare_s
 against the first backend's, then all are timed **interleaved**, round by round (each backend's turn: one
 untimed run, then ``per_turn`` timed runs), so that load changes on a shared machine hit all alike and
 a thread pool still spinning after one backend's turn does not land in the next one's timings
-unevenly. The result is the median per backend and, when an onnxruntime reference ran on the same
+unevenly (with several threads, each turn starts with a short sleep: see ``gap``). The result is the median per backend and, when an onnxruntime reference ran on the same
 weights (the ``onnxruntime`` backend, i.e. the graph's ONNX export, or a supplied ``.onnx``), the ratio to
 it. numpy's BLAS is limited to ``threads`` with threadpoolctl (when installed); IREE and onnxruntime
 get ``threads`` as their own worker count.
@@ -140,10 +140,15 @@ Entry = str | tuple[str, str, Options]
 
 def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
           reference: str | None = REFERENCE, onnx_file: str | None = None, rounds: int = 10, per_turn: int = 3,
-          options: Options | None = None, model: str = "",
+          options: Options | None = None, model: str = "", gap: float | None = None,
           progress: Callable[[str, int, int], None] | None = None) -> Report:
     """Time ``graph`` on ``backends`` (registry names) and the onnxruntime ``reference`` (``onnx_file``, else
-    the onnxruntime backend; None: no reference). ``progress(stage, done, total)`` reports the work."""
+    the onnxruntime backend; None: no reference). ``gap``: seconds of sleep before each backend's turn
+    (default 0.3 with more than one thread, else 0): after a run, thread pools (OpenBLAS, onnxruntime,
+    IREE's workers) keep spinning a while and, on few cores, slow down the next backend's threads many
+    times over. ``progress(stage, done, total)`` reports the work."""
+    if gap is None:
+        gap = 0.0 if threads == 1 else 0.3
     def with_threads(o: Options) -> Options:
         return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
 
@@ -191,6 +196,8 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
             for k, (name, runner) in enumerate(runners.items()):
                 if progress:
                     progress(f"timing {name}", r * len(runners) + k, total)
+                if gap:
+                    time.sleep(gap)
                 runner.run(inputs)  # untimed: wakes this backend's thread pool
                 for _ in range(per_turn):
                     t0 = time.perf_counter()
