@@ -301,3 +301,14 @@ def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:
     graph.run(x, backend="onnxruntime", threads=1)
     assert backends.prepare(graph, "onnxruntime", Options(threads=1)) is runner
     assert runner.session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
+
+
+def test_iree_target_flags() -> None:
+    """--target: a CPU name (also with a dash) or a target triple to cross-compile for."""
+    from skriptnd.backends.via_iree import compile_flags
+
+    assert "--iree-llvmcpu-target-cpu=host" in compile_flags(Options())
+    assert "--iree-llvmcpu-target-cpu=skylake-avx512" in compile_flags(Options(target="skylake-avx512"))
+    cross = compile_flags(Options(target="aarch64-unknown-linux-gnu"))
+    assert "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu" in cross
+    assert "--iree-llvmcpu-target-cpu=generic" in cross

@@ -57,7 +57,7 @@ def compiler_path() -> str:
 def compile_flags(options: Options) -> list[str]:
     target = options.target or "host"
     flags = list(BASE_FLAGS)
-    if "-" in target:  # a target triple, e.g. aarch64-unknown-linux-gnu: cross-compile for its generic CPU
+    if target.count("-") >= 2:  # a target triple (aarch64-linux-gnu), not a CPU (skylake-avx512): its generic CPU
         flags += [f"--iree-llvmcpu-target-triple={target}", "--iree-llvmcpu-target-cpu=generic"]
     else:
         flags.append(f"--iree-llvmcpu-target-cpu={target}")
