@@ -192,8 +192,9 @@ def main() -> None:
                                      f"({rows['onnxruntime']['median_ms']:.2f} ms)")
                         print(extra[-1], flush=True)
         if args.lstm:
-            reports += _lstm_large(folder, args.threads, args.rounds)
-            iree = next(r for r in reports[-1].results if r.backend == "iree")
+            lstm = _lstm_large(folder, args.threads, args.rounds)
+            reports += lstm
+            iree = next(r for r in lstm[0].results if r.backend == "iree")  # the first compiles, later ones hit
             extra.append(f"* lstm-large: IREE cold prepare (128 unrolled steps) {iree.prepare_s:.1f} s")
     if not args.no_write:
         _write(reports, extra)
@@ -215,7 +216,8 @@ def _write(reports: list[Report], extra: list[str]) -> None:
              f"{env['cpu']}, {env['cores']} cores ({' '.join(env['isa'])}); numpy {env['numpy']} with "
              f"{env['numpy_blas']}; thread pools: {pools_text}; BLAS environment: "
              f"{' '.join(f'`{k}={v}`' for k, v in env['env'].items()) or 'none set'}; onnxruntime "
-             f"{env.get('onnxruntime', '?')}, IREE {env.get('iree', '?')}. Medians of interleaved rounds "
+             f"{env.get('onnxruntime', '?')}, IREE {env.get('iree', '?')}; load average at the end "
+             f"{os.getloadavg()[0]:.1f} (other processes: see the notes). Medians of interleaved rounds "
              "(`skriptnd.backends.bench`, what `sknd bench` runs); the ratio is to onnxruntime on the same "
              "weights in the same process.", "",
              "| model | threads | numpy (ms) | kernels (ms) | iree (ms) | onnxruntime (ms) | numpy / ORT | "
