@@ -68,8 +68,8 @@ import test_model_zoo as zoo  # noqa: E402  (the ONNX reference builders)
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import skriptnd  # noqa: E402
+from skriptnd.backends import kernels_for  # noqa: E402
 from skriptnd.execute import Executor  # noqa: E402
-from skriptnd.execute.backends import kernels_for  # noqa: E402
 
 #: The LSTM configuration of issue #7 (target: within 2x of onnxruntime's LSTM operator)
 LSTM_LARGE = {"seq": 128, "batch": 8, "input": 256, "hidden": 256}

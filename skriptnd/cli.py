@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from . import __version__, cli_graph
+from . import __version__, cli_bench, cli_graph
 from .checking import check_paths, expand_paths
 from .cli_export import export_command
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
@@ -151,6 +151,7 @@ def lsp() -> None:
 
 app.command("compose")(cli_graph.compose_command)
 app.command("run")(cli_graph.run_command)
+app.command("bench")(cli_bench.bench_command)
 app.command("export")(export_command)
 
 

@@ -202,16 +202,26 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 rtol: Annotated[float, typer.Option("--rtol")] = 1e-4,
                 atol: Annotated[float, typer.Option("--atol")] = 1e-5,
                 decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False,
-                via: Annotated[str, typer.Option("--via", help="tosa (default: TOSA programs on the numpy TOSA "
-                                                 "kernels; native kernels or @lower for operations without a "
-                                                 "TOSA mapping), kernels (native numpy kernels, no TOSA) or "
-                                                 "lower (the @lower formulas)")] = "tosa",
+                via: Annotated[str, typer.Option("--via", help="The backend (skriptnd.backends): numpy (default: "
+                                                 "TOSA programs on numpy, native kernels or @lower for the rest; "
+                                                 "'tosa' is its former name), kernels, lower, iree (compiled by "
+                                                 "IREE) or onnxruntime (the ONNX export)")] = "numpy",
+                threads: Annotated[int | None, typer.Option("--threads", min=1, help="Worker threads of the "
+                                                            "iree / onnxruntime backends.")] = None,
+                target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
+                                                           "host; e.g. generic, znver4, or a target triple to "
+                                                           "cross-compile).")] = None,
+                verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
+                                                      "where, compiled or cached.")] = False,
                 color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs."""
-    from .execute.backends import VIAS
+    from . import backends
 
-    if via not in VIAS:
-        raise typer.BadParameter(f"choose one of {', '.join(VIAS)}", param_hint="--via")
+    try:
+        via = backends.canonical(via)
+    except ValueError:
+        raise typer.BadParameter(f"choose one of {', '.join(backends.names())} (tosa: numpy)",
+                                 param_hint="--via") from None
     colour = _color(color)
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, random_weights, seed, colour)
     rng = np.random.default_rng(seed)
@@ -228,10 +238,12 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                          "--random-inputs", param_hint="--input")
             given[t.name] = _random_input(rng, t)
     try:
-        if _has_quantize(composed):
-            outputs = _run_quantized(composed, given, via)
-        else:
-            outputs = _run_with_progress(composed, given, via)
+        runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target))
+        for line in runner.plan if verbose or _has_quantize(composed) else []:
+            typer.echo(line, err=True)
+        if getattr(runner, "split", False) and not verbose:  # never a silent fallback
+            typer.echo(f"{runner.plan[0]}; -v lists them", err=True)
+        outputs = _run_with_progress(composed, runner, given)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if save_inputs is not None:
@@ -247,45 +259,22 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         _compare(outputs, expect, rtol, atol)
 
 
-def _run_with_progress(graph: Any, inputs: dict[str, np.ndarray], via: str = "tosa") -> dict[str, Any]:
-    """Run the graph; on a terminal, a progress bar over its operations (rich)."""
-    from .execute import Executor
-    from .execute.backends import kernels_for
-
-    kernels, optimize = kernels_for(via)
-    executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables}
-                        if graph.variable_source else {}, kernels=kernels, optimize=optimize)
+def _run_with_progress(graph: Any, runner: Any, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Run the prepared graph; on a terminal, a progress bar over its operations (rich)."""
     if not sys.stderr.isatty() or len(graph.operations) < 2:
-        return executor.run(inputs)
+        return runner.run(inputs)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("running {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task(graph.name, total=len(graph.operations))
-        executor.on_operation = lambda done, total: progress.update(task, completed=done, total=total)
-        return executor.run(inputs)
+        return runner.run(inputs, lambda done, total: progress.update(task, completed=done, total=total))
 
 
 def _has_quantize(graph: Any) -> bool:
     from .execute.quantize import has_quantization
 
     return has_quantization(graph)
-
-
-def _run_quantized(graph: Any, inputs: dict[str, np.ndarray], via: str) -> dict[str, Any]:
-    """A graph with @quantize entries: --via tosa runs its integer TOSA graph on the numpy TOSA operators
-    (skriptnd.tosa.quantized: real inputs quantized by their quantize operator, real outputs); the other
-    backends run the float graph with fake quantization (each quantized tensor through its quantize
-    operator, skriptnd.execute.quantize)."""
-    if via == "tosa":
-        from .tosa.quantized import lower_quantized
-
-        integer = lower_quantized(graph)
-        typer.echo(f"running the integer TOSA graph of {graph.name} ({len(integer.ops)} TOSA operations)", err=True)
-        return integer.run(inputs)
-    from .execute.quantize import fake_quantize
-
-    return _run_with_progress(fake_quantize(graph), inputs, via)
 
 
 def _save(path: Path, array: np.ndarray) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 import skriptnd
+from skriptnd.backends import kernels_for
 from skriptnd.compose.ir import Graph
 from skriptnd.execute import KERNELS, Executor
-from skriptnd.execute.backends import kernels_for
 
 
 def load_source(folder: Path, source: str) -> skriptnd.Model:

@@ -1,4 +1,5 @@
-"""`sknd run --via tosa|kernels|lower` give the same results; `sknd compose --tosa` reports coverage."""
+"""`sknd run --via numpy|kernels|lower` (and `tosa`, numpy's former name) give the same results; `sknd compose
+--tosa` reports coverage."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import numpy as np
 import pytest
 
 import skriptnd
+from skriptnd.backends import kernels_for
 from skriptnd.execute import Executor
-from skriptnd.execute.backends import VIAS, kernels_for
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "models" / "digits"
+VIAS = ("tosa", "numpy", "kernels", "lower")
 
 
 @pytest.fixture(scope="module")

@@ -499,8 +499,8 @@ def test_nonmax_suppress(fmt: str, tmp_path: Path) -> None:
 
 def _fake_quant_reference(graph: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The quant operators' own @lower formulas (the reference semantics)."""
+    from skriptnd.backends import kernels_for
     from skriptnd.execute import Executor
-    from skriptnd.execute.backends import kernels_for
 
     kernels, _ = kernels_for("lower")
     return Executor(graph, {}, kernels=kernels, optimize=False).run(feeds)

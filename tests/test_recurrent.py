@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from kernel_counting import load_source, run_both
 
 import skriptnd
+from skriptnd.backends import kernels_for
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.execute import KERNELS, Executor, recurrent
-from skriptnd.execute.backends import kernels_for
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

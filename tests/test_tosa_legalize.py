@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import skriptnd.model
+from skriptnd.backends import kernels_for
 from skriptnd.diagnostics import DiagnosticError
-from skriptnd.execute.backends import kernels_for
 from skriptnd.execute.executor import Executor
 from skriptnd.lower import LoweringError, run_lowering
 from skriptnd.tosa.legalize import TABLE, coverage, legalize, run_subgraph

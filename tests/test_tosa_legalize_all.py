@@ -31,9 +31,9 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import skriptnd.model
+from skriptnd.backends import kernels_for
 from skriptnd.compose.ir import Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
-from skriptnd.execute.backends import kernels_for
 from skriptnd.execute.executor import Executor
 from skriptnd.lower import run_lowering
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir

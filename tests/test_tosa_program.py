@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skriptnd
+from skriptnd.backends import kernels_for
 from skriptnd.execute import Executor
-from skriptnd.execute.backends import kernels_for
 from skriptnd.tosa import OPS
 from skriptnd.tosa import fast as fast_forms
 from skriptnd.tosa.fast import Clamp, specialise

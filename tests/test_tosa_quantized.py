@@ -34,9 +34,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skriptnd
+from skriptnd.backends import kernels_for
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.execute import Executor
-from skriptnd.execute.backends import kernels_for
 from skriptnd.execute.quantize import dequantize, fake_quantize, qparams, quantize
 from skriptnd.tosa import OPS
 from skriptnd.tosa.export import to_flatbuffer

@@ -86,24 +86,16 @@ class Graph:
     def output_name(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name
 
-    def run(self, inputs: dict[str, Any]) -> dict[str, Any]:
+    def run(self, inputs: dict[str, Any], backend: str = "numpy", **options: Any) -> dict[str, Any]:
         """Execute the graph on numpy inputs (by input name); returns the outputs by name.
 
-        As `sknd run`'s default backend does, a graph with @quantize entries runs as its integer
-        TOSA graph (skriptnd.tosa.quantized); others run on the default Executor."""
-        from ..execute import Executor
+        ``backend``: a name of skriptnd.backends (numpy, the default; kernels, lower, iree, onnxruntime),
+        ``options``: its :class:`skriptnd.backends.Options` (threads=, target=, ...). The prepared backend
+        is kept on the graph, so later runs do no planning or compiling. The backends sit above the IR:
+        imported here, at call time, never at import time."""
+        from ..backends import Options, run
 
-        executor = getattr(self, "_executor", None)
-        if executor is None and any(t.quant for t in self.tensors):
-            from ..tosa.quantized import lower_quantized
-
-            executor = self._executor = lower_quantized(self)
-        if executor is None:
-            # no reference kept here: the executor may fold and drop variables (skriptnd.execute.optimize)
-            executor = Executor(self, {t.name: self.variable_source(t) for t in self.variables}
-                                if self.variable_source else {})
-            self._executor = executor
-        return executor.run(inputs)
+        return run(self, inputs, backend, Options(**options) if options else None)
 
     @property
     def variables(self) -> list[Tensor]:

@@ -1,34 +1,18 @@
-"""Which implementation runs the standard operators: `sknd run --via tosa|kernels|lower`.
-
-- tosa (default): runs of operations that legalize (skriptnd.tosa.legalize) compile into TOSA
-  programs run on the numpy TOSA kernels (skriptnd.execute.tosa_backend); any other operation runs
-  its native kernel when it has one (skriptnd.execute.kernels), else its @lower plan;
-- kernels: the native numpy kernels, else the @lower plans (no TOSA);
-- lower: the operators' own @lower formulas (the reference semantics), kernels only for intrinsics.
-"""
+"""Former home of the backend choice (``kernels_for``, ``VIAS``), kept so that code importing it keeps
+working: the backends are the registry skriptnd.backends now (``skriptnd.backends.kernels_for``). Resolved
+lazily (a module ``__getattr__``), so the executor package never imports the backends above it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
-from ..semantics.intrinsics import STDLIB_INTRINSICS
-from .executor import KERNELS, Kernel
-from .tosa_backend import TosaKernels
-
-VIAS = ("tosa", "kernels", "lower")
+VIAS = ("tosa", "kernels", "lower")  # the numpy backends under their former names
 DEFAULT_VIA = "tosa"
 
 
-def _intrinsics() -> dict[str, Kernel]:
-    return {name: fn for name, fn in KERNELS.items() if name in STDLIB_INTRINSICS}
+def __getattr__(name: str) -> Any:
+    if name == "kernels_for":
+        from ..backends.kernel_maps import kernels_for
 
-
-def kernels_for(via: str) -> tuple[Mapping[str, Kernel], bool]:
-    """(kernel mapping, whether plan-time optimisations apply) for a --via choice."""
-    if via == "kernels":
-        return KERNELS, True
-    if via == "lower":
-        return _intrinsics(), False
-    if via == "tosa":
-        return TosaKernels(KERNELS), True
-    raise ValueError(f"unknown backend {via!r}; choose one of {', '.join(VIAS)}")
+        return kernels_for
+    raise AttributeError(name)

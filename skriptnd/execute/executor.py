@@ -58,7 +58,7 @@ def _span(op: Operation) -> Span:
 class Executor:
     graph: Graph
     variables: Mapping[str, np.ndarray] = field(default_factory=dict)
-    #: The default is the TOSA backend (skriptnd.execute.backends)
+    #: The default is the TOSA backend (skriptnd.backends: numpy)
     kernels: Mapping[str, Kernel] = field(default_factory=lambda: default_kernels())
     #: Called after each top-level operation with (operations done, operations in all): progress bars.
     on_operation: Callable[[int, int], None] | None = None

@@ -25,22 +25,27 @@ PROGRAM_OP = "tosa.program"
 Kernel = Callable[[Operation, list[Any]], Any]
 
 
-def _subgraph(op: Operation) -> Any:
+def _subgraph(op: Operation, extra: Callable[[Operation], Any] | None = None) -> Any:
     """The operation's TOSA subgraph if it can join a program (legalize refuses control flow;
-    programs have no pack outputs)."""
+    programs have no pack outputs); ``extra``: a backend's own legalization, tried first."""
     from ..tosa.legalize import legalize
 
     if any(isinstance(v, list) for v in op.outputs):
         return None
+    if extra is not None:
+        sg = extra(op)
+        if sg is not None:
+            return sg
     return legalize(op)[0]
 
 
 def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.ndarray | None],
-                     keep: set[int]) -> list[Operation]:
+                     keep: set[int], extra: Callable[[Operation], Any] | None = None) -> list[Operation]:
     """``operations`` with every run of legalizable ones replaced by a ``tosa.program`` operation.
 
     ``known(t)``: a tensor's plan-time value (variables, constants) or None; ``keep``: ids of tensors
-    that must stay visible (graph outputs, @update values)."""
+    that must stay visible (graph outputs, @update values); ``extra``: a backend's own legalization of
+    some operations (e.g. unrolled recurrences for a compiler), tried before the TABLE's rules."""
     from ..tosa.program import Builder
 
     last_use: dict[int, int] = {}
@@ -99,7 +104,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
 
     for i, op in enumerate(operations):
         packs = [t for v in op.inputs if isinstance(v, list) for t in v]
-        sg = None if any(id(t) in dynamic_items for t in packs) else _subgraph(op)
+        sg = None if any(id(t) in dynamic_items for t in packs) else _subgraph(op, extra)
         if sg is None:
             flush()
             result.append(op)

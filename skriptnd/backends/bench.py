@@ -1,0 +1,217 @@
+"""Latency of a graph on several backends, side by side in one process (`sknd bench`, benchmarks/models.py).
+
+Every backend is prepared first (compiling, planning: timed apart as ``prepare_s``), its outputs checked
+against the first backend's, then all are timed **interleaved**, round by round (each backend's turn: one
+untimed run, then ``per_turn`` timed runs), so that load changes on a shared machine hit all alike and
+a thread pool still spinning after one backend's turn does not land in the next one's timings
+unevenly (with several threads, each turn starts with a short sleep: see ``gap``). The result is the median per backend and, when an onnxruntime reference ran on the same
+weights (the ``onnxruntime`` backend, i.e. the graph's ONNX export, or a supplied ``.onnx``), the ratio to
+it. numpy's BLAS is limited to ``threads`` with threadpoolctl (when installed); IREE and onnxruntime
+get ``threads`` as their own worker count.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import Options, canonical, prepare
+from .base import Runner
+
+REFERENCE = "onnxruntime"
+
+
+@dataclass
+class Result:
+    backend: str
+    median_ms: float | None
+    ratio_vs_onnxruntime: float | None = None
+    prepare_s: float | None = None
+    runs: int = 0
+    #: max |difference| / max |first backend| over all outputs (None for the first backend)
+    deviation: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class Report:
+    model: str
+    threads: int | None
+    results: list[Result] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "threads": self.threads, "results": [asdict(r) for r in self.results],
+                "environment": self.environment}
+
+
+def environment(threads: int | None) -> dict[str, Any]:
+    """The machine and the BLAS settings that decide the numbers: CPU, cores, numpy's BLAS and its thread
+    pools (threadpoolctl), the OPENBLAS_* / OMP_* / MKL_* variables, library versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+            flags = ""
+            f.seek(0)
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line
+                    break
+        isa = [x for x in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile") if f" {x}" in flags]
+    except OSError:
+        isa = []
+    env: dict[str, Any] = {"cpu": cpu, "isa": isa, "cores": os.cpu_count(), "threads": threads,
+                           "python": platform.python_version(), "numpy": np.__version__,
+                           "env": {k: v for k, v in sorted(os.environ.items())
+                                   if k.startswith(("OPENBLAS_", "OMP_", "MKL_", "GOTO_"))}}
+    try:
+        config = np.show_config(mode="dicts")  # type: ignore[call-arg]
+        blas = config.get("Build Dependencies", {}).get("blas", {})
+        env["numpy_blas"] = f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:  # older numpy: no dict mode
+        env["numpy_blas"] = "?"
+    try:
+        from threadpoolctl import threadpool_info
+
+        env["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version", "num_threads", "architecture",
+                                                     "threading_layer")} for p in threadpool_info()]
+    except ImportError:
+        env["threadpools"] = "threadpoolctl not installed"
+    for module in ("onnxruntime", "iree.compiler.version"):
+        try:
+            import importlib
+
+            m = importlib.import_module(module)
+            env[module.split(".")[0]] = getattr(m, "__version__", None) or getattr(m, "VERSION", "?")
+        except ImportError:
+            pass
+    return env
+
+
+def blas_limit(threads: int | None) -> AbstractContextManager[Any]:
+    if not threads:
+        return nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return nullcontext()
+    return threadpool_limits(threads)
+
+
+def _deviation(got: Mapping[str, Any], expected: Mapping[str, Any]) -> float:
+    worst = 0.0
+    for name, e in expected.items():
+        e = np.asarray(e, np.float64)
+        g = np.asarray(got[name], np.float64).reshape(e.shape)
+        scale = float(np.max(np.abs(e))) or 1.0
+        worst = max(worst, float(np.max(np.abs(g - e))) / scale)
+    return worst
+
+
+class OnnxFileRunner(Runner):
+    """The onnxruntime reference from a supplied .onnx file (inputs and outputs matched by position)."""
+
+    def __init__(self, graph: Any, path: str, threads: int | None) -> None:
+        from .via_onnxruntime import OnnxRuntimeRunner
+
+        self._runner = OnnxRuntimeRunner(graph, path, threads, [f"onnxruntime on {path}"])
+        self.plan = self._runner.plan
+
+    def run(self, inputs: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
+        return self._runner.run(inputs)
+
+
+#: A backend to time: its registry name, or (row label, registry name, its options) to time variants of one
+#: backend (e.g. IREE compiler flags) side by side.
+Entry = str | tuple[str, str, Options]
+
+
+def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
+          reference: str | None = REFERENCE, onnx_file: str | None = None, rounds: int = 10, per_turn: int = 3,
+          options: Options | None = None, model: str = "", gap: float | None = None,
+          progress: Callable[[str, int, int], None] | None = None) -> Report:
+    """Time ``graph`` on ``backends`` (registry names) and the onnxruntime ``reference`` (``onnx_file``, else
+    the onnxruntime backend; None: no reference). ``gap``: seconds of sleep before each backend's turn
+    (default 0.3 with more than one thread, else 0): after a run, thread pools (OpenBLAS, onnxruntime,
+    IREE's workers) keep spinning a while and, on few cores, slow down the next backend's threads many
+    times over. ``progress(stage, done, total)`` reports the work."""
+    if gap is None:
+        gap = 0.0 if threads == 1 else 0.3
+    def with_threads(o: Options) -> Options:
+        return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
+
+    default = with_threads(options or Options())
+    entries: dict[str, tuple[str, Options]] = {}
+    for b in backends:
+        if isinstance(b, str):
+            entries[canonical(b)] = (canonical(b), default)
+        else:
+            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))
+    if reference and reference not in entries:
+        entries[reference] = (reference, default)
+    names = list(entries)
+    report = Report(model=model or graph.name, threads=threads)
+    runners: dict[str, Runner] = {}
+    results: dict[str, Result] = {}
+    first: dict[str, Any] | None = None
+    with blas_limit(threads):
+        report.environment = environment(threads)
+        for i, name in enumerate(names):
+            if progress:
+                progress(f"preparing {name}", i, len(names))
+            start = time.perf_counter()
+            try:
+                if name == reference and onnx_file:
+                    runner: Runner = OnnxFileRunner(graph, onnx_file, threads)
+                else:
+                    runner = prepare(graph, *entries[name])
+                out = runner.run(inputs)
+            except Exception as err:  # a backend that cannot run this graph is a row with its reason
+                from ..diagnostics import DiagnosticError
+
+                message = err.diagnostics[0].message if isinstance(err, DiagnosticError) else str(err)
+                results[name] = Result(name, None, error=f"{type(err).__name__}: {message}"[:500])
+                continue
+            result = results[name] = Result(name, None, prepare_s=time.perf_counter() - start)
+            if first is None:
+                first = out
+            else:
+                result.deviation = _deviation(out, first)
+            runners[name] = runner
+        times: dict[str, list[float]] = {name: [] for name in runners}
+        total = rounds * len(runners)
+        for r in range(rounds):
+            for k, (name, runner) in enumerate(runners.items()):
+                if progress:
+                    progress(f"timing {name}", r * len(runners) + k, total)
+                if gap:
+                    time.sleep(gap)
+                runner.run(inputs)  # untimed: wakes this backend's thread pool
+                for _ in range(per_turn):
+                    t0 = time.perf_counter()
+                    runner.run(inputs)
+                    times[name].append((time.perf_counter() - t0) * 1e3)
+        if progress:
+            progress("done", total, total)
+    for name, ts in times.items():
+        results[name].median_ms = statistics.median(ts)
+        results[name].runs = len(ts)
+    ref = results.get(reference) if reference else None
+    for name in names:
+        res = results[name]
+        if ref is not None and ref.median_ms and res.median_ms is not None:
+            res.ratio_vs_onnxruntime = res.median_ms / ref.median_ms
+        report.results.append(res)
+    return report

@@ -1,0 +1,40 @@
+"""The runner of the numpy backends (numpy, kernels, lower): the graph on skriptnd's Executor with a
+kernel mapping (skriptnd.execute), or, for a graph with @quantize entries, whatever the backend makes of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Progress, Runner
+
+
+class ExecutorRunner(Runner):
+    def __init__(self, graph: Any, kernels: Mapping[str, Any], optimize: bool, plan: list[str]) -> None:
+        from ..execute import Executor
+
+        variables = ({t.name: graph.variable_source(t) for t in graph.variables}
+                     if graph.variable_source else {})
+        self.executor = Executor(graph, variables, kernels=kernels, optimize=optimize)
+        self.operations = len(graph.operations)
+        self.plan = plan
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        self.executor.on_operation = progress
+        try:
+            return self.executor.run(dict(inputs))
+        finally:
+            self.executor.on_operation = None
+
+
+def fake_quantized(graph: Any) -> Any:
+    """The float graph with every quantized tensor through its quantize operator (spec §2.14)."""
+    from ..execute.quantize import fake_quantize
+
+    return fake_quantize(graph)
+
+
+def has_quantization(graph: Any) -> bool:
+    from ..execute.quantize import has_quantization as has
+
+    return has(graph)

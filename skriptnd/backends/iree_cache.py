@@ -1,0 +1,135 @@
+"""The on-disk cache of compiled IREE modules: one folder per content hash of (MLIR, compiler flags, IREE
+version, host CPU when compiling for ``host``), under the user cache folder (``$XDG_CACHE_HOME/skriptnd``
+or ``~/.cache/skriptnd``; ``SKRIPTND_CACHE_DIR`` overrides it).
+
+The key is the MLIR's hash or, for a TOSA program, the hash of what its MLIR is a function of (the
+program's operators and attributes, its constants' bytes, its input types and the exporter's source), so
+that a cache hit does not even write the MLIR (the 47 MB of hex of ResNet-18's weights).
+
+An entry is ``module.vmfb`` (the compiled program), ``params.irpa`` (the weights as an IREE parameter
+archive, when the compiler exported any) and ``manifest.json`` (the SHA-256 of both). An entry is
+published by renaming a finished temporary folder, so a crash mid-compile leaves no half entry; an entry
+whose files no longer match its manifest (a truncated or overwritten file) is removed with a warning and
+rebuilt, never loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+MODULE = "module.vmfb"
+PARAMS = "params.irpa"
+
+
+def cache_root(override: str | None = None) -> Path:
+    """The folder of compiled modules: ``override``, else $SKRIPTND_CACHE_DIR, else the XDG user cache."""
+    if override:
+        return Path(override)
+    if os.environ.get("SKRIPTND_CACHE_DIR"):
+        return Path(os.environ["SKRIPTND_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "skriptnd" / "iree"
+
+
+def host_identity() -> str:
+    """What ``--iree-llvmcpu-target-cpu=host`` resolves against: the machine and its CPU features."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features")):
+                    cpu += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        cpu = platform.processor()
+    return f"{platform.machine()}|{cpu}"
+
+
+def content_key(content: Iterable[bytes], flags: Iterable[str], version: str) -> str:
+    """The entry name: SHA-256 of what determines the module (the MLIR, or what the MLIR is a function of),
+    the compiler flags, the IREE version and, for ``target-cpu=host``, this machine's CPU."""
+    flags = list(flags)
+    h = hashlib.sha256()
+    for part in content:
+        h.update(part)
+    for part in (*flags, version, host_identity() if any(f.endswith("=host") for f in flags) else ""):
+        h.update(b"\0" + part.encode("utf-8"))
+    return h.hexdigest()
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass
+class Entry:
+    folder: Path
+    compiled: bool  # compiled now (False: found in the cache)
+
+    @property
+    def module(self) -> Path:
+        return self.folder / MODULE
+
+    @property
+    def params(self) -> Path | None:
+        p = self.folder / PARAMS
+        return p if p.is_file() else None
+
+
+def _valid(folder: Path) -> str | None:
+    """Why the entry cannot be used (None: it can)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        files = manifest["files"]
+        if MODULE not in files:
+            return "no compiled module"
+        for name, digest in files.items():
+            if _digest(folder / name) != digest:
+                return f"{name} does not match its checksum"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"unreadable manifest ({err})"
+    return None
+
+
+def lookup_or_build(root: Path, key: str, build: Callable[[Path], None]) -> Entry:
+    """The cache entry ``key``; when missing (or corrupt: removed with a warning), ``build(folder)`` writes
+    ``module.vmfb`` (and maybe ``params.irpa``) into a fresh folder, which is then published."""
+    folder = root / key
+    if folder.is_dir():
+        problem = _valid(folder)
+        if problem is None:
+            return Entry(folder, compiled=False)
+        warnings.warn(f"the cached IREE module {folder} is corrupt ({problem}); recompiling", RuntimeWarning,
+                      stacklevel=3)
+        shutil.rmtree(folder, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=root))
+    try:
+        build(tmp)
+        files = {name: _digest(tmp / name) for name in (MODULE, PARAMS) if (tmp / name).is_file()}
+        (tmp / MANIFEST).write_text(json.dumps({"files": files}), encoding="utf-8")
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process published it first: use theirs
+            if _valid(folder) is not None:
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Entry(folder, compiled=True)

@@ -1,0 +1,30 @@
+"""The kernel mappings of the numpy backends: which implementation runs each standard operator on
+skriptnd's Executor (skriptnd.execute).
+
+- numpy (alias tosa): runs of operations that legalize (skriptnd.tosa.legalize) compile into TOSA
+  programs run on the numpy TOSA kernels (skriptnd.execute.tosa_backend); any other operation runs its
+  native kernel when it has one (skriptnd.execute.kernels), else its @lower plan;
+- kernels: the native numpy kernels, else the @lower plans (no TOSA);
+- lower: the operators' own @lower formulas (the reference semantics), kernels only for intrinsics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def kernels_for(name: str) -> tuple[Mapping[str, Any], bool]:
+    """(kernel mapping, whether plan-time optimisations apply) of a numpy backend (or its alias)."""
+    from ..execute.executor import KERNELS
+    from ..semantics.intrinsics import STDLIB_INTRINSICS
+
+    if name == "kernels":
+        return KERNELS, True
+    if name == "lower":
+        return {n: fn for n, fn in KERNELS.items() if n in STDLIB_INTRINSICS}, False
+    if name in ("numpy", "tosa"):
+        from ..execute.tosa_backend import TosaKernels
+
+        return TosaKernels(KERNELS), True
+    raise ValueError(f"'{name}' is not a numpy backend; choose numpy, kernels or lower")

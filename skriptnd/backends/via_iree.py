@@ -1,0 +1,339 @@
+"""``iree``: the graph compiled by IREE for the CPU (llvm-cpu, ``--iree-llvmcpu-target-cpu=host`` unless
+``Options.target`` names another CPU or a target triple) and run by the IREE runtime.
+
+A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
+every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
+(filters re-laid out once, NCHW ↔ NHWC transpose pairs cancelled). Each program is written as TOSA MLIR
+(skriptnd.tosa.program_mlir) and compiled into one IREE module; a fully legalizing graph is one module.
+What does not legalize runs on numpy between the modules (native kernels, else @lower): the graph is
+**split**, and the plan (``sknd run -v``; ``sknd run`` prints a one-line notice) lists what runs where —
+never a silent fallback. A graph with @quantize entries compiles as its whole integer TOSA graph
+(skriptnd.tosa.quantized), or is refused with a located E0781.
+
+The weights leave the compiled module: ``--iree-parameter-export`` writes every constant of at least
+:data:`PARAMETER_MIN_BYTES` bytes to an IREE parameter archive (``params.irpa``) that the runtime maps
+from disk at load time. Compiled modules are cached (skriptnd.backends.iree_cache) by a content hash of
+the MLIR, the flags and the IREE version, so a second run of the same graph loads in milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..source import NO_SPAN
+from . import register
+from .base import Backend, Options, Progress, Runner
+from .executor_runner import has_quantization
+
+#: Flags of every compilation (the input is TOSA; the device the local CPU).
+BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
+              "--iree-hal-local-target-device-backends=llvm-cpu")
+#: Optimisation flags on by default (see docs/performance.md for the sweep that chose them).
+DEFAULT_FLAGS: tuple[str, ...] = ()
+PARAMETER_MIN_BYTES = 256
+PARAMETER_SCOPE = "model"
+COMPILE_TIMEOUT = 1800.0
+
+
+def iree_version() -> str:
+    import iree.compiler.version as v
+
+    return f"{v.VERSION} {v.REVISIONS}"
+
+
+def compiler_path() -> str:
+    from iree.compiler.tools.binaries import find_tool
+
+    return str(find_tool("iree-compile"))
+
+
+def compile_flags(options: Options) -> list[str]:
+    target = options.target or "host"
+    flags = list(BASE_FLAGS)
+    if target.count("-") >= 2:  # a target triple (aarch64-linux-gnu), not a CPU (skylake-avx512): its generic CPU
+        flags += [f"--iree-llvmcpu-target-triple={target}", "--iree-llvmcpu-target-cpu=generic"]
+    else:
+        flags.append(f"--iree-llvmcpu-target-cpu={target}")
+    return flags + list(DEFAULT_FLAGS) + list(options.flags)
+
+
+def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
+    """E0781 at the first thing keeping the graph from compiling, the others as notes."""
+    first = diags[0]
+    message = first.message.replace("is not legalized to TOSA", "does not legalize to TOSA")
+    notes = tuple(Note(d.message) for d in diags[1:6])
+    if len(diags) > 6:
+        notes += (Note(f"and {len(diags) - 6} more"),)
+    return DiagnosticError([Diagnostic(
+        code="E0781", span=first.span, notes=notes,
+        message=f"the iree backend compiles the whole graph '{graph.name}' to TOSA, but {message}",
+        hint="run it with --via numpy (TOSA programs where it legalizes, numpy kernels for the rest); "
+             "sknd compose MODEL --tosa lists what legalizes")])
+
+
+def graph_mlir(graph: Any) -> tuple[str, Any]:
+    """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
+    from ..tosa import quantized
+
+    try:
+        integer = quantized.lower_quantized(graph)
+    except DiagnosticError as err:
+        raise _refusal(graph, err.diagnostics) from None
+    return quantized.to_mlir(integer), integer
+
+
+def _compile(mlir: str, flags: list[str], folder: Any) -> None:
+    from .iree_cache import MODULE, PARAMS
+
+    source = os.path.join(folder, "model.mlir")
+    with open(source, "w", encoding="utf-8") as f:
+        f.write(mlir)
+    command = [compiler_path(), *flags, f"--iree-parameter-export={PARAMETER_SCOPE}={os.path.join(folder, PARAMS)}",
+               f"--iree-parameter-export-minimum-size={PARAMETER_MIN_BYTES}", source,
+               "-o", os.path.join(folder, MODULE)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise _compiler_failed(f"iree-compile did not finish in {COMPILE_TIMEOUT:.0f} s") from None
+    finally:
+        os.unlink(source)
+    if done.returncode != 0:
+        raise _compiler_failed(f"iree-compile failed:\n{done.stderr.strip()[-4000:]}")
+
+
+def _compiler_failed(message: str) -> DiagnosticError:
+    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN,
+                                       hint="report it with the model; --via numpy runs it meanwhile")])
+
+
+_CONFIGS: dict[tuple[str, int | None], Any] = {}
+
+
+def _config(driver: str, threads: int | None) -> Any:
+    """One IREE device (and worker pool) per driver and thread count, shared by every module of the
+    process: a split graph's modules, and the graphs run one after another, use the same workers."""
+    import iree.runtime as rt
+
+    key = (driver, threads)
+    if key not in _CONFIGS:
+        if threads and threads > 1:  # read when the task executor is created, i.e. by this Config
+            rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        _CONFIGS[key] = rt.Config(driver)
+    return _CONFIGS[key]
+
+
+class ProgramSource:
+    """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
+
+    def __init__(self, program: Any, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
+        self.program, self.inputs, self.comment = program, inputs, comment
+
+    def content(self) -> Iterator[bytes]:
+        from pathlib import Path
+
+        from ..tosa import export, program_mlir
+
+        for module in (program_mlir, export):  # the MLIR writer's code is part of what the MLIR depends on
+            yield Path(module.__file__ or "").read_bytes()
+        yield repr(self.inputs).encode()
+        yield str(self.program).encode()  # operators, attributes, constant shapes
+        for name, value in self.program.constants.items():
+            a = np.ascontiguousarray(value)
+            yield f"{name}:{a.dtype.str}:{a.shape}".encode()
+            yield memoryview(a.reshape(-1).view(np.uint8))
+
+    def mlir(self) -> str:
+        from ..tosa.program_mlir import program_to_mlir
+
+        return program_to_mlir(self.program, self.inputs, comment=self.comment)
+
+
+class TextSource:
+    def __init__(self, mlir: str) -> None:
+        self.text = mlir
+
+    def content(self) -> Iterator[bytes]:
+        yield self.text.encode("utf-8")
+
+    def mlir(self) -> str:
+        return self.text
+
+
+class IreeModule:
+    """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``."""
+
+    def __init__(self, source: ProgramSource | TextSource | str, options: Options) -> None:
+        import iree.runtime as rt
+
+        from .iree_cache import cache_root, content_key, lookup_or_build
+
+        if isinstance(source, str):
+            source = TextSource(source)
+        start = time.perf_counter()
+        flags = compile_flags(options)
+        self.flags = [f for f in flags if f not in BASE_FLAGS]
+        key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
+        self.entry = lookup_or_build(cache_root(options.cache_dir), key,
+                                     lambda folder: _compile(source.mlir(), flags, folder))
+        self.driver = "local-sync" if options.threads == 1 else "local-task"
+        config = _config(self.driver, options.threads)
+        modules = []
+        if self.entry.params is not None:
+            index = rt.ParameterIndex()
+            index.load(str(self.entry.params))
+            modules.append(rt.create_io_parameters_module(config.vm_instance,
+                                                          index.create_provider(scope=PARAMETER_SCOPE)))
+        try:
+            modules.append(rt.VmModule.mmap(config.vm_instance, str(self.entry.module)))
+            self.context = rt.SystemContext(vm_modules=modules, config=config)
+            self.main = self.context.modules.module["main"]
+        except (RuntimeError, ValueError) as err:
+            raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN, message=f"the IREE runtime cannot load "
+                                              f"{self.entry.module}: {err}",
+                                              hint=f"remove {self.entry.folder} to recompile it")]) from None
+        self.seconds = time.perf_counter() - start
+
+    def describe(self) -> str:
+        how = "compiled" if self.entry.compiled else "loaded from the cache"
+        weights = "parameter archive" if self.entry.params is not None else "weights inside the module"
+        return f"module {how} in {self.seconds:.2f} s ({weights}): {self.entry.folder}"
+
+    def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        result = self.main(*arrays)
+        results = list(result) if isinstance(result, list | tuple) else [result]
+        return [np.array(r.to_host(), copy=True) for r in results]
+
+
+class IntegerRunner(Runner):
+    """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
+
+    def __init__(self, graph: Any, options: Options) -> None:
+        mlir, self.integer = graph_mlir(graph)
+        self.module = IreeModule(mlir, options)
+        self.entry = self.module.entry
+        self.output_names = [n for n, _ in self.integer.outputs]
+        self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
+                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", self.module.describe()]
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        arrays = self.integer.quantize_inputs(dict(inputs))
+        return dict(zip(self.output_names, self.module(arrays), strict=True))
+
+
+IREE_OP = "iree.module"
+
+
+def _run_module(op: Any, args: list[Any]) -> list[Any]:
+    module: IreeModule = op.attribs["module"]
+    dtypes = op.attribs["dtypes"]
+    return module([np.ascontiguousarray(a, dtype=d) for a, d in zip(args, dtypes, strict=True)])
+
+
+class IreeKernels:
+    """The kernel mapping of the iree backend on skriptnd's Executor: at plan time, every run of operations
+    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.execute.tosa_backend), and
+    each program is written as MLIR and compiled by IREE (one module per run); what does not legalize or
+    compile runs on numpy (native kernels, else @lower) and the plan says so."""
+
+    def __init__(self, options: Options) -> None:
+        from ..execute.executor import KERNELS
+        from ..execute.tosa_backend import TosaKernels
+
+        self.options = options
+        self._numpy = TosaKernels(KERNELS)
+        self.plan: list[str] = []
+        self.modules: list[IreeModule] = []
+        self.numpy_ops: list[Any] = []  # graph operations left to numpy
+        self.compiled_ops = 0
+
+    def compile_segments(self, operations: list[Any], known: Any, keep: set[int]) -> list[Any]:
+        from dataclasses import replace
+
+        from ..execute.tosa_backend import PROGRAM_OP, compile_segments
+        from ..tosa.program_mlir import NotCompilable, check_compilable
+
+        result = []
+        from ..tosa.legalize.unrolled import LstmUnroller
+
+        for op in compile_segments(operations, known, keep, LstmUnroller()):
+            if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
+                result.append(op)
+                self.numpy_ops.append(op)
+                self.plan.append(f"numpy: {op.op}" + (f" ({op.label})" if op.label else "")
+                                 + " (does not legalize to TOSA; sknd compose --tosa says why)")
+                continue
+            sources = op.attribs["operations"]
+            what = f"{len(sources)} operation{'s' if len(sources) != 1 else ''} ({sources[0].op} … {sources[-1].op})"
+            try:
+                if any(t.dtype not in ("real", "bool") or any(d is None for d in t.shape) for t in op.inputs):
+                    raise NotCompilable("an input of the run has a dynamic shape or an int dtype")
+                dtypes = [np.dtype(np.bool_ if t.dtype == "bool" else np.float32) for t in op.inputs]
+                program = op.attribs["program"]
+                check_compilable(program)
+                source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
+                                                 for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
+                module = IreeModule(source, self.options)  # writes the MLIR only when not cached
+            except NotCompilable as err:
+                result.append(op)
+                self.numpy_ops.extend(sources)
+                self.plan.append(f"numpy TOSA program: {what}: not compiled, {err}")
+                continue
+            self.modules.append(module)
+            self.compiled_ops += len(sources)
+            result.append(replace(op, op=IREE_OP, attribs={**op.attribs, "module": module, "dtypes": dtypes}))
+            self.plan.append(f"IREE: {what}; {module.describe()}")
+        return result
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name]
+
+    def __getitem__(self, name: str) -> Any:
+        return _run_module if name == IREE_OP else self._numpy[name]
+
+
+class IreeGraphRunner(Runner):
+    """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
+
+    def __init__(self, graph: Any, options: Options) -> None:
+        from .executor_runner import ExecutorRunner
+
+        self.kernels = IreeKernels(options)
+        self._runner = ExecutorRunner(graph, self.kernels, True, [])  # type: ignore[arg-type]
+        self._runner.executor.prepare()
+        total = len(graph.operations)
+        k = self.kernels
+        self.split = bool(k.numpy_ops)
+        self.modules = k.modules
+        head = (f"{graph.name}: all {total} operations compiled by IREE" if not self.split else
+                f"{graph.name}: split: {len(k.modules)} IREE module(s) for the operations that legalize, "
+                f"{len(k.numpy_ops)} operation(s) on numpy")
+        flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
+        self.plan = [f"{head} (llvm-cpu, {flags}; driver "
+                     f"{k.modules[0].driver if k.modules else '-'})", *k.plan]
+
+    @property
+    def entry(self) -> Any:
+        """The compiled module of a graph that compiled as one (the common case)."""
+        return self.modules[0].entry
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        return self._runner.run(inputs, progress)
+
+
+@register
+class IreeBackend(Backend):
+    def __init__(self) -> None:
+        super().__init__("iree", "the whole graph as TOSA MLIR compiled by IREE for the CPU (cached; weights in a "
+                         "parameter archive)", requires=("iree.compiler", "iree.runtime"))
+
+    def prepare(self, graph: Any, options: Options) -> Runner:
+        if has_quantization(graph):
+            return IntegerRunner(graph, options)
+        return IreeGraphRunner(graph, options)

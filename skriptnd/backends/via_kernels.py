@@ -1,0 +1,23 @@
+"""``kernels``: the native numpy kernels (skriptnd.execute.kernels), @lower where there is none; no TOSA.
+A graph with @quantize entries runs with fake quantization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import register
+from .base import Backend, Options, Runner
+from .executor_runner import ExecutorRunner, fake_quantized, has_quantization
+from .kernel_maps import kernels_for
+
+
+@register
+class KernelsBackend(Backend):
+    def __init__(self) -> None:
+        super().__init__("kernels", "native numpy kernels, @lower where there is none (no TOSA)")
+
+    def prepare(self, graph: Any, options: Options) -> Runner:
+        quantized = has_quantization(graph)
+        kernels, optimize = kernels_for("kernels")
+        return ExecutorRunner(fake_quantized(graph) if quantized else graph, kernels, optimize,
+                              [f"{graph.name}: native numpy kernels" + (", fake quantization" if quantized else "")])

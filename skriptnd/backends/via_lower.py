@@ -1,0 +1,23 @@
+"""``lower``: every standard operator on its own @lower formulas (the reference semantics); kernels only
+for intrinsics. A graph with @quantize entries runs with fake quantization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import register
+from .base import Backend, Options, Runner
+from .executor_runner import ExecutorRunner, fake_quantized, has_quantization
+from .kernel_maps import kernels_for
+
+
+@register
+class LowerBackend(Backend):
+    def __init__(self) -> None:
+        super().__init__("lower", "every standard operator on its @lower formulas (the reference semantics)")
+
+    def prepare(self, graph: Any, options: Options) -> Runner:
+        quantized = has_quantization(graph)
+        kernels, optimize = kernels_for("lower")
+        return ExecutorRunner(fake_quantized(graph) if quantized else graph, kernels, optimize,
+                              [f"{graph.name}: @lower formulas" + (", fake quantization" if quantized else "")])

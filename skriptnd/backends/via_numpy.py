@@ -1,0 +1,40 @@
+"""``numpy`` (the default; ``tosa`` is its former name): TOSA programs on the numpy TOSA kernels for the
+operations that legalize, native kernels or @lower for the rest; a graph with @quantize entries runs as
+its integer TOSA graph (skriptnd.tosa.quantized)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import register
+from .base import Backend, Options, Progress, Runner
+from .executor_runner import ExecutorRunner, has_quantization
+from .kernel_maps import kernels_for
+
+
+class IntegerRunner(Runner):
+    """A quantized graph as its integer TOSA graph on the numpy TOSA operators."""
+
+    def __init__(self, graph: Any) -> None:
+        from ..tosa import quantized
+
+        self.integer = quantized.lower_quantized(graph)
+        self.plan = [f"running the integer TOSA graph of {graph.name} ({len(self.integer.ops)} TOSA operations)"]
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        return self.integer.run(dict(inputs))
+
+
+@register
+class NumpyBackend(Backend):
+    def __init__(self) -> None:
+        super().__init__("numpy", "TOSA programs on numpy (BLAS) for what legalizes, native kernels or @lower "
+                         "for the rest; @quantize graphs in integer TOSA (the default, no dependencies)")
+
+    def prepare(self, graph: Any, options: Options) -> Runner:
+        if has_quantization(graph):
+            return IntegerRunner(graph)
+        kernels, optimize = kernels_for("numpy")
+        return ExecutorRunner(graph, kernels, optimize, [f"{graph.name}: TOSA programs on numpy, native kernels "
+                                                         "or @lower for the rest (sknd compose --tosa lists which)"])

@@ -1,0 +1,75 @@
+"""``onnxruntime``: the graph's ONNX export (skriptnd.interop.onnx_export.to_onnx) run by onnxruntime, the
+path users deploy with. The session is built once per graph (the registry keeps the runner); inputs and
+outputs are matched to the ONNX model's by position (the exporter may sanitize names)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..diagnostics import Diagnostic, DiagnosticError
+from ..source import NO_SPAN
+from . import register
+from .base import Backend, Options, Progress, Runner
+
+
+def session(model: bytes | str, threads: int | None = None) -> Any:
+    """An onnxruntime CPU session of a serialized ONNX model (or a .onnx path), ``threads`` intra-op
+    threads (None: onnxruntime's default), every graph optimisation on."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def to_onnx_bytes(graph: Any) -> bytes:
+    try:
+        from ..interop.onnx_export import to_onnx
+    except ImportError:
+        raise DiagnosticError([Diagnostic(code="E0780", span=NO_SPAN, message="the onnxruntime backend needs the "
+                                          "ONNX exporter (skriptnd.interop.onnx_export), which this installation "
+                                          "does not have")]) from None
+    return to_onnx(graph).SerializeToString()
+
+
+class OnnxRuntimeRunner(Runner):
+    def __init__(self, graph: Any, model: bytes | str, threads: int | None, plan: list[str]) -> None:
+        try:
+            self.session = session(model, threads)
+        except Exception as err:  # onnxruntime raises its own exception types for models it refuses
+            raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN,
+                                              message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
+                                              f"{str(err).strip()[:2000]}")]) from None
+        self.inputs = [(t.name, i.name, np.bool_ if t.dtype == "bool" else np.float32)
+                       for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
+        self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
+        self.plan = plan
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        feed = {}
+        for ours, theirs, dtype in self.inputs:
+            if ours not in inputs:
+                raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{ours}'",
+                                                  span=NO_SPAN)])
+            feed[theirs] = np.ascontiguousarray(inputs[ours], dtype=dtype)
+        results = self.session.run(None, feed)
+        return dict(zip(self.output_names, results, strict=True))
+
+
+@register
+class OnnxRuntimeBackend(Backend):
+    def __init__(self) -> None:
+        super().__init__("onnxruntime", "the graph's ONNX export on onnxruntime (CPU)",
+                         requires=("onnx", "onnxruntime"))
+
+    def prepare(self, graph: Any, options: Options) -> Runner:
+        model = to_onnx_bytes(graph)
+        return OnnxRuntimeRunner(graph, model, options.threads,
+                                 [f"{graph.name}: its ONNX export ({len(model) / 1e6:.1f} MB) on onnxruntime (CPU)"])

@@ -1,0 +1,118 @@
+"""A compiled TOSA :class:`~skriptnd.tosa.program.Program` as TOSA 1.0 MLIR (generic form), for compilers
+that take TOSA (the iree backend).
+
+A program is the simplified TOSA graph of a run of legalized operations (skriptnd.tosa.program): batch
+norms folded, filters re-laid out once, and the NCHW ↔ NHWC transpose pairs between layers cancelled.
+Written as MLIR it gives the compiler that graph rather than one subgraph per operation, each framed by
+its own layout transposes (what :func:`skriptnd.tosa.export.to_mlir` writes, operation by operation).
+
+Intermediate types come from evaluating the operators once on placeholder inputs (ones), as the
+exporter does. :func:`program_to_mlir` raises :class:`NotCompilable` for what MLIR TOSA cannot type: an
+int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype without a TOSA element type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import OPS
+from .export import _ELEM, RESOURCE_MIN_BYTES, _attrs, _dense, _resource_blob, _resource_key, _type
+from .fast import specialise
+from .program import BOUNDARY, Program
+
+
+class NotCompilable(Exception):
+    """Why a program cannot be written as TOSA MLIR (the reason is the message)."""
+
+
+def _check(a: np.ndarray, what: str) -> None:
+    if a.dtype not in _ELEM:
+        raise NotCompilable(f"{what} is {a.dtype} (no TOSA element type)")
+
+
+def check_compilable(program: Program) -> None:
+    """:class:`NotCompilable` for what is certain to have no MLIR form without writing the MLIR (int64
+    values); the rest (an attribute or dtype without a form) :func:`program_to_mlir` finds."""
+    if any(o.name in BOUNDARY for o in program.ops):
+        raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
+
+
+def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dtype]], name: str = "main",
+                    comment: str = "") -> str:
+    """MLIR of ``program`` whose inputs have the ``(shape, dtype)`` of ``inputs``; one ``func.func @main``."""
+    lines: list[str] = []
+    ssa: dict[str, str] = {}
+    vals: dict[str, np.ndarray] = {}
+    blobs: list[tuple[str, tuple[str, str]]] = []
+    keys: set[str] = set()
+    counter = [0]
+    scratch: dict[str, np.ndarray] = {}
+
+    def fresh() -> str:
+        counter[0] += 1
+        return f"%{counter[0] - 1}"
+
+    args = []
+    for i, (n, (shape, dtype)) in enumerate(zip(program.inputs, inputs, strict=True)):
+        a = np.ones(shape, dtype)
+        _check(a, f"input {i}")
+        ssa[n], vals[n] = f"%arg{i}", a
+        args.append(f"%arg{i}: {_type(a)}")
+    for n, a in program.constants.items():
+        a = np.asarray(a)
+        v = fresh()
+        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
+            lines.append(f'    {v} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
+                         f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
+        else:
+            _check(a, f"constant {n}")
+            if a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
+                key = _resource_key(n, keys)
+                blobs.append((key, _resource_blob(a)))
+                lines.append(f'    {v} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> '
+                             f"{_type(a)}")
+            else:
+                lines.append(f'    {v} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}')
+        ssa[n], vals[n] = v, a
+    for o in program.ops:
+        if o.name in BOUNDARY:
+            raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
+        operands = [vals[i] for i in o.inputs]
+        with np.errstate(all="ignore"):
+            if o.name == "CONCAT":
+                result = np.asarray(OPS[o.name](operands, **o.attrs))
+            else:  # the fast form (BLAS convolutions) when there is one: only the result's type matters
+                fast = specialise(o.name, [program.constants.get(i) for i in o.inputs], o.attrs, None, scratch)
+                result = fast(*operands) if fast is not None else NotImplemented
+                if result is NotImplemented:
+                    result = OPS[o.name](*operands, **o.attrs)
+                result = np.asarray(result)
+        _check(result, f"the result of {o.name}")
+        in_types = ", ".join(f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else _type(a) for a in operands)
+        v = fresh()
+        try:
+            attrs = _attrs(o.name, o.attrs)
+        except ValueError as err:
+            raise NotCompilable(str(err)) from None
+        lines.append(f'    {v} = "tosa.{o.name.lower()}"({", ".join(ssa[i] for i in o.inputs)}){attrs} : '
+                     f"({in_types}) -> {_type(result)}")
+        ssa[o.output], vals[o.output] = v, result
+    for o in program.outputs:
+        if vals[o].dtype == np.int64:
+            raise NotCompilable("an output is a shape value")
+    res_types = ", ".join(_type(vals[o]) for o in program.outputs)
+    in_types = ", ".join(_type(vals[n]) for n in program.inputs)
+    head = (f'  "func.func"() <{{function_type = ({in_types}) -> ({res_types}), sym_name = "{name}"}}> ({{\n'
+            f'  ^bb0({", ".join(args)}):')
+    ret = f'    "func.return"({", ".join(ssa[o] for o in program.outputs)}) : ({res_types}) -> ()'
+    text = "\n".join([f"// TOSA 1.0 program {comment} (skriptnd)", '"builtin.module"() ({', head, *lines, ret,
+                      "  }) : () -> ()", "}) : () -> ()", ""])
+    if not blobs:
+        return text
+    parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
+    for i, (key, (blob_head, payload)) in enumerate(blobs):
+        parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(blobs) else '"\n']
+    parts.append("    }\n  }\n#-}\n")
+    return "".join(parts)

@@ -1,0 +1,314 @@
+"""The backends registry (skriptnd.backends) and its compiled backends: every backend runs the models of
+models/ it applies to and matches the `lower` reference (the operators' own @lower formulas: rtol 1e-4;
+integer results exactly); the iree backend compiles through iree-compile and caches the module on disk.
+
+IREE is an optional oracle like in test_tosa_export_models.py: these tests skip when iree-base-compiler /
+-runtime are missing locally and fail in CI (CI=1). Compiled modules go to one session-wide temporary
+cache, so each model compiles once per test session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skriptnd
+from skriptnd import backends
+from skriptnd.backends import Options
+from skriptnd.diagnostics import DiagnosticError
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+
+
+def require(*modules: str) -> None:
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m.split(".")[0]) is None
+               or importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{', '.join(missing)} not installed; the dev extra installs them")
+    pytest.skip(f"{', '.join(missing)} not installed (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("iree-cache"))
+
+
+def _inputs(graph: skriptnd.compose.ir.Graph, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.standard_normal([int(d) for d in t.shape]).astype(np.float32) for t in graph.inputs}
+
+
+def _compose(model: str, **attribs: int) -> skriptnd.compose.ir.Graph:
+    return skriptnd.load(MODELS / model).compose(attribs=attribs or None, random_weights=True, seed=1)
+
+
+# -- the registry -----------------------------------------------------------------------------------
+
+
+def test_registry_names_aliases_and_unknown_names() -> None:
+    assert backends.names() == ["numpy", "kernels", "lower", "iree", "onnxruntime"]
+    assert backends.canonical("tosa") == "numpy" and backends.get("tosa") is backends.get("numpy")
+    with pytest.raises(ValueError, match="choose one of numpy, kernels, lower, iree, onnxruntime"):
+        backends.canonical("gpu")
+
+
+def test_graph_run_keeps_one_prepared_runner_per_backend() -> None:
+    graph = _compose("digits")
+    x = _inputs(graph)
+    first = backends.prepare(graph, "kernels")
+    graph.run(x, backend="kernels")
+    assert backends.prepare(graph, "kernels") is first  # no second plan
+    assert backends.prepare(graph, "lower") is not first
+
+
+def test_a_missing_package_is_a_diagnostic_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = backends.get("iree")
+    monkeypatch.setattr(backend, "requires", ("no_such_package_for_sknd",))
+    with pytest.raises(DiagnosticError) as err:
+        backends.prepare(_compose("digits"), "iree")
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E0780" and "no_such_package_for_sknd" in diag.message and "pip install" in diag.message
+
+
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2"])
+@pytest.mark.parametrize("backend", ["numpy", "kernels"])
+def test_numpy_backends_match_lower(model: str, backend: str) -> None:
+    graph = _compose(model)
+    x = _inputs(graph)
+    expected = graph.run(x, backend="lower")
+    got = graph.run(x, backend=backend)
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+
+
+# -- iree -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
+def test_iree_matches_lower(model: str, cache: str) -> None:
+    require("iree.compiler", "iree.runtime")
+    graph = _compose(model)
+    x = _inputs(graph)
+    expected = graph.run(x, backend="lower")
+    got = graph.run(x, backend="iree", cache_dir=cache)
+    assert list(got) == list(expected)
+    for name, value in expected.items():
+        assert got[name].shape == value.shape and got[name].dtype == value.dtype
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+    runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
+    # the whole graph, one module (models/lstm: its two nn.lstm layers unrolled, skriptnd.tosa.legalize.unrolled)
+    assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
+    if model == "resnet18":  # 47 MB of weights, almost all in the parameter archive outside the module
+        params = runner.entry.params  # type: ignore[attr-defined]
+        assert params is not None and runner.entry.module.stat().st_size < params.stat().st_size / 10
+
+
+def test_iree_runs_the_int8_graph_bit_exactly(cache: str) -> None:
+    """digits_int8 under iree: the same int8 logits as the integer TOSA graph on the numpy TOSA operators
+    (whose operators the TOSA reference model checks in test_tosa_quantized.py), bit for bit."""
+    require("iree.compiler", "iree.runtime")
+    from skriptnd.tosa.quantized import lower_quantized
+
+    graph = skriptnd.load(MODELS / "digits_int8").compose(attribs={"batch": 10})
+    images = np.concatenate([np.load(MODELS / "digits" / "samples" / f"{n}.npy") for n in range(10)])
+    integer = lower_quantized(graph)
+    logits = integer.values["logits"].name
+    # the compiled integer graph: its logits are int8 TOSA values, compared exactly
+    from skriptnd.backends.via_iree import IntegerRunner
+
+    probabilities = graph.run({"image": images}, backend="iree", cache_dir=cache)["probabilities"]
+    expected = integer.run({"image": images})["probabilities"]
+    np.testing.assert_allclose(probabilities, expected, rtol=1e-5, atol=1e-7)  # fp32 softmax after the int8 graph
+    assert probabilities.argmax(axis=1).tolist() == list(range(10))
+    runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
+    assert isinstance(runner, IntegerRunner) and runner.integer is not None
+    exact = _iree_int8_logits(integer, logits, images, cache)
+    np.testing.assert_array_equal(exact, integer.run({"image": images}, outputs=[logits])[logits])
+
+
+def _iree_int8_logits(integer: object, logits: str, images: np.ndarray, cache: str) -> np.ndarray:
+    """The int8 logits of the integer graph compiled and loaded the backend's way (IreeModule)."""
+    from skriptnd.backends.via_iree import IreeModule
+    from skriptnd.tosa.quantized import to_mlir
+
+    module = IreeModule(to_mlir(integer, outputs=[logits]), Options(cache_dir=cache))  # type: ignore[arg-type]
+    (out,) = module(integer.quantize_inputs({"image": images}))  # type: ignore[attr-defined]
+    assert out.dtype == np.int8
+    return out
+
+
+def test_iree_cache_reuses_recompiles_and_repairs(tmp_path: Path) -> None:
+    require("iree.compiler", "iree.runtime")
+    cache = str(tmp_path / "cache")
+    x = _inputs(_compose("digits"))
+    first = backends.prepare(_compose("digits"), "iree", Options(cache_dir=cache))
+    assert first.entry.compiled
+    again = backends.prepare(_compose("digits"), "iree", Options(cache_dir=cache))  # a new graph object
+    assert not again.entry.compiled and again.entry.folder == first.entry.folder
+    expected = again.run(x)["probabilities"]
+    # another flag, another graph (batch 2): compiled anew, in their own entries
+    flagged = backends.prepare(_compose("digits"), "iree", Options(cache_dir=cache, flags=("--iree-opt-level=O1",)))
+    batch2 = backends.prepare(_compose("digits", batch=2), "iree", Options(cache_dir=cache))
+    assert flagged.entry.compiled and batch2.entry.compiled
+    assert len({first.entry.folder, flagged.entry.folder, batch2.entry.folder}) == 3
+    # a corrupt module: a warning, recompiled, the same results
+    module = first.entry.module
+    truncated = module.with_suffix(".tmp")  # a new file in its place: loaded modules keep mapping the old one
+    truncated.write_bytes(module.read_bytes()[:100])
+    os.replace(truncated, module)
+    with pytest.warns(RuntimeWarning, match="corrupt"):
+        repaired = backends.prepare(_compose("digits"), "iree", Options(cache_dir=cache))
+    assert repaired.entry.compiled
+    np.testing.assert_array_equal(repaired.run(x)["probabilities"], expected)
+    # a missing manifest is as corrupt as a bad file
+    (repaired.entry.folder / "manifest.json").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert backends.prepare(_compose("digits"), "iree", Options(cache_dir=cache)).entry.compiled
+    assert any("corrupt" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize(("model", "numpy_ops"), [("yolo_head", {"layout.split", "algo.nonmax_suppress"})])
+def test_iree_splits_what_does_not_legalize_and_says_so(model: str, numpy_ops: set[str], cache: str) -> None:
+    """Operations without a TOSA form run on numpy between IREE modules; the plan names each one."""
+    require("iree.compiler", "iree.runtime")
+    graph = _compose(model)
+    x = _inputs(graph)
+    if model == "yolo_head":
+        x = {k: v * 4 for k, v in x.items()}  # confident detections, so that some boxes survive
+    expected = graph.run(x, backend="lower")
+    got = graph.run(x, backend="iree", cache_dir=cache)
+    for name, value in expected.items():
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+        else:
+            np.testing.assert_array_equal(got[name], value)
+    runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
+    assert runner.split and runner.modules  # type: ignore[attr-defined]
+    assert "split" in runner.plan[0]
+    assert numpy_ops <= {line.split()[1] for line in runner.plan if line.startswith("numpy: ")}
+    assert any(line.startswith("IREE: ") for line in runner.plan)
+
+
+def test_iree_refuses_a_quantized_graph_without_an_integer_form(monkeypatch: pytest.MonkeyPatch,
+                                                               cache: str) -> None:
+    """A @quantize graph compiles whole as its integer TOSA graph; what keeps it from lowering is E0781,
+    located where the lowering failed."""
+    require("iree.compiler", "iree.runtime")
+    from skriptnd.tosa import quantized
+
+    graph = skriptnd.load(MODELS / "digits_int8").compose()
+    bad = graph.operations[3]
+
+    def refuse(g: object, *a: object, **k: object) -> None:
+        raise quantized._fail(bad, "cannot lower this operation in integer arithmetic")
+
+    monkeypatch.setattr(quantized, "lower_quantized", refuse)
+    with pytest.raises(DiagnosticError) as err:
+        graph.run({"image": np.load(MODELS / "digits" / "samples" / "3.npy")}, backend="iree", cache_dir=cache)
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E0781" and "cannot lower this operation" in diag.message and diag.span == bad.span
+    assert "--via numpy" in (diag.hint or "")
+
+
+def sknd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})}, timeout=600)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def test_cli_run_via_iree_shows_its_plan_and_caches(tmp_path: Path) -> None:
+    require("iree.compiler", "iree.runtime")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg"), "SKRIPTND_CACHE_DIR": ""}
+    args = ("run", str(MODELS / "digits"), "--input", f"image={MODELS / 'digits' / 'samples' / '7.npy'}",
+            "--via", "iree", "-v", "--threads", "2", "--output-dir", str(tmp_path / "out"))
+    cold = sknd(*args, env=env)
+    assert cold.returncode == 0, cold.stderr
+    assert "module compiled" in cold.stderr and "parameter archive" in cold.stderr
+    assert str(tmp_path / "xdg" / "skriptnd" / "iree") in cold.stderr
+    warm = sknd(*args, env=env)
+    assert warm.returncode == 0 and "module loaded from the cache" in warm.stderr
+    assert int(np.load(tmp_path / "out" / "probabilities.npy").argmax()) == 7
+    split = sknd("run", str(MODELS / "yolo_head"), "--random-inputs", "--random-weights", "--via", "iree", env=env)
+    assert split.returncode == 0 and "split: 1 IREE module(s)" in split.stderr and "-v lists them" in split.stderr
+
+
+# -- onnxruntime ------------------------------------------------------------------------------------
+
+
+def _require_onnx_export() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("skriptnd.interop.onnx_export") is None:
+        pytest.skip("the ONNX exporter (skriptnd.interop.onnx_export) is not in this branch yet")
+    require("onnx", "onnxruntime")
+
+
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
+def test_onnxruntime_matches_lower(model: str) -> None:
+    _require_onnx_export()
+    graph = _compose(model)
+    x = _inputs(graph)
+    expected = graph.run(x, backend="lower")
+    got = graph.run(x, backend="onnxruntime", threads=1)
+    assert list(got) == list(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
+    """nn.lstm without `steps` unrolls to TOSA (a second layer reading the first's Y too); with `steps`
+    (LSTMSteps: the length is data) it does not; the TABLE (the numpy backend) keeps the native kernel."""
+    from skriptnd.tosa.legalize import TABLE, legalize
+    from skriptnd.tosa.legalize.core import run_subgraph
+    from skriptnd.tosa.legalize.unrolled import LstmUnroller
+
+    graph = _compose("lstm", seq=5, batch=2)
+    layer1, layer2 = (op for op in graph.operations if op.op == "nn.lstm")
+    assert legalize(layer1)[0] is None and "nn.lstm" not in TABLE
+    unroll = LstmUnroller()
+    sg1, sg2 = unroll(layer1), unroll(layer2)
+    assert sg1 is not None and sg2 is not None  # layer 2's input has a declared dynamic extent
+    assert sum(o.name == "MATMUL" for o in sg1.ops) == 1 + 5  # the input projection, then one per step
+    x = _inputs(graph)["X"]
+    weights = {t.name: graph.variable_source(t) for t in graph.variables}
+    args = [x, weights["layer1_W"], weights["layer1_R"], weights["layer1_B"], None, None, None]
+    y, h, c = run_subgraph(sg1, args[:len(layer1.inputs)])
+    expected = graph.run({"X": x}, backend="lower")
+    np.testing.assert_allclose(h, expected["hN"][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, expected["cN"][0], rtol=1e-5, atol=1e-6)
+    steps_graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
+    assert all(LstmUnroller()(op) is None for op in steps_graph.operations if op.op == "nn.lstm")
+
+
+def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:
+    _require_onnx_export()
+    graph = _compose("digits")
+    x = _inputs(graph)
+    runner = backends.prepare(graph, "onnxruntime", Options(threads=1))
+    graph.run(x, backend="onnxruntime", threads=1)
+    assert backends.prepare(graph, "onnxruntime", Options(threads=1)) is runner
+    assert runner.session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
+
+
+def test_iree_target_flags() -> None:
+    """--target: a CPU name (also with a dash) or a target triple to cross-compile for."""
+    from skriptnd.backends.via_iree import compile_flags
+
+    assert "--iree-llvmcpu-target-cpu=host" in compile_flags(Options())
+    assert "--iree-llvmcpu-target-cpu=skylake-avx512" in compile_flags(Options(target="skylake-avx512"))
+    cross = compile_flags(Options(target="aarch64-unknown-linux-gnu"))
+    assert "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu" in cross
+    assert "--iree-llvmcpu-target-cpu=generic" in cross

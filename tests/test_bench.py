@@ -1,0 +1,126 @@
+"""`sknd bench` (skriptnd/cli_bench.py over skriptnd.backends.bench): every backend is checked against the
+others before it is timed, and the onnxruntime reference is a supplied ONNX model on the same weights
+(tests/test_model_zoo.py's two-layer ONNX LSTM of models/lstm). No timing is asserted, only that each
+number is there and consistent (a ratio is a median over onnxruntime's median)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import test_model_zoo as zoo  # noqa: E402
+
+import skriptnd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTRIBS = ("-a", f"seq={zoo.SEQ}", "-a", f"batch={zoo.BATCH}", "--graph", "LSTM")
+
+
+def require_onnxruntime() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("onnx") and importlib.util.find_spec("onnxruntime"):
+        return
+    if os.environ.get("CI"):
+        pytest.fail("onnx / onnxruntime not installed; the dev extra installs them")
+    pytest.skip("onnx / onnxruntime not installed (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="module")
+def lstm_onnx(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """models/lstm with make_weights.py's weights, and the ONNX LSTM on the same weights (outputs in the
+    graph's order)."""
+    require_onnxruntime()
+    import onnx
+    from onnx import TensorProto, helper
+
+    folder, params = zoo._copy_with_weights("lstm", tmp_path_factory.mktemp("lstm"))
+    graph = skriptnd.load(folder).compose("LSTM", attribs={"seq": zoo.SEQ, "batch": zoo.BATCH})
+    order = [graph.output_name(i) for i in range(len(graph.outputs))]
+    b = zoo.lstm_onnx(params, with_steps=False)
+    nodes = [*b.nodes, *(helper.make_node("Identity", [getattr(b, n)], [n]) for n in order)]
+    model = helper.make_model(helper.make_graph(
+        nodes, "lstm", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [zoo.SEQ, zoo.BATCH, 16])],
+        [helper.make_empty_tensor_value_info(n) for n in order], b.initializers),
+        opset_imports=[helper.make_opsetid("", b.OPSET)])
+    model.ir_version = 10
+    path = folder / "lstm.onnx"
+    onnx.save(model, str(path))
+    return folder, path
+
+
+def sknd(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def test_bench_json_times_each_backend_against_onnxruntime(lstm_onnx: tuple[Path, Path]) -> None:
+    folder, onnx_path = lstm_onnx
+    proc = sknd("bench", str(folder), *ATTRIBS, "--via", "numpy,kernels", "--onnx", str(onnx_path), "--threads", "1",
+                "--rounds", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    assert report["model"] == str(folder) and report["threads"] == 1
+    rows = {r["backend"]: r for r in report["results"]}
+    assert list(rows) == ["numpy", "kernels", "onnxruntime"]
+    for row in rows.values():
+        assert row["median_ms"] > 0 and row["runs"] == 6 and row["error"] is None
+    assert rows["onnxruntime"]["ratio_vs_onnxruntime"] == pytest.approx(1.0)
+    assert rows["numpy"]["ratio_vs_onnxruntime"] == pytest.approx(
+        rows["numpy"]["median_ms"] / rows["onnxruntime"]["median_ms"])
+    # the same weights: onnxruntime's LSTM computes what skriptnd does (a different file would not)
+    assert rows["onnxruntime"]["deviation"] < 1e-4 and rows["kernels"]["deviation"] < 1e-4
+    env = report["environment"]
+    assert env["cores"] == os.cpu_count() and "numpy_blas" in env and isinstance(env["env"], dict)
+    blas = [p for p in env["threadpools"] if p["internal_api"] in ("openblas", "mkl", "blis")]
+    assert all(p["num_threads"] == 1 for p in blas)  # --threads 1 reached numpy's BLAS
+
+
+def test_bench_table_shows_the_machine_and_the_ratios(lstm_onnx: tuple[Path, Path]) -> None:
+    folder, onnx_path = lstm_onnx
+    proc = sknd("bench", str(folder), *ATTRIBS, "--via", "kernels", "--onnx", str(onnx_path), "--rounds", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "BLAS" in proc.stdout and "median (ms)" in proc.stdout and "/ onnxruntime" in proc.stdout
+    assert "kernels" in proc.stdout and "x" in proc.stdout.split("kernels", 1)[1].splitlines()[0]
+
+
+def test_bench_usage_errors(lstm_onnx: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, _ = lstm_onnx
+    assert sknd("bench", str(folder), *ATTRIBS, "--via", "numpy,gpu").returncode == 2
+    assert sknd("bench", str(folder), *ATTRIBS, "--onnx", str(tmp_path / "missing.onnx")).returncode == 2
+    assert sknd("bench", str(folder), *ATTRIBS, "--compare", "tensorflow").returncode == 2
+
+
+def test_a_wrong_onnx_reference_is_reported_not_timed(lstm_onnx: tuple[Path, Path], tmp_path: Path) -> None:
+    """A file onnxruntime refuses is a row with its reason; the other backends are still timed."""
+    folder, _ = lstm_onnx
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not an onnx model")
+    proc = sknd("bench", str(folder), *ATTRIBS, "--via", "kernels", "--onnx", str(bad), "--rounds", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
+    assert rows["kernels"]["median_ms"] > 0 and rows["kernels"]["ratio_vs_onnxruntime"] is None
+    assert rows["onnxruntime"]["median_ms"] is None and "onnxruntime refuses" in rows["onnxruntime"]["error"]
+    assert np.isfinite(rows["kernels"]["median_ms"])
+
+
+def test_bench_compares_with_the_models_own_onnx_export() -> None:
+    """Without --onnx, --compare onnxruntime times the model's ONNX export (skriptnd.interop.onnx_export)."""
+    require_onnxruntime()
+    proc = sknd("bench", str(ROOT / "models" / "digits"), "--via", "numpy", "--compare", "onnxruntime",
+                "--rounds", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
+    assert list(rows) == ["numpy", "onnxruntime"] and rows["onnxruntime"]["error"] is None
+    assert rows["onnxruntime"]["deviation"] < 1e-4 and rows["numpy"]["ratio_vs_onnxruntime"] > 0
