@@ -152,8 +152,10 @@ def version() -> None:
 
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
+    from .deepstack import call_with_deep_stack
+
     try:
-        app()
+        call_with_deep_stack(app)
     except SystemExit:
         raise
     except KeyboardInterrupt:
