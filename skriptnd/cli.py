@@ -111,15 +111,17 @@ def doc(
     raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
 ) -> None:
     """Print the operator reference of the standard library (as in docs/stdlib.md)."""
+    from .cli_io import check_output_file, write_output
     from .docgen import render_target
 
+    check_output_file(output, "--output")
     try:
         text = render_target(target)
     except LookupError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     if output is not None:
-        write_atomic(output, text)
+        write_output(output, text, "--output")
         typer.echo(f"wrote {output}", err=True)
         return
     if raw or not sys.stdout.isatty():

@@ -56,7 +56,7 @@ def export_command(
     Only fully legalized graphs with static real/bool inputs and outputs
     export; anything else is a located E0750 diagnostic."""
     from .cli_graph import _color, fail, load_and_compose, parse_attribs
-    from .fileio import write_atomic
+    from .cli_io import check_output_file, write_output
     from .tosa.export import ExportError, to_flatbuffer
 
     #: (option, target file, producer of its contents); producers run in order and may share work.
@@ -76,6 +76,8 @@ def export_command(
     if not wanted:
         raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE",
                                  param_hint="--tosa-mlir")
+    for option, target, _produce in wanted:
+        check_output_file(target, option)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     produced: list[tuple[Path, str | bytes]] = []
     for _option, target, produce in wanted:
@@ -86,6 +88,6 @@ def export_command(
         except (ExportError, subprocess.TimeoutExpired, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1) from None
-    for target, data in produced:
-        write_atomic(target, data)
+    for (option, _, _), (target, data) in zip(wanted, produced, strict=True):
+        write_output(target, data, option)
         typer.echo(f"wrote {target}", err=True)

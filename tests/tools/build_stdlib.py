@@ -102,6 +102,13 @@ def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:
     return text, applied
 
 
+# A stray quote at the end of a message string (the message reads "... (inclusive)'").
+ERRATA += (
+    Erratum("relu", "\"'alpha' must be between 0 and 1 (inclusive)'\"", "\"'alpha' must be between 0 and 1 (inclusive)\"",
+            "a stray quote closes the message: it reads \"... (inclusive)'\""),
+)
+
+
 # The expected mapping; the spec text wins if it says otherwise (a warning is printed).
 EXPECTED = {
     "4.1": "layout",
