@@ -12,16 +12,33 @@ import typer
 from . import __version__, cli_graph
 from .checking import check_paths, expand_paths
 from .cli_export import export_command
+from .cli_help import TidyGroup
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
 from .source import SourceFile
 
 app = typer.Typer(
+    cls=TidyGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="SkriptND (NNEF 2.0) toolchain: check, format, compose and run models.",
+    help="SkriptND (NNEF 2.0) toolchain: check, format, compose, run and export models.\n\n"
+    "Example: sknd run models/digits --input image=models/digits/samples/3.npy",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"skriptnd {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                                help="Print the skriptnd version and exit.")] = False) -> None:
+    """SkriptND (NNEF 2.0) toolchain: check, format, compose, run and export models.
+
+    Example: sknd run models/digits --input image=models/digits/samples/3.npy"""
 
 
 class OutputFormat(StrEnum):
@@ -58,7 +75,9 @@ ColorOpt = Annotated[Color, typer.Option("--color", help="Colour the text output
 
 @app.command()
 def check(paths: PathsArg, format: FormatOpt = OutputFormat.text, color: ColorOpt = Color.auto) -> None:
-    """Check SkriptND modules and report every problem found."""
+    """Check SkriptND modules and report every problem found.
+
+    Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
     result = check_paths(paths)
     _report(result.diagnostics, result.sources, format, color, result.files)
     raise typer.Exit(1 if any(d.severity == "error" for d in result.diagnostics) else 0)
@@ -71,7 +90,9 @@ def fmt(
     stdout: Annotated[bool, typer.Option("--stdout", help="Print the formatted text instead of rewriting.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Format SkriptND modules in place (comments are kept)."""
+    """Format SkriptND modules in place (comments are kept).
+
+    Example: sknd fmt --check models/digits/main.sknd"""
     from .syntax import parse_module
     from .syntax.printer import format_module
 
@@ -110,7 +131,9 @@ def doc(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to this file.")] = None,
     raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
 ) -> None:
-    """Print the operator reference of the standard library (as in docs/stdlib.md)."""
+    """Print the operator reference of the standard library (as in docs/stdlib.md).
+
+    Example: sknd doc nn.conv   (or: sknd doc -o stdlib.md)"""
     from .cli_io import check_output_file, write_output
     from .docgen import render_target
 
@@ -135,7 +158,9 @@ def doc(
 
 @app.command()
 def lsp() -> None:
-    """Run the SkriptND language server over stdin/stdout (for editors)."""
+    """Run the SkriptND language server over stdin/stdout (for editors).
+
+    Example: configure your editor's LSP client to start the command: sknd lsp"""
     from .lsp.server import main as serve
 
     serve()
@@ -148,7 +173,9 @@ app.command("export")(export_command)
 
 @app.command()
 def version() -> None:
-    """Print the skriptnd version."""
+    """Print the skriptnd version (as sknd --version does).
+
+    Example: sknd version"""
     typer.echo(__version__)
 
 

@@ -54,7 +54,9 @@ def export_command(
     iree-compile --iree-input-type=tosa compiles the MLIR.
 
     Only fully legalized graphs with static real/bool inputs and outputs
-    export; anything else is a located E0750 diagnostic."""
+    export; anything else is a located E0750 diagnostic.
+
+    Example: sknd export models/digits --tosa-mlir digits.mlir"""
     from .cli_graph import _color, fail, load_and_compose, parse_attribs
     from .cli_io import check_output_file, write_output
     from .tosa.export import ExportError, to_flatbuffer

@@ -199,6 +199,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                                                 "variables or any tensor need more (e.g. 512M, "
                                                                 "4G; default: 80% of physical memory).")]
                 = None,
+                top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Show the K largest entries of "
+                                                          "each row of 2-D outputs as a class table (shown "
+                                                          "by default for outputs computed by a softmax).")]
+                = None,
                 color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs.
 
@@ -242,7 +246,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         cli_io.save_arrays(save_inputs, given, "--save-inputs")
     if output_dir is not None:
         cli_io.save_arrays(output_dir, outputs, "--output-dir")
-    _show(outputs)
+    _show(outputs, _class_outputs(composed), top_k)
     if expect is not None:
         _compare(outputs, expect, rtol, atol)
 
@@ -288,7 +292,17 @@ def _run_quantized(graph: Any, inputs: dict[str, np.ndarray], via: str) -> dict[
     return _run_with_progress(fake_quantize(graph), inputs, via)
 
 
-def _show(outputs: dict[str, Any]) -> None:
+def _class_outputs(graph: Any) -> set[str]:
+    """Names of the outputs declared as class probabilities: computed by a softmax."""
+    made_by = {id(v): op.op for op in graph.operations for v in op.outputs if v is not None}
+    return {graph.output_name(i) for i, t in enumerate(graph.outputs) if made_by.get(id(t)) in SOFTMAX_OPS}
+
+
+#: Operators whose result reads as class probabilities (a row per sample, a column per class).
+SOFTMAX_OPS = frozenset({"nn.softmax"})
+
+
+def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -305,16 +319,20 @@ def _show(outputs: dict[str, Any]) -> None:
     console.print(table)
     for name, value in outputs.items():
         arr = np.asarray(value)
-        if arr.ndim == 2 and arr.shape[0] <= 4 and 1 < arr.shape[1] <= 20 and arr.dtype.kind == "f":
-            for row, scores in enumerate(arr):
-                best = int(np.argmax(scores))
-                detail = Table(title=f"{name}[{row}]: class {best} ({float(scores[best]):.4g})")
-                detail.add_column("class", justify="right")
-                detail.add_column(name, justify="right")
-                for k in np.argsort(-scores):
-                    style = "bold green" if k == best else None
-                    detail.add_row(str(int(k)), f"{float(scores[k]):.4f}", style=style)
-                console.print(detail)
+        if arr.ndim != 2 or arr.dtype.kind not in "fiu" or arr.shape[1] < 2:
+            continue
+        if top_k is None and not (name in classes and arr.shape[0] <= 4 and arr.shape[1] <= 20):
+            continue  # other 2-D outputs: their statistics above
+        keep = top_k or arr.shape[1]
+        for row, scores in enumerate(arr[:4]):
+            best = int(np.argmax(scores))
+            detail = Table(title=f"{name}[{row}]: class {best} ({float(scores[best]):.4g})")
+            detail.add_column("class", justify="right")
+            detail.add_column(name, justify="right")
+            for k in np.argsort(-scores, kind="stable")[:keep]:
+                style = "bold green" if k == best else None
+                detail.add_row(str(int(k)), f"{float(scores[k]):.4f}", style=style)
+            console.print(detail)
 
 
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:

@@ -158,7 +158,7 @@ def check_input_names(graph: Any, given: Iterable[str], random_inputs: bool) -> 
     given = list(given)
     for name in given:
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
+            close = [n for n in names if n.lower() == name.lower()] or difflib.get_close_matches(name, names, n=1)
             diags.append(Diagnostic(
                 code="E0792", message=f"graph '{graph.name}' has no input '{name}'; its inputs are {declared}",
                 span=graph_span(graph),

@@ -220,7 +220,7 @@ def test_random_inputs_beyond_memory_say_the_size_needed() -> None:
     proc = sknd("run", str(DIGITS), "--random-inputs", "--attrib", f"batch={batch}")
     assert proc.returncode == 1
     needed = batch * 1 * 8 * 8 * 4  # real[batch,1,8,8] as float32
-    assert f"main.sknd:11:9: error[E0791]: random values for input 'image'" in proc.stderr
+    assert "main.sknd:11:9: error[E0791]: random values for input 'image'" in proc.stderr
     assert f"({needed:,} bytes)" in proc.stderr
 
 
