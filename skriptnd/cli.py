@@ -14,7 +14,7 @@ from .checking import check_paths, expand_paths
 from .cli_export import export_command
 from .cli_help import TidyGroup
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
-from .fileio import read_source, write_atomic
+from .fileio import read_source
 from .source import SourceFile
 
 app = typer.Typer(
@@ -115,7 +115,9 @@ def fmt(
         elif formatted != source.text:
             changed.append(source.path)
             if not check_only:
-                write_atomic(Path(source.path), formatted)
+                from .cli_io import write_output
+
+                write_output(Path(source.path), formatted, "PATHS")
     if diags:
         print_diagnostics(diags, sources, color=_color(color))
     for name in changed:

@@ -306,3 +306,19 @@ def test_unknown_input_through_the_api_is_located_too() -> None:
     d = caught.value.diagnostics[0]
     assert d.code == "E0711" and "has no input 'imag'" in d.message and d.hint == "did you mean 'image'?"
     assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 11, 9)  # `image: real[...]`
+
+
+def test_fmt_onto_a_file_it_cannot_replace_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import skriptnd.cli_io
+
+    path = write(tmp_path, "import nn;\ngraph G { @input { x: real[2]; } @output { y: real[2]; } "
+                           "@compose { y = nn.relu(x); } }\n")
+
+    def read_only(target: Path, data: str | bytes) -> None:  # a read-only mount refuses the rename
+        raise OSError(errno.EROFS, "Read-only file system", str(target))
+
+    monkeypatch.setattr(skriptnd.cli_io, "write_atomic", read_only)
+    code, output = cli("fmt", str(path))
+    assert code == 2 and f"cannot write {path}: Read-only file system" in output
