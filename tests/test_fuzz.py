@@ -195,7 +195,7 @@ def assert_located(span_file: str, line: int, col: int, texts: dict[str, str]) -
     if text is None:
         path = Path(span_file)
         assert path.is_file(), f"diagnostic in a file that does not exist: {span_file}"
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_bytes().decode("utf-8", "replace").replace("\r\n", "\n")  # as read_source; a lone \r is no break
     lines = text.split("\n")
     assert 1 <= line <= len(lines) + 1, (span_file, line, len(lines))
     assert col >= 1, (span_file, line, col)
