@@ -26,7 +26,9 @@ STACK_BYTES = 1024 * 1024 * 1024
 def call_with_deep_stack(fn: Callable[[], T]) -> T:
     """fn() on a thread with a deep stack; its result or exception (SystemExit too) passes through.
 
-    Falls back to a plain call where a big thread stack cannot be had (a low `ulimit -v`)."""
+    Meant for a process's entry point (the CLI): the thread stack size stays raised for threads
+    started later. Falls back to a plain call where a big thread stack cannot be had (a low
+    `ulimit -v`)."""
     result: list[T] = []
     error: list[BaseException] = []
 
@@ -38,22 +40,20 @@ def call_with_deep_stack(fn: Callable[[], T]) -> T:
 
     previous_limit = sys.getrecursionlimit()
     try:
-        previous_size = threading.stack_size(STACK_BYTES)
+        # kept for threads the call starts too (an LSP server's workers): the raised recursion limit
+        # is process-wide, so every thread needs the stack for it
+        threading.stack_size(STACK_BYTES)
     except (ValueError, RuntimeError):
         return fn()
+    worker = threading.Thread(target=body, name="skriptnd-deep-stack", daemon=True)
+    sys.setrecursionlimit(RECURSION_LIMIT)
     try:
-        worker = threading.Thread(target=body, name="skriptnd-deep-stack", daemon=True)
-        sys.setrecursionlimit(RECURSION_LIMIT)
-        try:
-            worker.start()
-        except RuntimeError:  # no memory for the stack
-            sys.setrecursionlimit(previous_limit)
-            return fn()
-    finally:
-        threading.stack_size(previous_size)
+        worker.start()
+    except RuntimeError:  # no memory for the stack
+        sys.setrecursionlimit(previous_limit)
+        return fn()
     try:
-        while worker.is_alive():
-            worker.join(0.2)  # a timed join keeps Ctrl+C deliverable on the main thread
+        worker.join()  # lock waits are interruptible on POSIX: Ctrl+C still reaches the main thread
     finally:
         sys.setrecursionlimit(previous_limit)
     if error:
