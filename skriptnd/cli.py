@@ -36,9 +36,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
                                                 help="Print the skriptnd version and exit.")] = False) -> None:
-    """SkriptND (NNEF 2.0) toolchain: check, format, compose, run and export models.
-
-    Example: sknd run models/digits --input image=models/digits/samples/3.npy"""
+    """Options of `sknd` itself (its help text is the Typer app's `help` above)."""
 
 
 class OutputFormat(StrEnum):
