@@ -148,11 +148,17 @@ def _parse_time(text: str) -> float:
 
 @pytest.mark.parametrize("make", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
 def test_syntax_errors_are_diagnosed_in_quasi_linear_time(make) -> None:
-    small, large = 3000, 24000
+    small, large = 6000, 48000
     _parse_time(make(small))  # warm up the parser
-    t_small, t_large = _parse_time(make(small)), _parse_time(make(large))
-    # 8x the input: n log n gives ~10x the time, quadratic 64x; the floor absorbs timer noise
-    assert t_large <= 24 * max(t_small, 0.002), (t_small, t_large)
+    # 8x the input: n log n gives ~10x the time, quadratic 64x. A loaded machine (CI shares its
+    # cores) can slow one measurement: up to three tries, the floor absorbs timer noise.
+    ratios = []
+    for _ in range(3):
+        t_small, t_large = _parse_time(make(small)), _parse_time(make(large))
+        ratios.append(t_large / max(t_small, 0.003))
+        if ratios[-1] <= 32:
+            break
+    assert min(ratios) <= 32, ratios
 
 
 # ---------------------------------------------------------------- 5. output paths
