@@ -12,16 +12,31 @@ import typer
 from . import __version__, cli_bench, cli_graph
 from .checking import check_paths, expand_paths
 from .cli_export import export_command
+from .cli_help import TidyGroup
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
-from .fileio import read_source, write_atomic
+from .fileio import read_source
 from .source import SourceFile
 
 app = typer.Typer(
+    cls=TidyGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="SkriptND (NNEF 2.0) toolchain: check, format, compose and run models.",
+    help="SkriptND (NNEF 2.0) toolchain: check, format, compose, run and export models.\n\n"
+    "Example: sknd run models/digits --input image=models/digits/samples/3.npy",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"skriptnd {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                                help="Print the skriptnd version and exit.")] = False) -> None:
+    """Options of `sknd` itself (its help text is the Typer app's `help` above)."""
 
 
 class OutputFormat(StrEnum):
@@ -64,7 +79,9 @@ def check(paths: Annotated[list[str] | None, typer.Argument(
                                                "a condition on graph attributes; warnings fail the check.")] = False,
           verbose: Annotated[bool, typer.Option("--verbose", help="Also note assertions that depend on dynamic "
                                                 "extents.")] = False) -> None:
-    """Check SkriptND modules and report every problem found (graphs are composed for their defaults)."""
+    """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
+
+    Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
     from .checking import shown
 
     result = check_paths(paths or [])
@@ -81,7 +98,9 @@ def fmt(
     stdout: Annotated[bool, typer.Option("--stdout", help="Print the formatted text instead of rewriting.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Format SkriptND modules in place (comments are kept)."""
+    """Format SkriptND modules in place (comments are kept).
+
+    Example: sknd fmt --check models/digits/main.sknd"""
     from .syntax import parse_module
     from .syntax.printer import format_module
 
@@ -104,7 +123,9 @@ def fmt(
         elif formatted != source.text:
             changed.append(source.path)
             if not check_only:
-                write_atomic(Path(source.path), formatted)
+                from .cli_io import write_output
+
+                write_output(Path(source.path), formatted, "PATHS")
     if diags:
         print_diagnostics(diags, sources, color=_color(color))
     for name in changed:
@@ -120,16 +141,20 @@ def doc(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to this file.")] = None,
     raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
 ) -> None:
-    """Print the operator reference of the standard library (as in docs/stdlib.md)."""
+    """Print the operator reference of the standard library (as in docs/stdlib.md).
+
+    Example: sknd doc nn.conv   (or: sknd doc -o stdlib.md)"""
+    from .cli_io import check_output_file, write_output
     from .docgen import render_target
 
+    check_output_file(output, "--output")
     try:
         text = render_target(target)
     except LookupError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     if output is not None:
-        write_atomic(output, text)
+        write_output(output, text, "--output")
         typer.echo(f"wrote {output}", err=True)
         return
     if raw or not sys.stdout.isatty():
@@ -143,7 +168,9 @@ def doc(
 
 @app.command()
 def lsp() -> None:
-    """Run the SkriptND language server over stdin/stdout (for editors)."""
+    """Run the SkriptND language server over stdin/stdout (for editors).
+
+    Example: configure your editor's LSP client to start the command: sknd lsp"""
     from .lsp.server import main as serve
 
     serve()
@@ -157,14 +184,18 @@ app.command("export")(export_command)
 
 @app.command()
 def version() -> None:
-    """Print the skriptnd version."""
+    """Print the skriptnd version (as sknd --version does).
+
+    Example: sknd version"""
     typer.echo(__version__)
 
 
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
+    from .deepstack import call_with_deep_stack
+
     try:
-        app()
+        call_with_deep_stack(app)
     except SystemExit:
         raise
     except KeyboardInterrupt:

@@ -74,9 +74,11 @@ def export_command(
     export; anything else is a located E0750 diagnostic.
 
     --onnx writes the graph as an ONNX model checked by onnx.checker;
-    what ONNX cannot express is a located E0840-E0849 diagnostic."""
+    what ONNX cannot express is a located E0840-E0849 diagnostic.
+
+    Example: sknd export models/digits --tosa-mlir digits.mlir"""
     from .cli_graph import _color, fail, load_and_compose, parse_attribs
-    from .fileio import write_atomic
+    from .cli_io import check_output_file, write_output
     from .tosa.export import ExportError, to_flatbuffer
 
     #: (option, target file, producer of its contents); producers run in order and may share work.
@@ -116,6 +118,8 @@ def export_command(
         raise typer.BadParameter("give at least one output: --tosa-mlir FILE, --tosa-flatbuffer FILE, --onnx FILE, "
                                  "--spirv FILE, --spirv-asm FILE",
                                  param_hint="--tosa-mlir")
+    for option, target, _produce in wanted:
+        check_output_file(target, option)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     produced: list[tuple[Path, Any]] = []
     for _option, target, produce in wanted:
@@ -126,10 +130,10 @@ def export_command(
         except (ExportError, subprocess.TimeoutExpired, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1) from None
-    for target, data in produced:
+    for (option, _, _), (target, data) in zip(wanted, produced, strict=True):
         if isinstance(data, str | bytes):
-            write_atomic(target, data)
-        else:
+            write_output(target, data, option)
+        else:  # an onnx.ModelProto: with an external data file beside it when large
             from .interop.onnx_export import save_onnx
 
             save_onnx(data, target)

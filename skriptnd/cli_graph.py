@@ -13,7 +13,6 @@ import numpy as np
 import typer
 
 from .diagnostics import Diagnostic, DiagnosticError, print_diagnostics
-from .fileio import write_atomic
 from .source import SourceFile
 
 
@@ -63,7 +62,7 @@ def sources_of(model: Any) -> dict[str, SourceFile]:
     return {str(m.source.path): m.source for m in model.program.modules.values() if m.source is not None}
 
 
-def fail(diags: list[Diagnostic], model: Any, color: bool | None) -> None:
+def fail(diags: list[Diagnostic], model: Any, color: bool | None, exit_code: int = 1) -> None:
     def lookup(path: str) -> SourceFile | None:
         found = sources_of(model).get(path)
         if found is None and Path(path).is_file():
@@ -71,7 +70,7 @@ def fail(diags: list[Diagnostic], model: Any, color: bool | None) -> None:
         return found
 
     print_diagnostics(diags, lookup, color=color)
-    raise typer.Exit(1)
+    raise typer.Exit(exit_code)
 
 
 def load_and_compose(path: Path, graph: str | None, attribs: dict[str, Any], decompose: bool,
@@ -98,9 +97,13 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
                     tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA "
                                                        "and which run a native kernel or @lower.")] = False,
                     color: ColorOpt = "auto") -> None:
-    """Compose a model's graph and print it."""
+    """Compose a model's graph and print it.
+
+    Example: sknd compose models/digits --attrib batch=4 --format dot -o digits.svg"""
+    from .cli_io import check_output_file, write_output
     from .compose.render import to_dot, to_json_text, to_text
 
+    check_output_file(output, "--output")
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
     if tosa:
         _tosa_coverage(composed)
@@ -113,16 +116,16 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
         dot = shutil.which("dot")
         if dot is None:
             fallback = output.with_suffix(".dot")
-            write_atomic(fallback, text)
+            write_output(fallback, text, "--output")
             typer.echo(f"graphviz is not installed: wrote {fallback} instead of a picture", err=True)
             return
         rendered = subprocess.run([dot, f"-T{output.suffix[1:]}"], input=text.encode(), capture_output=True)
         if rendered.returncode != 0:
             typer.echo(f"graphviz failed: {rendered.stderr.decode(errors='replace').strip()}", err=True)
             raise typer.Exit(1)
-        write_atomic(output, rendered.stdout)
+        write_output(output, rendered.stdout, "--output")
     else:
-        write_atomic(output, text)
+        write_output(output, text, "--output")
     typer.echo(f"wrote {output}", err=True)
 
 
@@ -159,20 +162,6 @@ def _tosa_coverage(graph: Any) -> None:
             return
         console.print(f"@quantize: runs as an integer TOSA graph of {len(integer.ops)} operations "
                       f"({', '.join(sorted({o.name for o in integer.ops}))})")
-
-
-def _load_array(spec: str, name: str) -> np.ndarray:
-    path = Path(spec)
-    if not path.is_file():
-        raise typer.BadParameter(f"no such file: {spec}", param_hint=f"--input {name}")
-    try:
-        if path.suffix == ".dat":
-            from .io.tensor_file import read_tensor
-
-            return read_tensor(path)
-        return np.load(path, allow_pickle=False)
-    except Exception as err:  # corrupt user files are a usage problem, reported in one line
-        raise typer.BadParameter(f"cannot read {spec}: {err}", param_hint=f"--input {name}") from None
 
 
 def _random_input(rng: np.random.Generator, t: Any) -> np.ndarray:
@@ -213,9 +202,19 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                                            "cross-compile).")] = None,
                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
                                                       "where, compiled or cached.")] = False,
+                max_memory: Annotated[str | None, typer.Option("--max-memory", help="Refuse runs whose inputs, "
+                                                                "variables or any tensor need more (e.g. 512M, "
+                                                                "4G; default: 80% of physical memory).")]
+                = None,
+                top_k: Annotated[int | None, typer.Option("--top-k", min=1, help="Show the K largest entries of "
+                                                          "each row of 2-D outputs as a class table (shown "
+                                                          "by default for outputs computed by a softmax).")]
+                = None,
                 color: ColorOpt = "auto") -> None:
-    """Run a model's graph on inputs and write or show its outputs."""
-    from . import backends
+    """Run a model's graph on inputs and write or show its outputs.
+
+    Example: sknd run models/digits --input image=models/digits/samples/3.npy"""
+    from . import backends, cli_io
 
     try:
         via = backends.canonical(via)
@@ -223,19 +222,27 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         raise typer.BadParameter(f"choose one of {', '.join(backends.names())} (tosa: numpy)",
                                  param_hint="--via") from None
     colour = _color(color)
+    limit = cli_io.parse_size(max_memory) if max_memory is not None else cli_io.default_max_memory()
+    cli_io.check_output_dir(save_inputs, "--save-inputs")
+    cli_io.check_output_dir(output_dir, "--output-dir")
+    items = [(*item.partition("=")[::2], item) for item in input or []]
+    for name, _spec, item in items:
+        if "=" not in item or not name:
+            raise typer.BadParameter(f"'{item}' is not name=file", param_hint="'--input'")
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, random_weights, seed, colour)
+    try:  # located at the graph: an --input it does not have (exit 1), or inputs missing (usage, exit 2)
+        cli_io.check_input_names(composed, [name for name, _, _ in items], random_inputs)
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, colour, exit_code=1 if any(d.code == "E0792" for d in err.diagnostics) else 2)
+    try:
+        cli_io.check_memory(composed, limit, random=[t.name for t in composed.inputs
+                                                     if t.name not in {n for n, _, _ in items}])
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, colour)
     rng = np.random.default_rng(seed)
-    given: dict[str, np.ndarray] = {}
-    for item in input or []:
-        name, sep, spec = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"'{item}' is not name=file", param_hint="--input")
-        given[name] = _load_array(spec, name)
+    given: dict[str, np.ndarray] = {name: cli_io.read_array(spec, name) for name, spec, _ in items}
     for t in composed.inputs:
         if t.name not in given:
-            if not random_inputs:
-                raise typer.BadParameter(f"no value for input '{t.name}'; give --input {t.name}=FILE.npy or "
-                                         "--random-inputs", param_hint="--input")
             given[t.name] = _random_input(rng, t)
     try:
         runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target))
@@ -247,14 +254,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if save_inputs is not None:
-        save_inputs.mkdir(parents=True, exist_ok=True)
-        for name, array in given.items():
-            _save(save_inputs / f"{name}.npy", array)
+        cli_io.save_arrays(save_inputs, given, "--save-inputs")
     if output_dir is not None:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        for name, array in outputs.items():
-            _save(output_dir / f"{name}.npy", np.asarray(array))
-    _show(outputs)
+        cli_io.save_arrays(output_dir, outputs, "--output-dir")
+    _show(outputs, _class_outputs(composed), top_k)
     if expect is not None:
         _compare(outputs, expect, rtol, atol)
 
@@ -277,15 +280,17 @@ def _has_quantize(graph: Any) -> bool:
     return has_quantization(graph)
 
 
-def _save(path: Path, array: np.ndarray) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    write_atomic(path, buffer.getvalue())
+def _class_outputs(graph: Any) -> set[str]:
+    """Names of the outputs declared as class probabilities: computed by a softmax."""
+    made_by = {id(v): op.op for op in graph.operations for v in op.outputs if v is not None}
+    return {graph.output_name(i) for i, t in enumerate(graph.outputs) if made_by.get(id(t)) in SOFTMAX_OPS}
 
 
-def _show(outputs: dict[str, Any]) -> None:
+#: Operators whose result reads as class probabilities (a row per sample, a column per class).
+SOFTMAX_OPS = frozenset({"nn.softmax"})
+
+
+def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -302,16 +307,20 @@ def _show(outputs: dict[str, Any]) -> None:
     console.print(table)
     for name, value in outputs.items():
         arr = np.asarray(value)
-        if arr.ndim == 2 and arr.shape[0] <= 4 and 1 < arr.shape[1] <= 20 and arr.dtype.kind == "f":
-            for row, scores in enumerate(arr):
-                best = int(np.argmax(scores))
-                detail = Table(title=f"{name}[{row}]: class {best} ({float(scores[best]):.4g})")
-                detail.add_column("class", justify="right")
-                detail.add_column(name, justify="right")
-                for k in np.argsort(-scores):
-                    style = "bold green" if k == best else None
-                    detail.add_row(str(int(k)), f"{float(scores[k]):.4f}", style=style)
-                console.print(detail)
+        if arr.ndim != 2 or arr.dtype.kind not in "fiu" or arr.shape[1] < 2:
+            continue
+        if top_k is None and not (name in classes and arr.shape[0] <= 4 and arr.shape[1] <= 20):
+            continue  # other 2-D outputs: their statistics above
+        keep = top_k or arr.shape[1]
+        for row, scores in enumerate(arr[:4]):
+            best = int(np.argmax(scores))
+            detail = Table(title=f"{name}[{row}]: class {best} ({float(scores[best]):.4g})")
+            detail.add_column("class", justify="right")
+            detail.add_column(name, justify="right")
+            for k in np.argsort(-scores, kind="stable")[:keep]:
+                style = "bold green" if k == best else None
+                detail.add_row(str(int(k)), f"{float(scores[k]):.4f}", style=style)
+            console.print(detail)
 
 
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:

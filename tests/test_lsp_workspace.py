@@ -130,8 +130,8 @@ def test_hover_on_local_symbols_of_a_stdlib_operator() -> None:
         assert result is not None
         return result.contents.value
 
-    assert hover("input: real[s..(d+2)]", len("input: real[s..(")).startswith("pack-length symbol `d`: `int`")
-    assert hover("input: real[s..(d+2)]", len("input: real[")).startswith("shape symbol `s`: `int..`")
+    assert hover("input: real[s..(d + 2)]", len("input: real[s..(")).startswith("pack-length symbol `d`: `int`")
+    assert hover("input: real[s..(d + 2)]", len("input: real[")).startswith("shape symbol `s`: `int..`")
     assert hover("paddings = padding[:d]").startswith("@using `paddings` = `padding[:d] + padding[d:] ??")
     assert hover("bi < b, ni < n;").startswith("index symbol `bi` < `b`: `int`")
 

@@ -10,6 +10,7 @@ use, and (with `optimize`) batch norms folded into convolutions (skriptnd.execut
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -149,10 +150,14 @@ class Executor:
                                                   f"({_describe(t)})", span=_where(t))])
             values[id(t)] = _check_input(t, inputs[t.name])
         unknown = set(inputs) - {t.name for t in self.graph.inputs}
-        if unknown:
-            raise DiagnosticError([Diagnostic(code="E0711", message=f"the graph has no input "
+        if unknown:  # located at the graph's inputs (the @input block), with the closest name
+            names = [t.name for t in self.graph.inputs]
+            close = difflib.get_close_matches(sorted(unknown)[0], names, n=1)
+            raise DiagnosticError([Diagnostic(code="E0711", message=f"graph '{self.graph.name}' has no input "
                                               f"{', '.join(repr(u) for u in sorted(unknown))}; its inputs are "
-                                              f"{', '.join(t.name for t in self.graph.inputs)}", span=NO_SPAN)])
+                                              f"{', '.join(names)}",
+                                              span=_where(self.graph.inputs[0]) if self.graph.inputs else NO_SPAN,
+                                              hint=f"did you mean '{close[0]}'?" if close else None)])
         for t in self.graph.tensors:
             if t.kind == "constant":
                 values[id(t)] = t.value

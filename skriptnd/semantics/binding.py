@@ -55,6 +55,11 @@ class Signature:
     def name(self) -> str:
         return self.definition.name
 
+    @property
+    def kind(self) -> str:
+        """'graph' or 'operator', as messages name the definition."""
+        return self.definition.kind
+
 
 def _params(defn: ast.Definition, kind: str) -> tuple[ast.ParamDecl, ...]:
     return tuple(d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items)
@@ -290,7 +295,7 @@ class Binder:
         if primary is NO_SPAN and decl_span is not None:
             primary = decl_span
         elif decl_span is not None and decl_span is not NO_SPAN:
-            notes = (Note(f"declared in operator '{self.sig.name}'", decl_span),)
+            notes = (Note(f"declared in {self.sig.kind} '{self.sig.name}'", decl_span),)
         raise DiagnosticError([Diagnostic(code=code, message=message, span=primary, notes=notes, hint=hint)])
 
     def eval(self, expr: ast.Expr, what: str) -> Any:
@@ -340,7 +345,7 @@ class Binder:
                 import difflib
 
                 close = difflib.get_close_matches(name, list(declared), n=1)
-                self.fail("E0209", f"operator '{self.sig.name}' has no attribute '{name}'",
+                self.fail("E0209", f"{self.sig.kind} '{self.sig.name}' has no attribute '{name}'",
                           self.sig.definition.name_span, self.site.attrs.get(name),
                           hint=f"did you mean '{close[0]}'?" if close else None)
         for a in self.sig.attribs:
@@ -379,7 +384,7 @@ class Binder:
     def bind_inputs(self, inputs: Sequence[Any]) -> None:
         decls = self.sig.inputs
         if len(inputs) > len(decls):
-            self.fail("E0212", f"operator '{self.sig.name}' takes {len(decls)} inputs, {len(inputs)} given",
+            self.fail("E0212", f"{self.sig.kind} '{self.sig.name}' takes {len(decls)} inputs, {len(inputs)} given",
                       self.sig.definition.name_span)
         values = list(inputs) + [None] * (len(decls) - len(inputs))
         defaulted: set[int] = set()
@@ -774,26 +779,27 @@ class Binder:
     def output_shape(self, d: ast.ParamDecl, item: int | None) -> tuple[tuple[int | None, ...], tuple[int | None, ...]]:
         dims: list[int | None] = []
         bounds: list[int | None] = []
+        role = "input" if any(d.name == x.name for x in self.sig.inputs) else "output"  # graph inputs too
         for it in d.type.shape or ():
-            bound = self.eval(it.bound, f"the upper bound of output '{d.name}'") if it.bound is not None else None
+            bound = self.eval(it.bound, f"the upper bound of {role} '{d.name}'") if it.bound is not None else None
             if it.value is None or (isinstance(it.value, ast.Name) and it.value.id not in self.env
                                     and it.bound is not None):
                 count = 1
                 if it.pack is not None and it.pack.length is not None:
-                    count = int(self.eval(it.pack.length, f"the rank of output '{d.name}'"))
+                    count = int(self.eval(it.pack.length, f"the rank of {role} '{d.name}'"))
                 dims.extend([None] * count)
                 bounds.extend([bound] * count)
                 continue
-            value = self.eval(it.value, f"the shape of output '{d.name}'")
+            value = self.eval(it.value, f"the shape of {role} '{d.name}'")
             if it.distinct:
                 if not isinstance(value, Pack) or item is None:
-                    self.fail("E0304", f"per-item extent of output '{d.name}' must be a pack", d.span)
+                    self.fail("E0304", f"per-item extent of {role} '{d.name}' must be a pack", d.span)
                 value = value[item]
             if value is None:
                 continue
             if isinstance(value, Pack):
                 if it.pack is None and not it.distinct:
-                    self.fail("E0304", f"extent '{_item_text(it)}' of output '{d.name}' is a pack; "
+                    self.fail("E0304", f"extent '{_item_text(it)}' of {role} '{d.name}' is a pack; "
                               "expand it with '..'", d.span)
                 if it.pack is not None and it.pack.length is not None:
                     n = self.eval(it.pack.length, f"the length of '{_item_text(it)}'")
@@ -803,7 +809,7 @@ class Binder:
                 bounds.extend([bound] * len(value))
             else:
                 if isinstance(value, bool) or not isinstance(value, int):
-                    self.fail("E0301", f"extent '{_item_text(it)}' of output '{d.name}' is not an int "
+                    self.fail("E0301", f"extent '{_item_text(it)}' of {role} '{d.name}' is not an int "
                               f"({format_value(value)})", d.span)
                 if it.pack is not None:
                     n = 1 if it.pack.length is None else self.eval(it.pack.length, "a repetition count")
@@ -814,7 +820,7 @@ class Binder:
                     bounds.append(bound)
         for i, v in enumerate(dims):
             if v is not None and v < 0:
-                self.fail("E0403", f"output '{d.name}' would have a negative extent {v} at dimension {i}", d.span)
+                self.fail("E0403", f"{role} '{d.name}' would have a negative extent {v} at dimension {i}", d.span)
         return tuple(dims), tuple(bounds)
 
 

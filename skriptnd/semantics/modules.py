@@ -198,10 +198,10 @@ class Program:
         parts = name.split(".")
         rel = Path(*parts[:-1], parts[-1] + ".sknd")
         local = self.model_dir / rel
-        if local.is_file() or self._overridden(local):
+        if _is_file(local) or self._overridden(local):
             return local, _is_stdlib_path(local)
         std = stdlib_dir() / rel
-        if std.is_file() or self._overridden(std):
+        if _is_file(std) or self._overridden(std):
             return std, True
         return None
 
@@ -292,7 +292,12 @@ class Program:
                     f"'import ops.{name};')"))
 
     def _unknown_module(self, imp: ast.Import) -> Diagnostic:
-        candidates = sorted(set(STDLIB_MODULES) | set(self.folder_module_names()))
+        # only names an import can reach: dotted identifiers, not keywords, not the entry module
+        folder = {n for n in self.folder_module_names() if _importable(n) and n != "main"}
+        candidates = sorted(set(STDLIB_MODULES) | folder)
+        if any(len(part) + len(".sknd") > _NAME_MAX for part in imp.module.split(".")):
+            return Diagnostic("E0203", f"unknown module '{_shorten(imp.module)}': its name is longer than a file "
+                              f"name can be ({_NAME_MAX} bytes)", imp.span, hint="import a module by its file name")
         return Diagnostic("E0203", f"unknown module '{imp.module}'", imp.span,
                           hint=_did_you_mean(imp.module, candidates)
                           or f"no {imp.module.replace('.', '/')}.sknd in the model folder or the standard library")
@@ -302,6 +307,29 @@ class Program:
 
 
 _STDLIB_CACHE: dict[tuple[str, int, int], tuple[SourceFile | None, ast.Module | None, tuple[Diagnostic, ...]]] = {}
+
+
+#: The longest file name most file systems allow (bytes); longer module names cannot be files.
+_NAME_MAX = 255
+_RESERVED_WORDS = frozenset("if then elif else with for while do unroll yield optional graph operator public "
+                            "version extension import true false inf pi is in".split())
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a path the OS refuses (a name too long, ...) instead of OSError."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _importable(name: str) -> bool:
+    """Whether `import name;` can be written: dotted identifiers that are not keywords."""
+    return all(part.isidentifier() and part not in _RESERVED_WORDS for part in name.split("."))
+
+
+def _shorten(name: str, keep: int = 40) -> str:
+    return name if len(name) <= keep else name[:keep] + "..."
 
 
 def _is_stdlib_path(path: Path) -> bool:

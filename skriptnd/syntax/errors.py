@@ -277,11 +277,31 @@ _KEYWORDS = frozenset("if then elif else with for while do unroll yield optional
 
 
 def _keyword_before(code: str, offset: int) -> tuple[int, str] | None:
-    """A statement keyword right before offset, lexed as a name where it cannot stand."""
-    m = re.search(r"([A-Za-z_]\w*)\s*$", code[:offset])
-    if m and m.group(1) in _KEYWORDS:
-        return m.start(1), m.group(1)
+    """A statement keyword right before offset, lexed as a name where it cannot stand.
+
+    Scans back from offset (no regex over the prefix: that is quadratic in a long identifier)."""
+    end = offset
+    while end > 0 and code[end - 1].isspace():
+        end -= 1
+    start = _word_start(code, end)
+    while start < end and code[start].isdigit():  # a name starts with a letter or '_'
+        start += 1
+    word = code[start:end]
+    if word in _KEYWORDS:
+        return start, word
     return None
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _word_start(code: str, end: int) -> int:
+    """Start of the run of word characters ending at end."""
+    start = end
+    while start > 0 and _is_word_char(code[start - 1]):
+        start -= 1
+    return start
 
 
 def _hint_for(token_type: str, value: str, expected: set[str], text: str, offset: int) -> str | None:
@@ -403,17 +423,28 @@ def _newline_break(code: str, offset: int) -> tuple[str, int] | None:
     return ("break", newline) if newline is not None else None
 
 
+_STATEMENT_START = re.compile(r"[A-Za-z_~\[(]")
+_CONTINUATION = re.compile(r"(then|else|elif|do|unroll|while|for|with|is|in)\b")
+
+
 def _ends_statement(code: str, newline: int) -> bool:
-    """Does the line before this newline look complete, and the next start a new statement?"""
-    before = code[:newline].rstrip(" \t")
-    after = code[newline + 1:].lstrip()
-    if not before or not after:
+    """Does the line before this newline look complete, and the next start a new statement?
+
+    Index scans only: this runs for every line break of a statement, so slicing the text here
+    would make diagnosing a long statement quadratic."""
+    i = newline
+    while i > 0 and code[i - 1] in " \t":
+        i -= 1
+    j = newline + 1
+    n = len(code)
+    while j < n and code[j].isspace():
+        j += 1
+    if i == 0 or j >= n:
         return False
-    last = before[-1]
+    last = code[i - 1]
     if not (last.isalnum() or last in "_)]"):
         return False
-    return bool(re.match(r"[A-Za-z_~\[(]", after)) and not re.match(
-        r"(then|else|elif|do|unroll|while|for|with|is|in)\b", after)
+    return bool(_STATEMENT_START.match(code, j)) and not _CONTINUATION.match(code, j)
 
 
 def _block_region(code: str, offset: int) -> tuple[int, int]:
@@ -434,15 +465,42 @@ def _block_region(code: str, offset: int) -> tuple[int, int]:
 
 def _attr_block_end(code: str, index: int) -> bool:
     """Is the '}' at index the end of an invocation's attribute block (followed by '(')?"""
-    rest = code[index + 1:].lstrip()
-    return rest.startswith("(")
+    j = index + 1
+    while j < len(code) and code[j].isspace():
+        j += 1
+    return code.startswith("(", j)
 
 
 def _attr_block_start(code: str, index: int) -> bool:
-    """Is the '{' at index the start of an attribute block (right after a name or '>')?"""
-    before = code[:index].rstrip()
-    return bool(before) and (before[-1].isalnum() or before[-1] in "_>") and not re.search(
-        r"(\b(then|else|do|unroll)|@[A-Za-z_]\w*|\b(operator|graph)\s+\w+)$", before)
+    """Is the '{' at index the start of an attribute block (right after a name or '>')?
+
+    Not after `then`/`else`/`do`/`unroll`, a block name `@name` or `operator|graph Name`. Scans back
+    from index (a regex anchored at the end of the prefix is quadratic in a long identifier)."""
+    end = index
+    while end > 0 and code[end - 1].isspace():
+        end -= 1
+    if end == 0:
+        return False
+    last = code[end - 1]
+    if not (last.isalnum() or last in "_>"):
+        return False
+    if last == ">":
+        return True
+    start = _word_start(code, end)
+    word = code[start:end]
+    if word in ("then", "else", "do", "unroll"):
+        return False
+    first = start
+    while first < end and not (code[first].isalpha() or code[first] == "_"):
+        first += 1  # `@[A-Za-z_]\w*`: the name after '@' starts with a letter
+    if first < end and first > 0 and code[first - 1] == "@":
+        return False
+    before = start
+    while before > 0 and code[before - 1].isspace():
+        before -= 1
+    if before < start and code[_word_start(code, before):before] in ("operator", "graph"):
+        return False
+    return True
 
 
 def blank(text: str, region: tuple[int, int]) -> str:

@@ -26,6 +26,11 @@ from .transform import ToAst
 START_RULES = ("module", "blocks", "compose_body", "block_stmt", "stmt", "expr")
 MAX_ERRORS = 20
 MAX_NESTING = 256
+#: Operator characters allowed in one statement. A chain of n binary or unary operators is an AST
+#: n levels deep that every pass walks recursively; the CLI runs on a deep stack
+#: (skriptnd.deepstack) sized for this many, so longer chains are refused at the crossing token.
+MAX_OPERATORS = 50_000
+_OPERATOR_CHARS = frozenset("+-*/%^<>=!&|?~")
 
 
 @cache
@@ -54,7 +59,10 @@ def _grammar_key(grammar: str) -> str:
 
 
 def _nesting_error(code: str, path: str) -> Diagnostic | None:
+    """Brackets nested more than MAX_NESTING deep, or a statement with more than MAX_OPERATORS
+    operators: located at the character where the limit is crossed (one linear scan)."""
     depth = 0
+    operators = 0
     line, col = 1, 0
     for ch in code:
         col += 1
@@ -68,6 +76,14 @@ def _nesting_error(code: str, path: str) -> Diagnostic | None:
                                   hint="split the expression using @using symbols or intermediate tensors")
         elif ch in ")]}":
             depth = max(0, depth - 1)
+        elif ch == ";":
+            operators = 0
+        elif ch in _OPERATOR_CHARS:
+            operators += 1
+            if operators > MAX_OPERATORS:
+                return Diagnostic(code="E0108", message=f"expression nested too deeply: more than {MAX_OPERATORS} "
+                                  "operators in one statement", span=Span(path, line, col, line, col + 1),
+                                  hint="split the expression using @using symbols or intermediate tensors")
     return None
 
 

@@ -21,6 +21,8 @@ from .strings import FieldSource, split_literal
 FOLDABLE = {"+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", "<?", ">?", ":="}
 CUMULATIVE = {"+", "*", "&&", "||", "<?", ">?"}
 PROPERTIES = {"shape", "rank", "size"}
+#: Digits an integer literal may have: Python's limit for int(text) (sys.get_int_max_str_digits()).
+MAX_INT_DIGITS = 4300
 ABSTRACT_TYPES = {"type", "arith", "num"}
 
 #: Binding strength of the binary operators of a chain (docs/grammar.md, levels 4 to 11).
@@ -159,9 +161,15 @@ class ToAst:
                        self.tspan(tok), code="E0106")
             return (0, 0)
         major, minor = tok.split(".")
+        if max(len(major), len(minor)) > MAX_INT_DIGITS:
+            self.error(f"version number too long: '{tok[:20]}...'", self.tspan(tok), code="E0106")
+            return (0, 0)
         return (int(major), int(minor))
 
     def version_pair(self, meta: Any, children: list[Any]) -> tuple[int, int]:
+        if max(len(children[0]), len(children[1])) > MAX_INT_DIGITS:
+            self.error("version number too long", self.span(meta), code="E0106")
+            return (0, 0)
         return (int(children[0]), int(children[1]))
 
     def extension(self, meta: Any, children: list[Any]) -> _Clause:
@@ -670,7 +678,12 @@ class ToAst:
         return ast.Skip(span=self.span(meta))
 
     def int_lit(self, meta: Any, children: list[Any]) -> ast.IntLit:
-        return ast.IntLit(value=int(children[0]), span=self.span(meta))
+        digits = str(children[0])
+        if len(digits) > MAX_INT_DIGITS:  # beyond Python's int-from-text limit; no model needs it
+            self.error(f"integer literal too large ({len(digits)} digits; at most {MAX_INT_DIGITS})",
+                       self.span(meta), code="E0106", hint="write a smaller number")
+            return ast.IntLit(value=0, span=self.span(meta))
+        return ast.IntLit(value=int(digits), span=self.span(meta))
 
     def real_lit(self, meta: Any, children: list[Any]) -> ast.RealLit:
         text = str(children[0])

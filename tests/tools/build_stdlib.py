@@ -96,6 +96,13 @@ def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:
     return text, applied
 
 
+# A stray quote at the end of a message string (the message reads "... (inclusive)'").
+ERRATA += (
+    Erratum("relu", "\"'alpha' must be between 0 and 1 (inclusive)'\"", "\"'alpha' must be between 0 and 1 (inclusive)\"",
+            "a stray quote closes the message: it reads \"... (inclusive)'\""),
+)
+
+
 # The expected mapping; the spec text wins if it says otherwise (a warning is printed).
 EXPECTED = {
     "4.1": "layout",
@@ -189,7 +196,21 @@ def generate(spec: str) -> dict[str, str]:
     for b in parse_blocks(spec):
         if b.chapter == 4 and OPERATOR.match(strip_comments(b.text)):
             by_module[modules[".".join(b.section.split(".")[:2])]].append(b)
-    return {module: render(module, section_of[module], blocks) for module, blocks in by_module.items()}
+    return {module: house_style(render(module, section_of[module], blocks), module)
+            for module, blocks in by_module.items()}
+
+
+def house_style(text: str, module: str) -> str:
+    """The module as `sknd fmt` writes it (comments kept), so the shipped stdlib passes `sknd fmt --check`."""
+    if str(REPO_ROOT) not in sys.path:  # run as a script from a checkout
+        sys.path.insert(0, str(REPO_ROOT))
+    from skriptnd.syntax import parse_module
+    from skriptnd.syntax.printer import format_module
+
+    tree, diags = parse_module(text, f"{module}.sknd")
+    if tree is None or diags:
+        raise SystemExit(f"generated {module}.sknd does not parse: {diags[:1]}")
+    return format_module(tree)
 
 
 def main(argv: list[str]) -> int:
@@ -209,7 +230,7 @@ def main(argv: list[str]) -> int:
     names = {m: [n for b in blocks for n in OPERATOR.findall(b.text)] for m, blocks in by_module.items()}
     STDLIB_DIR.mkdir(exist_ok=True)
     for module, blocks in by_module.items():
-        text = render(module, section_of[module], blocks)
+        text = house_style(render(module, section_of[module], blocks), module)
         (STDLIB_DIR / f"{module}.sknd").write_text(text, encoding="utf-8")
     NAMES_JSON.parent.mkdir(parents=True, exist_ok=True)
     NAMES_JSON.write_text(json.dumps(names, indent=2) + "\n", encoding="utf-8")

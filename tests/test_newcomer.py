@@ -1,0 +1,144 @@
+"""A newcomer's path: the README's commands are CI's, `sknd --version` and `--help` read well, every
+shipped .sknd is in house style, and `sknd run` shows a class table only for class probabilities."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from skriptnd.cli import app
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.printer import format_module
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+COMMANDS = ("check", "fmt", "doc", "lsp", "compose", "run", "export", "version")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "120"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, result.output
+
+
+# ---------------------------------------------------------------- README and CI
+
+
+def readme_commands() -> tuple[str, str]:
+    setup = re.search(r"```sh\n# 1\..*?\n(.*?)\n# 2\..*?\n(.*?)\n```", README, re.S)
+    assert setup, "README: the set-up block with commands 1 and 2"
+    return setup.group(1).strip(), setup.group(2).strip()
+
+
+def test_ci_runs_exactly_the_readme_commands() -> None:
+    install_and_demo, tests = readme_commands()
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    # .ci/run: set -e, export CI, cd, then command 1 without its demo run, then command 2
+    assert ci[-1] == tests
+    assert install_and_demo.startswith(ci[-2] + " && "), (ci[-2], install_and_demo)
+    assert "tosa-tools" in ci[-2] and "-e '.[dev]'" in ci[-2]  # everything the tests need
+    assert install_and_demo.split(" && ")[-1].startswith(".venv/bin/sknd run models/digits")
+
+
+def test_readme_needs_nothing_beside_the_clone() -> None:
+    assert "../shared" not in README and "shared/spec" not in README
+    for link in re.findall(r"\]\(((?:docs|models)/[^)#]+)\)", README):
+        assert (ROOT / link).exists(), link
+
+
+# ---------------------------------------------------------------- --version and --help
+
+
+def test_version_matches_the_package_metadata() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    code, output = invoke("--version")
+    assert code == 0 and output.strip() == f"skriptnd {version}"
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"skriptnd {version}"
+
+
+@pytest.mark.parametrize("command", ("", *COMMANDS))
+def test_help_has_an_example_and_no_python_types(command: str) -> None:
+    code, output = invoke(*([command] if command else []), "--help")
+    assert code == 0
+    assert re.search(r"Example: .*sknd", output), output
+    noise = re.findall(r"<(?:bool|str|int|float|path|list\[\w+\])>", output)
+    assert not noise, noise
+
+
+def test_help_placeholders_do_not_hide_usage_errors() -> None:
+    code, output = invoke("run", "models/digits", "--seed", "many")
+    assert code == 2 and "'--seed'" in output
+
+
+# ---------------------------------------------------------------- house style
+
+
+def shipped_sources() -> list[Path]:
+    """Every .sknd meant to be well-formed: the stdlib, the models and the docs. Not tests/data:
+    spec_blocks are the spec's verbatim text (fragments, the spec's own layout) and
+    syntax_errors are malformed on purpose."""
+    found = [p for d in ("stdlib", "models", "docs") for p in sorted((ROOT / d).rglob("*.sknd"))]
+    assert len(found) >= 17
+    return found
+
+
+def test_every_shipped_source_is_in_house_style() -> None:
+    unformatted = []
+    for path in shipped_sources():
+        text = path.read_text(encoding="utf-8")
+        tree, diags = parse_module(text, str(path))
+        assert tree is not None and not diags, path
+        if format_module(tree) != text:
+            unformatted.append(str(path.relative_to(ROOT)))
+    assert not unformatted, f"run `sknd fmt` on {unformatted} (the stdlib: tests/tools/build_stdlib.py)"
+
+
+def test_fmt_check_accepts_the_shipped_sources() -> None:
+    code, output = invoke("fmt", "--check", *map(str, shipped_sources()))
+    assert code == 0, output
+
+
+# ---------------------------------------------------------------- the class table of `sknd run`
+
+
+GRAPH = """import nn;
+
+graph Scores {
+    @input {
+        x: real[2, 5];
+    }
+    @output {
+        p: real[2, 5];
+        r: real[2, 5];
+    }
+    @compose {
+        p = nn.softmax(x);
+        r = nn.relu(x);
+    }
+}
+"""
+
+
+def test_class_table_only_for_softmax_outputs_or_top_k(tmp_path: Path) -> None:
+    (tmp_path / "main.sknd").write_text(GRAPH)
+    x = np.array([[0.0, 3.0, 1.0, 2.0, -1.0], [5.0, 0.0, 0.5, 1.0, 4.0]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    code, output = invoke("run", str(tmp_path), "--input", f"x={tmp_path / 'x.npy'}")
+    assert code == 0, output
+    assert "p[0]: class 1" in output and "p[1]: class 0" in output  # argmax by hand
+    assert "r[0]" not in output and "r[1]" not in output  # relu: statistics only
+    assert re.search(r"│ r\s+│ float32 │ \[2, 5\] │ 0\s+│ 5\s+│", output)  # min 0, max 5
+    code, output = invoke("run", str(tmp_path), "--input", f"x={tmp_path / 'x.npy'}", "--top-k", "2")
+    assert code == 0
+    table = output[output.index("r[1]"):]
+    rows = re.findall(r"│\s+(\d)\s+│\s+([\d.]+)\s+│", table)
+    assert rows[:2] == [("0", "5.0000"), ("4", "4.0000")]  # the two largest of r[1], in order
+
