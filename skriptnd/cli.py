@@ -12,6 +12,7 @@ import typer
 from . import __version__, cli_graph
 from .checking import check_paths, expand_paths
 from .cli_export import export_command
+from .cli_import import import_command
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
 from .source import SourceFile
@@ -142,6 +143,7 @@ def lsp() -> None:
 app.command("compose")(cli_graph.compose_command)
 app.command("run")(cli_graph.run_command)
 app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 @app.command()

@@ -1,0 +1,244 @@
+"""ONNX model -> SkriptND model folder.
+
+normalize (load, check, upgrade, infer shapes) -> list unsupported operators (one diagnostic for all)
+-> walk the nodes in order: fold what is known at import time (Constant, Shape of a static shape,
+shape arithmetic on constants, and with `fold_constants` any constant subgraph; evaluated by the onnx
+package's reference implementation), convert the rest with the registry -> `ModelFolder` ->
+`write_model` (atomic: an error leaves nothing in the output folder).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...diagnostics import DiagnosticError
+from ..writer import GraphText, ModelFolder, TensorDecl, write_model
+from . import normalize as norm
+from .context import Context, Node, Value, sknd_type
+from .errors import ImportProblem, diagnostic
+from .registry import registry
+
+#: Ops never folded (their value is not a function of their inputs).
+_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                     "Bernoulli"}
+#: A real-valued result larger than this stays a statement unless --fold-constants (weights stay weights).
+_FOLD_LIMIT = 4096
+
+
+@dataclass
+class ImportResult:
+    path: Path
+    renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
+    attribs: list[str] = field(default_factory=list)  # graph attributes made from symbolic dims
+
+
+def import_onnx(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+                fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False) -> ImportResult:
+    source = str(src) if isinstance(src, str | Path) else "<onnx model>"
+    model = norm.load(src, source)
+    model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
+    folder, renamed, attribs = convert(model, source, fold_constants)
+    path = write_model(folder, out_dir, overwrite=overwrite)
+    return ImportResult(path, renamed, attribs)
+
+
+def unsupported(model: Any) -> dict[str, list[str]]:
+    """op type -> names of its nodes, for every node (also in subgraphs) no converter handles."""
+    known = registry()
+    found: dict[str, list[str]] = defaultdict(list)
+
+    def visit(graph: Any) -> None:
+        for node in graph.node:
+            key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            if key not in known:
+                found[key].append(node.name or "<unnamed>")
+            for a in node.attribute:
+                if a.type == a.GRAPH:
+                    visit(a.g)
+                for g in a.graphs:
+                    visit(g)
+
+    visit(model.graph)
+    return dict(found)
+
+
+def _unsupported_message(found: dict[str, list[str]]) -> str:
+    parts = []
+    for op, nodes in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(nodes[:5]) + (f", … ({len(nodes) - 5} more)" if len(nodes) > 5 else "")
+        parts.append(f"{op} ×{len(nodes)} ({shown})")
+    total = sum(len(v) for v in found.values())
+    return (f"the model uses {len(found)} unsupported operator type{'s' if len(found) > 1 else ''} "
+            f"({total} node{'s' if total > 1 else ''}): " + "; ".join(parts))
+
+
+def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
+    from onnx import numpy_helper
+
+    missing = unsupported(model)
+    if missing:
+        raise DiagnosticError([diagnostic("E0806", _unsupported_message(missing), source,
+                                          hint="docs/import.md lists the supported operators")])
+    graph = model.graph
+    ctx = Context(opset=norm.opset(model))
+    for t in graph.initializer:
+        ctx.consts[t.name] = numpy_helper.to_array(t)
+        ctx.initializers.add(t.name)
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        ctx.values[vi.name] = _value(vi)
+    inputs = [vi for vi in graph.input if vi.name not in ctx.initializers]
+    # graph inputs and outputs keep their names when they can; symbolic dims become attributes
+    for vi in inputs:
+        for d in ctx.values[vi.name].shape or ():
+            if isinstance(d, str) and d not in ctx.symbols:
+                ctx.symbols[d] = ctx.names(d)
+    input_decls = []
+    for vi in inputs:
+        ctx.node = None
+        input_decls.append(_decl(ctx, vi.name, source))
+        ctx.bound[vi.name] = input_decls[-1].name
+    entries = registry()
+    for proto in graph.node:
+        node = Node.of(proto)
+        ctx.node, ctx._label_used = node, False
+        try:
+            if _fold(ctx, node, fold_constants):
+                continue
+            entries[node.op_type].convert(ctx, node)
+        except ImportProblem as problem:
+            raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
+    ctx.node = None
+    output_decls = []
+    for vi in graph.output:
+        name = vi.name
+        try:
+            decl = _output_decl(ctx, vi, source)
+        except ImportProblem as problem:
+            raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
+        output_decls.append(decl)
+        del name
+    renamed = {k: v for k, v in ctx.names.renamed.items()
+               if k in {vi.name for vi in inputs} | {vi.name for vi in graph.output}}
+    graph_name = ctx.names(graph.name) if graph.name else "main_graph"
+    text = GraphText(
+        name=graph_name if graph_name[0].isalpha() else f"G{graph_name}",
+        inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=ctx.attrib_decls(),
+        constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
+        comment=f"Imported from ONNX ({source}, opset {ctx.opset}) by sknd import.")
+    return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values())
+
+
+def _value(vi: Any) -> Value:
+    t = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+    if t is None:
+        return Value(None, None)
+    shape = None
+    if t.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim)
+    return Value(sknd_type(t.elem_type), shape)
+
+
+def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
+    value = ctx.values.get(onnx_name)
+    if value is None or value.dtype is None:
+        raise DiagnosticError([diagnostic("E0810", f"graph input '{onnx_name}' has no tensor type SkriptND "
+                                          "supports (float, integer or bool tensors)", source)])
+    if value.shape is None or any(d is None for d in value.shape):
+        raise DiagnosticError([diagnostic("E0808", f"graph input '{onnx_name}' has an unknown rank or dimension",
+                                          source, hint=f"give its shape: --input-shape {onnx_name}=d0,d1,...")])
+    return TensorDecl(ctx.names(onnx_name), value.dtype, [ctx.extent(d) for d in value.shape])
+
+
+def _output_decl(ctx: Context, vi: Any, source: str) -> TensorDecl:
+    value = ctx.values.get(vi.name) or Value(None, None)
+    name = ctx.names(vi.name)
+    if vi.name not in ctx.bound and vi.name in ctx.consts:
+        # a folded constant given out as an output: copy it under the output's name
+        source_name = ctx.literal_arg(ctx.consts[vi.name], "value")
+        ctx.body.append(f"{name} = math.iden({source_name});")
+        ctx.imports["math"] = None
+    shape = value.shape
+    if vi.name in ctx.consts:
+        shape = ctx.consts[vi.name].shape
+    if shape is None or any(d is None for d in shape):
+        raise ImportProblem("E0808", f"the shape of graph output '{vi.name}' is unknown after shape inference",
+                            hint="give the input shapes with --input-shape")
+    dtype = value.dtype or ctx.dtype(vi.name)
+    return TensorDecl(name, dtype, [ctx.extent(d) for d in shape])
+
+
+# ------------------------------------------------------------------------------------ folding
+
+
+def _fold(ctx: Context, node: Node, fold_all: bool) -> bool:
+    """Evaluate the node now if its result is known at import time; True when folded."""
+    if node.op_type == "Constant":
+        value = _constant_value(node)
+        ctx.consts[node.outputs[0]] = value
+        return True
+    if node.op_type in ("Shape", "Size"):
+        shape = ctx.values.get(node.inputs[0]).shape if node.inputs[0] in ctx.values else None
+        if node.inputs[0] in ctx.consts:
+            shape = ctx.consts[node.inputs[0]].shape
+        if shape is not None and all(isinstance(d, int) for d in shape):
+            if node.op_type == "Size":
+                ctx.consts[node.outputs[0]] = np.array(int(np.prod(shape)), np.int64)
+            else:
+                rank = len(shape)
+                start, end = node.attr("start", 0), node.attr("end", rank)
+                ctx.consts[node.outputs[0]] = np.array(shape, np.int64)[slice(start, end)]
+            return True
+        return False
+    if node.op_type in _NONDETERMINISTIC or node.attrs.get("body") is not None:
+        return False
+    present = [i for i in node.inputs if i]
+    if not all(i in ctx.consts for i in present):
+        return False
+    if not present and node.op_type not in ("ConstantOfShape", "Range", "EyeLike"):
+        return False
+    if not fold_all:
+        for o in node.outputs:
+            v = ctx.values.get(o)
+            if v is None or v.dtype == "real":
+                if v is None or v.shape is None or any(not isinstance(d, int) for d in v.shape) \
+                        or int(np.prod(v.shape)) > _FOLD_LIMIT:
+                    return False
+        if any(i in ctx.initializers and ctx.consts[i].dtype.kind == "f" for i in present) \
+                and node.op_type not in ("Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"):
+            return False  # arithmetic on weights stays in the model unless asked to fold it
+    results = _evaluate(node, [ctx.consts.get(i) if i else None for i in node.inputs], ctx.opset)
+    if results is None:
+        return False
+    for name, value in zip(node.outputs, results, strict=False):
+        if name:
+            ctx.consts[name] = np.asarray(value)
+    return True
+
+
+def _constant_value(node: Node) -> np.ndarray:
+    for key, kind in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
+                      ("value_int", np.int64), ("value_ints", np.int64)):
+        if key in node.attrs:
+            return np.asarray(node.attrs[key], dtype=kind)
+    raise ImportProblem("E0807", f"{node.where}: only tensor, float and int constants are supported")
+
+
+def _evaluate(node: Node, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray] | None:
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        ev = ReferenceEvaluator(node.proto, opsets={"": opset})
+        feeds = {name: value for name, value in zip(node.inputs, inputs, strict=False) if name}
+        return list(ev.run(None, feeds))
+    except Exception:  # noqa: BLE001 - a node the reference cannot fold simply stays a statement
+        return None
+
+
+def op_counts(model: Any) -> Counter:
+    return Counter(n.op_type for n in model.graph.node)

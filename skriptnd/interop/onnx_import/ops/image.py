@@ -1,0 +1,1 @@
+"""image operators (see registry.FAMILIES)."""

@@ -1,0 +1,55 @@
+"""Indexing: Gather, GatherND, ScatterElements, ScatterND, NonZero -> layout.*."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..context import Context, Node
+from ..errors import ImportProblem
+from ..registry import converter
+from ._util import axis as norm_axis
+
+
+def _index(ctx: Context, name: str, dim: int) -> str:
+    """Indices as an argument; constant negative indices are made non-negative at import time."""
+    value = ctx.const(name)
+    if value is not None and (value < 0).any():
+        return ctx.literal_arg(np.where(value < 0, value + dim, value).astype(np.int64), "index")
+    return ctx.arg(name)  # type: ignore[return-value]
+
+
+@converter("Gather", target="`layout.gather{axis}`", caveats="negative indices only when constant")
+def _gather(ctx: Context, node: Node) -> None:
+    shape = ctx.shape(node.input(0))
+    k = norm_axis(int(node.attr("axis", 0)), len(shape))
+    dim = shape[k] if isinstance(shape[k], int) else 0
+    ctx.emit("layout.gather", [ctx.arg(node.input(0)), _index(ctx, node.input(1), dim)], {"axis": k})
+
+
+@converter("GatherND", target="`layout.gather_nd{batch_dims}`")
+def _gather_nd(ctx: Context, node: Node) -> None:
+    attribs = {"batch_dims": int(node.attr("batch_dims", 0))} if node.attr("batch_dims", 0) else {}
+    ctx.emit("layout.gather_nd", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
+
+
+@converter("ScatterElements", target="`layout.scatter{axis}`", caveats="reduction other than none is refused")
+def _scatter_elements(ctx: Context, node: Node) -> None:
+    if node.attr("reduction", "none") != "none":
+        raise ImportProblem("E0807", f"{node.where}: reduction '{node.attr('reduction')}' is not supported")
+    shape = ctx.shape(node.input(0))
+    k = norm_axis(int(node.attr("axis", 0)), len(shape))
+    dim = shape[k] if isinstance(shape[k], int) else 0
+    ctx.emit("layout.scatter", [ctx.arg(node.input(0)), _index(ctx, node.input(1), dim), ctx.arg(node.input(2))],
+             {"axis": k})
+
+
+@converter("ScatterND", target="`layout.scatter_nd`", caveats="reduction other than none is refused")
+def _scatter_nd(ctx: Context, node: Node) -> None:
+    if node.attr("reduction", "none") != "none":
+        raise ImportProblem("E0807", f"{node.where}: reduction '{node.attr('reduction')}' is not supported")
+    ctx.emit("layout.scatter_nd", [ctx.arg(node.input(0)), ctx.arg(node.input(1)), ctx.arg(node.input(2))])
+
+
+@converter("NonZero", target="`layout.nonzero`", caveats="the output's length is dynamic")
+def _nonzero(ctx: Context, node: Node) -> None:
+    ctx.emit("layout.nonzero", [ctx.arg(node.input(0))])

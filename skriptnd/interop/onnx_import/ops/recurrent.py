@@ -1,0 +1,1 @@
+"""recurrent operators (see registry.FAMILIES)."""
