@@ -159,3 +159,19 @@ def transformer_onnx(w: dict[str, np.ndarray], heads: int, blocks: int = 2) -> O
         x = b.op("Add", x, dense(hidden, f"{p}.fc2"))
     b.output = x
     return b
+
+
+def require_onnx() -> tuple[Any, Any]:
+    """onnx and onnxruntime (the `onnx` and `dev` extras); missing: skip, or fail on CI (CI=1)."""
+    import os
+
+    import pytest
+
+    try:
+        import onnx
+        import onnxruntime
+    except ImportError as err:
+        if os.environ.get("CI"):
+            pytest.fail(f"{err.name} is not installed; the dev extra installs it")
+        pytest.skip(f"{err.name} is not installed (pip install -e '.[dev]')")
+    return onnx, onnxruntime

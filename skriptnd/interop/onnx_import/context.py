@@ -227,16 +227,17 @@ class Context:
         elif isinstance(outputs, str):
             outputs = [outputs]
         node_outputs = set(self.bound.get(o, "") for o in (self.node.outputs if self.node else []))
+        flat = [x for o in outputs for x in ([o] if isinstance(o, str) else o)]
         tag = None
         if label and self.node is not None and self.node.name and not self._label_used \
-                and any(o in node_outputs for o in outputs):
+                and any(o in node_outputs for o in flat):
             tag = self.labels(self.node.name)
             self._label_used = True
         args = list(args)
         while args and args[-1] is None:  # omitted trailing optional inputs need no `~`
             args.pop()
         self.body.append(Call(list(outputs), op, args, dict(attribs or {}), label=tag, type_args=list(types)))
-        return outputs[0]
+        return flat[0]
 
     def define_module(self, path: str, module: str, text: str) -> None:
         """An extra module of operators (ops/<family>.sknd), written once, imported by main."""

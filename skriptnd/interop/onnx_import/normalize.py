@@ -19,7 +19,7 @@ from .errors import diagnostic
 #: Models older than this are converted up to it; the converters are written for opset 13 and later.
 TARGET_OPSET = 13
 #: The oldest opset the version converter is asked to upgrade.
-OLDEST_OPSET = 7
+OLDEST_OPSET = 1
 
 
 def require_onnx(source: str | Path) -> Any:

@@ -42,7 +42,7 @@ def _deconv(ctx: Context, node: Node) -> None:
     totals = [strides[i] * (spatial[i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]
               for i in range(d)]
     if "output_shape" in node.attrs or node.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
-        upper = node.attr("auto_pad", "NOTSET") != "SAME_LOWER"
+        upper = node.attr("auto_pad", "NOTSET") == "SAME_UPPER"  # else the begin takes the larger half
         begin = [t // 2 if upper else t - t // 2 for t in totals]
         pads = begin + [t - b for t, b in zip(totals, begin, strict=True)]
     elif node.attr("auto_pad", "NOTSET") == "VALID":

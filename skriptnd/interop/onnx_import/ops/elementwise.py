@@ -14,7 +14,7 @@ UNARY = {"Abs": "math.abs", "Neg": "math.neg", "Reciprocal": "math.rcp", "Sqrt":
          "Asin": "math.asin", "Acos": "math.acos", "Atan": "math.atan", "Sinh": "math.sinh",
          "Cosh": "math.cosh", "Asinh": "math.asinh", "Acosh": "math.acosh", "Atanh": "math.atanh",
          "Tanh": "math.tanh", "Sign": "math.sign", "Not": "math.not", "Floor": "math.floor",
-         "Ceil": "math.ceil", "Round": "math.round", "Identity": "math.iden"}
+         "Ceil": "math.ceil", "Identity": "math.iden"}
 
 BINARY = {"Add": "math.add", "Sub": "math.sub", "Mul": "math.mul", "Div": "math.div", "Pow": "math.pow",
           "Equal": "math.eq", "Less": "math.lt", "Greater": "math.gt", "LessOrEqual": "math.le",
@@ -103,3 +103,17 @@ def _isinf(ctx: Context, node: Node) -> None:
         ctx.emit("math.eq", [x, ctx.literal_arg(np.array(np.inf if pos else -np.inf, np.float32), "inf")])
     else:
         ctx.emit("math.ne", [x, x])  # nothing detected: all false for finite input
+
+
+@converter("Round", target="`math.round`, ties to even (`math.select` on the halves)")
+def _round(ctx: Context, node: Node) -> None:
+    x = ctx.arg(node.input(0))
+
+    def tmp(op: str, *args: str) -> str:
+        return ctx.emit(op, list(args), outputs=ctx.fresh(op.rpartition(".")[2]), label=False)
+
+    half = ctx.literal_arg(np.array(0.5, np.float32), "half")
+    two = ctx.literal_arg(np.array(2.0, np.float32), "two")
+    tie = tmp("math.eq", tmp("math.sub", x, tmp("math.floor", x)), half)
+    even = tmp("math.mul", tmp("math.round", tmp("math.mul", x, half)), two)
+    ctx.emit("math.select", [tie, even, tmp("math.round", x)])

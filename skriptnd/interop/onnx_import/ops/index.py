@@ -13,9 +13,17 @@ from ._util import axis as norm_axis
 def _index(ctx: Context, name: str, dim: int) -> str:
     """Indices as an argument; constant negative indices are made non-negative at import time."""
     value = ctx.const(name)
-    if value is not None and (value < 0).any():
-        return ctx.literal_arg(np.where(value < 0, value + dim, value).astype(np.int64), "index")
-    return ctx.arg(name)  # type: ignore[return-value]
+    if value is not None:
+        if (value < 0).any():
+            return ctx.literal_arg(np.where(value < 0, value + dim, value).astype(np.int64), "index")
+        return ctx.arg(name)  # type: ignore[return-value]
+    index = ctx.arg(name)
+    if not dim:
+        return index  # type: ignore[return-value]
+    zero, extent = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(dim, np.int64), "dim")
+    negative = ctx.emit("math.lt", [index, zero], outputs=ctx.fresh("negative"), label=False)
+    wrapped = ctx.emit("math.add", [index, extent], outputs=ctx.fresh("wrapped"), label=False)
+    return ctx.emit("math.select", [negative, wrapped, index], outputs=ctx.fresh("index"), label=False)
 
 
 @converter("Gather", target="`layout.gather{axis}`", caveats="negative indices only when constant")

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..context import Context, Node
 from ..errors import ImportProblem
 from ..registry import converter
 from ._util import axis as norm_axis
 
 
-@converter("Dropout", target="`math.iden` (inference)", caveats="the mask output is refused")
+@converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 is refused; the mask is all true")
 def _dropout(ctx: Context, node: Node) -> None:
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise ImportProblem("E0807", f"{node.where}: the mask output of Dropout is not supported")
-    ctx.emit("math.iden", [ctx.arg(node.input(0))])
+    if node.input(2) and (ctx.const(node.input(2)) is None or bool(ctx.const(node.input(2)))):
+        raise ImportProblem("E0807", f"{node.where}: training_mode Dropout (random) is not supported")
+    x = ctx.arg(node.input(0))
+    ctx.emit("math.iden", [x])
+    if len(node.outputs) > 1 and node.outputs[1]:  # inference: the mask keeps everything
+        ctx.emit("layout.uniform", [ctx.literal_arg(np.array(True), "keep")], {"shape": list(ctx.static_shape(
+            node.input(0)))}, outputs=ctx.out(1), types=["bool"], label=False)
 
 
 @converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`", caveats="K must be constant")

@@ -49,7 +49,6 @@ def _lrn(ctx: Context, node: Node) -> None:
 @converter("LayerNormalization", target="`math.moments` then (x - mean) / sqrt(var + epsilon) * scale + bias",
            caveats="the Mean / InvStdDev outputs are not supported")
 def _layer_norm(ctx: Context, node: Node) -> None:
-    _only_first_output(node, "Mean/InvStdDev")
     rank = ctx.rank(node.input(0))
     first = norm_axis(int(node.attr("axis", -1)), rank)
     x = ctx.arg(node.input(0))
@@ -62,6 +61,10 @@ def _layer_norm(ctx: Context, node: Node) -> None:
         ctx.emit("math.add", [_tmp(ctx, "math.mul", [normalized, ctx.arg(node.input(1))]), ctx.arg(node.input(2))])
     else:
         ctx.emit("math.mul", [normalized, ctx.arg(node.input(1))])
+    if len(node.outputs) > 1 and node.outputs[1]:  # Mean, kept dims as ONNX
+        ctx.emit("math.iden", [mean], outputs=ctx.out(1), label=False)
+    if len(node.outputs) > 2 and node.outputs[2]:  # InvStdDev
+        ctx.emit("math.rcp", [dev], outputs=ctx.out(2), label=False)
 
 
 @converter("MeanVarianceNormalization", target="`math.moments` then (x - mean) / sqrt(var)")

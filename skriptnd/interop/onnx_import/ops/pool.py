@@ -20,19 +20,22 @@ def _pool_attribs(ctx: Context, node: Node) -> dict:
         attribs["dilation"] = dilations
     attribs["padding"] = pads
     if node.attr("ceil_mode", 0):
-        # ONNX drops a last window that would start in the end padding; SkriptND's ceil_mode keeps it.
-        # Where the two differ, floor mode with the end padding grown to the window ONNX keeps is the same.
-        out = ctx.static_shape(node.outputs[0])[2:]
+        # ONNX (and PyTorch) drop a last window that would start in the end padding; where that makes
+        # ceil mode equal to floor mode, floor mode is written
         d = len(kernel)
-        floor_out = [(spatial[i] + pads[i] + pads[d + i] - ((kernel[i] - 1) * dilations[i] + 1)) // strides[i] + 1
-                     for i in range(d)]
-        if list(out) != floor_out:
+        extent = [spatial[i] + pads[i] + pads[d + i] - ((kernel[i] - 1) * dilations[i] + 1) for i in range(d)]
+        floor_out = [extent[i] // strides[i] + 1 for i in range(d)]
+        ceil_out = [-(-extent[i] // strides[i]) + 1 for i in range(d)]
+        onnx_out = [c - 1 if (c - 1) * strides[i] >= spatial[i] + pads[i] else c for i, c in enumerate(ceil_out)]
+        out = ctx.values.get(node.outputs[0])
+        if out is not None and out.shape is not None:  # onnx's shape inference keeps the dropped window
+            out.shape = tuple(out.shape[:2]) + tuple(onnx_out)
+        if onnx_out != floor_out:
+            if onnx_out != ceil_out:
+                # some axes keep their last window, others drop it: grow the end padding of the others
+                raise ImportProblem("E0807", f"{node.where}: ceil_mode with a last window that starts in the "
+                                    "padding on some axes only is not supported")
             attribs["ceil_mode"] = True
-            ceil_out = [-(-(spatial[i] + pads[i] + pads[d + i] - ((kernel[i] - 1) * dilations[i] + 1)) // strides[i])
-                        + 1 for i in range(d)]
-            if ceil_out != list(out):
-                raise ImportProblem("E0807", f"{node.where}: ceil_mode output size {list(out)} differs from "
-                                    f"SkriptND's {ceil_out}")
     return attribs
 
 

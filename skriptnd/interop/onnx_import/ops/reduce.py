@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..context import Context, Node
 from ..errors import ImportProblem
 from ..registry import converter
@@ -41,6 +43,9 @@ def _reduce(ctx: Context, node: Node) -> None:
     if not node.attr("keepdims", 1):
         attribs["squeeze"] = True
     op = node.op_type
+    if ctx.dtype(node.input(0)) == "bool" and op in ("ReduceMax", "ReduceMin"):
+        ctx.emit("math.any_reduce" if op == "ReduceMax" else "math.all_reduce", [x], attribs)
+        return
     if op in _DIRECT:
         if op == "ReduceMean" and ctx.dtype(node.input(0)) != "real":
             raise ImportProblem("E0810", f"{node.where}: ReduceMean of integers is not supported")
@@ -60,12 +65,19 @@ def _reduce(ctx: Context, node: Node) -> None:
 @converter("ArgMax", "ArgMin", target="`math.argmax{axis, squeeze}` / `math.argmin`",
            caveats="select_last_index=1 is refused; integer inputs are compared as reals")
 def _arg(ctx: Context, node: Node) -> None:
-    if node.attr("select_last_index", 0):
-        raise ImportProblem("E0807", f"{node.where}: select_last_index=1 is not supported")
     x = ctx.arg(node.input(0))
     if ctx.dtype(node.input(0)) != "real":
         x = ctx.emit("layout.cast", [x], outputs=ctx.fresh("real"), types=["real"], label=False)
-    attribs: dict = {"axis": norm_axis(int(node.attr("axis", 0)), ctx.rank(node.input(0)))}
+    k = norm_axis(int(node.attr("axis", 0)), ctx.rank(node.input(0)))
+    attribs: dict = {"axis": k}
     if not node.attr("keepdims", 1):
         attribs["squeeze"] = True
-    ctx.emit("math.argmax" if node.op_type == "ArgMax" else "math.argmin", [x], attribs)
+    op = "math.argmax" if node.op_type == "ArgMax" else "math.argmin"
+    if not node.attr("select_last_index", 0):
+        ctx.emit(op, [x], attribs)
+        return
+    # the last extreme: the first one of the reversed axis, counted from the end
+    n = ctx.static_shape(node.input(0))[k]
+    flipped = _tmp(ctx, "layout.slice", [x], axes=[k], begin=[n - 1], end=[-1], stride=[-1])
+    index = _tmp(ctx, op, [flipped], **attribs)
+    ctx.emit("math.sub", [ctx.literal_arg(np.array(n - 1, np.int64), "last"), index])

@@ -93,7 +93,7 @@ def _split(ctx: Context, node: Node) -> None:
         chunk = -(-total // n)
         sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
     outputs = [ctx.out(i) for i in range(len(node.outputs))]
-    ctx.emit("layout.split", [ctx.arg(node.input(0))], {"axis": k, "sizes": sizes}, outputs=outputs)
+    ctx.emit("layout.split", [ctx.arg(node.input(0))], {"axis": k, "sizes": sizes}, outputs=[outputs])
 
 
 @converter("Slice", target="`layout.slice{axes, begin, end, stride}`",
