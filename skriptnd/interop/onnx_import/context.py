@@ -43,7 +43,7 @@ def array_type(array: np.ndarray) -> str:
         return "bool"
     if np.issubdtype(array.dtype, np.integer):
         return "int"
-    if np.issubdtype(array.dtype, np.floating):
+    if np.issubdtype(array.dtype, np.floating) or "float" in array.dtype.name:  # also ml_dtypes' bfloat16
         return "real"
     raise ImportProblem("E0810", f"constant of type {array.dtype} has no SkriptND type")
 

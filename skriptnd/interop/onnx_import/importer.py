@@ -103,6 +103,7 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
         ctx.node = None
         input_decls.append(_decl(ctx, vi.name, source))
         ctx.bound[vi.name] = input_decls[-1].name
+    _resolve_shapes(model, ctx, fold_constants)
     entries = registry()
     for proto in graph.node:
         node = Node.of(proto)
@@ -132,6 +133,64 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
         constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
         comment=f"Imported from ONNX ({source}, opset {ctx.opset}) by sknd import.")
     return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values())
+
+
+def _unknown(ctx: Context, model: Any) -> bool:
+    for node in model.graph.node:
+        for o in node.output:
+            v = ctx.values.get(o)
+            if o and (v is None or v.shape is None or any(not isinstance(d, int) and d not in ctx.symbols
+                                                          for d in v.shape)):
+                return True
+    return False
+
+
+def _resolve_shapes(model: Any, ctx: Context, fold_all: bool) -> None:
+    """Shapes onnx's inference leaves open (an Expand or Reshape whose shape operand is computed by a
+    chain it does not propagate) are found by folding what is known, then inferring again with those
+    values as initializers (a few rounds, while something new is learnt)."""
+    import copy
+
+    import onnx
+    from onnx import numpy_helper
+
+    for _ in range(4):
+        if not _unknown(ctx, model):
+            return
+        scratch = Context(opset=ctx.opset, values=copy.deepcopy(ctx.values), consts=dict(ctx.consts),
+                          initializers=set(ctx.initializers), symbols=dict(ctx.symbols))
+        for proto in model.graph.node:
+            node = Node.of(proto)
+            scratch.node = node
+            try:
+                _fold(scratch, node, fold_all)
+            except ImportProblem:
+                pass
+        new = {k: v for k, v in scratch.consts.items() if k not in ctx.consts and v.dtype.kind in "iub"
+               and v.size <= 4096}
+        if not new:
+            return
+        probe = onnx.ModelProto()
+        probe.CopyFrom(model)
+        kept = [n for n in probe.graph.node if not (n.output and all(o in new or not o for o in n.output))]
+        del probe.graph.node[:]
+        probe.graph.node.extend(kept)
+        probe.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in new.items())
+        del probe.graph.value_info[:]
+        try:
+            probe = onnx.shape_inference.infer_shapes(probe, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - nothing more is learnt
+            return
+        learnt = False
+        for vi in [*probe.graph.value_info, *probe.graph.output]:
+            value = _value(vi)
+            old = ctx.values.get(vi.name)
+            if value.shape is not None and all(isinstance(d, int) for d in value.shape) and \
+                    (old is None or old.shape is None or any(not isinstance(d, int) for d in old.shape)):
+                ctx.values[vi.name] = Value(value.dtype or (old.dtype if old else None), value.shape)
+                learnt = True
+        if not learnt:
+            return
 
 
 def _value(vi: Any) -> Value:

@@ -165,7 +165,10 @@ def _pad(ctx: Context, node: Node) -> None:
     if mode == "constant" and node.input(2):
         value = ctx.const(node.input(2))
         if value is None:
-            args.append(ctx.arg(node.input(2)))
+            v = ctx.arg(node.input(2))
+            if ctx.rank(node.input(2)):  # ONNX allows a one-element tensor
+                v = _tmp(ctx, "layout.reshape", [v], shape=[])
+            args.append(v)
         else:
             args.append(ctx.literal_arg(np.asarray(value).reshape(()).astype(value.dtype), "value"))
     ctx.emit("layout.pad", args, attribs)
