@@ -43,10 +43,14 @@ def _same_type(ctx: Context, node: Node, names: list[str]) -> list[str]:
     return out
 
 
-@converter(*BINARY, target="`math.{op}` (see table)")
 def _binary(ctx: Context, node: Node) -> None:
     x, y = _same_type(ctx, node, [node.input(0), node.input(1)])
     ctx.emit(BINARY[node.op_type], [x, y])
+
+
+for _op, _target in BINARY.items():
+    converter(_op, target=f"`{_target}`", caveats="numpy broadcasting; Pow casts an integer exponent"
+              if _op == "Pow" else "numpy broadcasting")(_binary)
 
 
 @converter("Mod", target="`math.mod`", caveats="fmod=1 on integers is refused")
