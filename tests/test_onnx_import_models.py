@@ -97,6 +97,7 @@ def _torch() -> Any:
 def _export(module: Any, example: Any, path: Path) -> Path:
     torch = _torch()
     module.eval()
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused encoder kernel has no ONNX export
     with torch.no_grad():
         torch.onnx.export(module, (example,), str(path), input_names=["x"], output_names=["y"], opset_version=17,
                           dynamo=False)
@@ -132,10 +133,28 @@ def _torch_resnet_block() -> Any:
 
 
 def _torch_encoder() -> Any:
+    """A pre-norm encoder layer (attention spelled out: torch's fused encoder has no ONNX export)."""
     torch = _torch()
+    nn = torch.nn
+
+    class Encoder(nn.Module):
+        def __init__(self, dim: int = 32, heads: int = 4) -> None:
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, 2 * dim), nn.Linear(2 * dim, dim)
+
+        def forward(self, x: Any) -> Any:
+            b, s, d = x.shape
+            q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+            q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+            attn = torch.softmax(q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5, dim=-1)
+            x = x + self.out((attn @ v).transpose(1, 2).reshape(b, s, d))
+            return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x))))
+
     torch.manual_seed(0)
-    return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True,
-                                            dropout=0.0, norm_first=True)
+    return Encoder()
 
 
 @pytest.mark.parametrize(("make", "shape"), [(_torch_resnet_block, (2, 3, 32, 32)), (_torch_encoder, (2, 10, 32))],
@@ -152,3 +171,26 @@ def test_pytorch_export_imports(make: Any, shape: tuple, tmp_path: Path) -> None
     _close(actual, expected)
     with torch.no_grad():
         _close(actual, net(x).numpy())
+
+
+def test_pytorch_dynamic_batch_with_input_shape(tmp_path: Path) -> None:
+    """A dynamic batch makes the Shape→Gather→Concat→Reshape chains run-time values: without
+    --input-shape that is a diagnostic naming the node; with it everything folds."""
+    _, ort = require_onnx()
+    torch = _torch()
+    from skriptnd.diagnostics import DiagnosticError
+
+    net = _torch_encoder().eval()
+    x = torch.randn(3, 10, 32)
+    src = tmp_path / "model.onnx"
+    torch.backends.mha.set_fastpath_enabled(False)
+    with torch.no_grad():
+        torch.onnx.export(net, (x,), str(src), input_names=["x"], output_names=["y"], opset_version=17, dynamo=False,
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    with pytest.raises(DiagnosticError) as err:
+        skriptnd.import_model(src, tmp_path / "dynamic")
+    assert err.value.diagnostics[0].code == "E0808" and "--input-shape" in (err.value.diagnostics[0].hint or "")
+    assert not (tmp_path / "dynamic").exists()
+    path = skriptnd.import_model(src, tmp_path / "m", input_shapes={"x": [3, 10, 32]})
+    actual = skriptnd.load(path).compose().run({"x": x.numpy()})["y"]
+    _close(actual, ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0])
