@@ -161,6 +161,32 @@ def transformer_onnx(w: dict[str, np.ndarray], heads: int, blocks: int = 2) -> O
     return b
 
 
+def _onnx_gates(a: np.ndarray) -> np.ndarray:
+    """nn.lstm packs gates [i, f, g, o] along axis 0; ONNX LSTM wants [i, o, f, c] (c = g)."""
+    i, f, g, o = np.split(a, 4, axis=0)
+    return np.concatenate([i, o, f, g], axis=0)
+
+
+def lstm_onnx(w: dict[str, np.ndarray], with_steps: bool) -> Onnx:
+    """Two stacked ONNX LSTM layers (forward, zero initial states); input 'X' (and 'steps', int32)."""
+    b = Onnx()
+    x = "X"
+    finals: list[tuple[str, str]] = []
+    for layer in ("layer1", "layer2"):
+        hidden = w[f"{layer}_R"].shape[1]
+        W = _onnx_gates(w[f"{layer}_W"])[None]
+        R = _onnx_gates(w[f"{layer}_R"])[None]
+        B = np.concatenate([_onnx_gates(w[f"{layer}_B"]), np.zeros(4 * hidden, np.float32)])[None]  # Wb, Rb
+        y, h, c = b.op("LSTM", x, b.const(W), b.const(R), b.const(B), "steps" if with_steps else "",
+                       outputs=3, hidden_size=hidden, direction="forward")
+        x = b.op("Squeeze", y, b.ints(1))  # Y [seq, num_directions=1, batch, hidden]
+        finals.append((h, c))
+    b.Y = x
+    b.hN = b.op("Concat", finals[0][0], finals[1][0], axis=0)
+    b.cN = b.op("Concat", finals[0][1], finals[1][1], axis=0)
+    return b
+
+
 def require_onnx() -> tuple[Any, Any]:
     """onnx and onnxruntime (the `onnx` and `dev` extras); missing: skip, or fail on CI (CI=1)."""
     import os

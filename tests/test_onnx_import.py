@@ -508,3 +508,18 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
         assert proc.returncode == 2 and "NNEF 1.x import is not available" in proc.stderr
     proc = _cli("import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"), "--input-shape", "x=1,a")
     assert proc.returncode == 2 and "--input-shape" in proc.stderr
+
+
+# ------------------------------------------------------------------------------- recurrent
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize(("op", "extra"), [("LSTM", {}), ("GRU", {}), ("GRU", {"linear_before_reset": 1}),
+                                           ("RNN", {})], ids=["LSTM", "GRU", "GRU-lbr", "RNN"])
+def test_recurrent(op: str, extra: dict, direction: str, tmp_path: Path) -> None:
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    d, n, c, s, b = (2 if direction == "bidirectional" else 1), 5, 3, 4, 2
+    inits = {"W": rand(d, gates * n, c), "R": rand(d, gates * n, n), "B": rand(d, 2 * gates * n), "h": rand(d, b, n)}
+    outs = ["Y", "Yh", "Yc"] if op == "LSTM" else ["Y", "Yh"]
+    check([node(op, ["x", "W", "R", "B", "", "h"], outs, hidden_size=n, direction=direction, **extra)],
+          {"x": rand(s, b, c)}, outs, tmp_path, inits)

@@ -194,3 +194,19 @@ def test_pytorch_dynamic_batch_with_input_shape(tmp_path: Path) -> None:
     path = skriptnd.import_model(src, tmp_path / "m", input_shapes={"x": [3, 10, 32]})
     actual = skriptnd.load(path).compose().run({"x": x.numpy()})["y"]
     _close(actual, ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0])
+
+
+def test_stacked_lstm_sequence_model(tmp_path: Path) -> None:
+    """models/lstm's reference: two stacked ONNX LSTM layers (Squeeze, Concat of the final states)."""
+    _, ort = require_onnx()
+    from onnx_models import lstm_onnx
+
+    builder = lstm_onnx(_make_weights("lstm").weights(), with_steps=False)
+    inputs = {"X": np.random.default_rng(3).standard_normal((8, 3, 16)).astype(np.float32)}
+    outputs = {"Y": builder.Y, "hN": builder.hN, "cN": builder.cN}
+    path = skriptnd.import_model(builder.model(inputs, outputs), tmp_path / "m")
+    assert (path / "main.sknd").read_text().count("nn.lstm(") == 2
+    actual = skriptnd.load(path).compose().run(inputs)
+    expected = builder.run(ort, inputs, outputs)
+    for key in outputs:
+        _close(actual[key], expected[key])
