@@ -145,8 +145,6 @@ def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
 
 
 def _common_checks(ctx: Context, node: Node, activations: list[str]) -> None:
-    if node.attr("layout", 0):
-        raise ImportProblem("E0807", f"{node.where}: layout=1 (batch first) is not supported")
     if node.attr("clip") is not None:
         raise ImportProblem("E0807", f"{node.where}: clip is not supported")
     given = [a.lower() for a in node.attr("activations", [])]
@@ -166,89 +164,124 @@ def _reverse(ctx: Context, x: str, n: int) -> str:
 
 def _directions(ctx: Context, node: Node, run: Callable[[int, str], tuple[list[str], str]]) -> None:
     """Run each direction (d = 0 forward, 1 backward) and assemble ONNX's outputs
-    Y [s, dirs, b, n] and the final states [dirs, b, n]."""
+    Y [s, dirs, b, n] and the final states [dirs, b, n] (layout=1: batch first, transposed here)."""
     direction = node.attr("direction", "forward")
     dirs = {"forward": [0], "reverse": [1], "bidirectional": [0, 1]}[direction]
-    seq = ctx.static_shape(node.input(0))[0]
+    batch_first = bool(node.attr("layout", 0))
+    seq = ctx.static_shape(node.input(0))[1 if batch_first else 0]
     results = []
     x = ctx.arg(node.input(0))
+    if batch_first:
+        x = _tmp(ctx, "layout.transpose", [x], perm=[1, 0, 2])
     for k, d in enumerate(dirs):
         xin = _reverse(ctx, x, seq) if d else x
         finals, y = run(k, xin)
         results.append(([*finals], _reverse(ctx, y, seq) if d else y))
-    n_final = len(results[0][0])
-    ys = [_tmp(ctx, "layout.unsqueeze", [y], axes=[1]) for _, y in results]
-    if node.outputs and node.outputs[0]:
-        if len(ys) == 1:
-            ctx.emit("math.iden", [ys[0]], outputs=ctx.out(0))
+
+    def assemble(parts: list[str], axis: int, perm: list[int] | None, out: int) -> None:
+        last = perm is None
+        target = ctx.out(out) if last else ctx.fresh("y")
+        if len(parts) == 1:
+            y = ctx.emit("math.iden", parts, outputs=target, label=last)
         else:
-            ctx.emit("layout.concat", [ys], {"axis": 1}, outputs=ctx.out(0))
-    for j in range(n_final):
+            y = ctx.emit("layout.concat", [parts], {"axis": axis}, outputs=target, label=last)
+        if perm is not None:
+            ctx.emit("layout.transpose", [y], {"perm": perm}, outputs=ctx.out(out))
+
+    if node.outputs and node.outputs[0]:
+        ys = [_tmp(ctx, "layout.unsqueeze", [y], axes=[1]) for _, y in results]
+        assemble(ys, 1, [2, 0, 1, 3] if batch_first else None, 0)
+    for j in range(len(results[0][0])):
         if len(node.outputs) > j + 1 and node.outputs[j + 1]:
             hs = [_tmp(ctx, "layout.unsqueeze", [f[j]], axes=[0]) for f, _ in results]
-            if len(hs) == 1:
-                ctx.emit("math.iden", [hs[0]], outputs=ctx.out(j + 1))
-            else:
-                ctx.emit("layout.concat", [hs], {"axis": 0}, outputs=ctx.out(j + 1))
+            assemble(hs, 0, [1, 0, 2] if batch_first else None, j + 1)
 
 
-def _weights(ctx: Context, node: Node, gates: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    W = ctx.need_const(node.input(1), "W (weights)")
-    R = ctx.need_const(node.input(2), "R (recurrence weights)")
-    n = R.shape[-1]
-    B = ctx.const(node.input(3)) if node.input(3) else np.zeros((W.shape[0], 2 * gates * n), np.float32)
-    if B is None:
-        raise ImportProblem("E0808", f"{node.where}: its B (biases) is computed at run time")
-    return W.astype(np.float32), R.astype(np.float32), B[:, :gates * n].astype(np.float32), \
-        B[:, gates * n:].astype(np.float32)
+def _part(ctx: Context, node: Node, i: int, k: int, what: str, order: list[int] | None = None,
+          half: int | None = None) -> str:
+    """Direction k of input i (W, R or B) as an argument: gates re-ordered (`order` of its chunks) and,
+    for B, one half (0: Wb, 1: Rb). Constant inputs are prepared at import time, others by statements."""
+    value = ctx.const(node.input(i))
+    if value is not None:
+        a = value[k].astype(np.float32)
+        if half is not None:
+            a = np.split(a, 2)[half]
+        if order is not None:
+            chunks = np.split(a, len(order), axis=0)
+            a = np.concatenate([chunks[j] for j in order], axis=0)
+        return ctx.literal_arg(a, what)
+    x = ctx.arg(node.input(i))
+    x = _tmp(ctx, "layout.slice", [x], axes=[0], begin=[k], end=[k + 1])
+    x = _tmp(ctx, "layout.squeeze", [x], axes=[0])
+    if half is not None:
+        parts = [ctx.fresh("half"), ctx.fresh("half")]
+        ctx.emit("layout.split", [x], {"axis": 0, "count": 2}, outputs=[parts], label=False)
+        x = parts[half]
+    if order is not None:
+        chunks = [ctx.fresh("gate") for _ in order]
+        ctx.emit("layout.split", [x], {"axis": 0, "count": len(order)}, outputs=[chunks], label=False)
+        x = _tmp(ctx, "layout.concat", [[chunks[j] for j in order]], axis=0)
+    return x
+
+
+def _sizes(ctx: Context, node: Node) -> tuple[int, int]:
+    """(batch, hidden)."""
+    n = int(node.attr("hidden_size", ctx.static_shape(node.input(2))[-1]))
+    return ctx.static_shape(node.input(0))[0 if node.attr("layout", 0) else 1], n
+
+
+def _bias(ctx: Context, node: Node, k: int, gates: int, n: int, half: int, order: list[int] | None = None) -> str:
+    if node.input(3):
+        return _part(ctx, node, 3, k, "B", order, half)
+    return ctx.literal_arg(np.zeros(gates * n, np.float32), "B")
 
 
 def _initial(ctx: Context, node: Node, i: int, k: int, b: int, n: int, what: str) -> str:
     if node.input(i):
         init = ctx.arg(node.input(i))
-        [part] = [_tmp(ctx, "layout.slice", [init], axes=[0], begin=[k], end=[k + 1])]
-        return _tmp(ctx, "layout.squeeze", [part], axes=[0])
+        axis = 1 if node.attr("layout", 0) else 0
+        part = _tmp(ctx, "layout.slice", [init], axes=[axis], begin=[k], end=[k + 1])
+        return _tmp(ctx, "layout.squeeze", [part], axes=[axis])
     return ctx.literal_arg(np.zeros((b, n), np.float32), what)
 
 
 @converter("LSTM", target="`nn.lstm` (gates re-ordered from ONNX's [i, o, f, c] to [i, f, g, o], biases summed)",
-           caveats="constant weights; default activations; no peepholes, clip, input_forget or layout=1")
+           caveats="default activations; no peepholes, clip or input_forget")
 def _lstm(ctx: Context, node: Node) -> None:
     _common_checks(ctx, node, ["sigmoid", "tanh", "tanh"])
     if node.input(7):
         raise ImportProblem("E0807", f"{node.where}: peephole weights (input P) are not supported")
     if node.attr("input_forget", 0):
         raise ImportProblem("E0807", f"{node.where}: input_forget=1 is not supported")
-    W, R, Wb, Rb = _weights(ctx, node, 4)
-    n = R.shape[-1]
-    b = ctx.static_shape(node.input(0))[1]
-
-    def order(a: np.ndarray) -> np.ndarray:
-        i, o, f, c = np.split(a, 4, axis=0)
-        return np.concatenate([i, f, c, o], axis=0)
+    b, n = _sizes(ctx, node)
+    order = [0, 2, 3, 1]  # ONNX [i, o, f, c] -> nn.lstm [i, f, g, o]
 
     def run(k: int, x: str) -> tuple[list[str], str]:
-        w = ctx.literal_arg(order(W[k]), "W")
-        r = ctx.literal_arg(order(R[k]), "R")
-        bias = ctx.literal_arg(order(Wb[k] + Rb[k]), "B")
+        w = _part(ctx, node, 1, k, "W", order)
+        r = _part(ctx, node, 2, k, "R", order)
+        bias = ctx.const(node.input(3)) if node.input(3) else None
+        if bias is not None:
+            wb, rb = np.split(bias[k].astype(np.float32), 2)
+            chunks = np.split(wb + rb, 4)
+            bias_arg = ctx.literal_arg(np.concatenate([chunks[j] for j in order]), "B")
+        else:
+            bias_arg = _tmp(ctx, "math.add", [_bias(ctx, node, k, 4, n, 0, order), _bias(ctx, node, k, 4, n, 1, order)])
         h0 = _initial(ctx, node, 5, k, b, n, "h0")
         c0 = _initial(ctx, node, 6, k, b, n, "c0")
         y, h, c = ctx.fresh("Y"), ctx.fresh("h"), ctx.fresh("c")
-        ctx.emit("nn.lstm", [x, w, r, bias, h0, c0], outputs=[y, h, c])
+        ctx.emit("nn.lstm", [x, w, r, bias_arg, h0, c0], outputs=[y, h, c])
         return [h, c], y
 
     _directions(ctx, node, run)
 
 
 def _loop(ctx: Context, node: Node, name: str, gates: int) -> None:
-    W, R, Wb, Rb = _weights(ctx, node, gates)
-    n = R.shape[-1]
-    b = ctx.static_shape(node.input(0))[1]
+    b, n = _sizes(ctx, node)
     ctx.define_module(MODULE, "ops.recurrent", _module())
 
     def run(k: int, x: str) -> tuple[list[str], str]:
-        args = [x, ctx.literal_arg(W[k], "W"), ctx.literal_arg(R[k], "R"), ctx.literal_arg(Wb[k], "Wb"),
-                ctx.literal_arg(Rb[k], "Rb"), _initial(ctx, node, 5, k, b, n, "h0")]
+        args = [x, _part(ctx, node, 1, k, "W"), _part(ctx, node, 2, k, "R"), _bias(ctx, node, k, gates, n, 0),
+                _bias(ctx, node, k, gates, n, 1), _initial(ctx, node, 5, k, b, n, "h0")]
         y, h = ctx.fresh("Y"), ctx.fresh("h")
         ctx.emit(f"ops.recurrent.{name}_loop", args, outputs=[y, h])
         return [h], y
@@ -257,14 +290,14 @@ def _loop(ctx: Context, node: Node, name: str, gates: int) -> None:
 
 
 @converter("GRU", target="`ops.recurrent.gru_loop` / `gru_lbr_loop` (written in the folder)",
-           caveats="constant weights; default activations; no clip or layout=1")
+           caveats="default activations; no clip")
 def _gru(ctx: Context, node: Node) -> None:
     _common_checks(ctx, node, ["sigmoid", "tanh"])
     _loop(ctx, node, "gru_lbr" if node.attr("linear_before_reset", 0) else "gru", 3)
 
 
 @converter("RNN", target="`ops.recurrent.rnn_loop` (written in the folder)",
-           caveats="constant weights; tanh activation; no clip or layout=1")
+           caveats="tanh activation; no clip")
 def _rnn(ctx: Context, node: Node) -> None:
     _common_checks(ctx, node, ["tanh"])
     _loop(ctx, node, "rnn", 1)
