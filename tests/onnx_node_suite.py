@@ -125,8 +125,9 @@ def run_case(case: Any, folder: Path) -> str | None:
         except DiagnosticError as err:
             if err.diagnostics[0].code != "E0808" or len(case.data_sets) != 1:
                 raise
-            # SkriptND takes shape operands (a Reshape's shape, TopK's K, ...) as attributes: the
-            # harness binds the case's integer inputs as initializers, as a real model has them
+            # SkriptND takes shape operands (a Reshape's shape, TopK's K, Resize's scales ...) as
+            # attributes: the harness binds the case's small operand inputs as initializers, as a real
+            # model has them
             model, bound = _bind_integer_inputs(case)
             path = import_model(model, folder / case.name)
             bound_inputs.update(bound)
@@ -167,7 +168,8 @@ def _bind_integer_inputs(case: Any) -> tuple[Any, set[str]]:
     bound = set()
     for vi, value in zip(inputs, feeds, strict=False):
         value = _array(value)
-        if (value.dtype.kind in "iu" and value.size <= 16) or value.size == 1:
+        operand_only = all(vi.name not in n.input[:1] for n in model.graph.node)  # not a data input
+        if (value.dtype.kind in "iu" and value.size <= 16) or value.size == 1 or (operand_only and value.size <= 16):
             model.graph.initializer.append(numpy_helper.from_array(value, vi.name))
             bound.add(vi.name)
     kept = [vi for vi in model.graph.input if vi.name not in bound]

@@ -523,3 +523,28 @@ def test_recurrent(op: str, extra: dict, direction: str, tmp_path: Path) -> None
     outs = ["Y", "Yh", "Yc"] if op == "LSTM" else ["Y", "Yh"]
     check([node(op, ["x", "W", "R", "B", "", "h"], outs, hidden_size=n, direction=direction, **extra)],
           {"x": rand(s, b, c)}, outs, tmp_path, inits)
+
+
+# ---------------------------------------------------------------------------------- resize
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("transform", ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"])
+@pytest.mark.parametrize(("sizes", "nearest"), [((7, 9), "round_prefer_floor"), ((3, 4), "floor"),
+                                                ((10, 12), "ceil")], ids=["up", "down", "up-ceil"])
+def test_resize(mode: str, transform: str, sizes: tuple, nearest: str, tmp_path: Path) -> None:
+    if mode == "nearest" and transform.endswith("half_pixel") and sizes == (7, 9):
+        with pytest.raises(DiagnosticError, match="non-integer ratio"):  # refused, not wrong
+            _sknd(_model([node("Resize", ["x", "", "", "sizes"], mode=mode, coordinate_transformation_mode=transform)],
+                         {"x": rand(1, 2, 5, 6)}, ["y"], {"sizes": np.array([1, 2, *sizes], np.int64)}, 18),
+                  {"x": rand(1, 2, 5, 6)}, tmp_path)
+        return
+    check([node("Resize", ["x", "", "", "sizes"], mode=mode, coordinate_transformation_mode=transform,
+                nearest_mode=nearest)], {"x": rand(1, 2, 5, 6)}, ["y"], tmp_path,
+          {"sizes": np.array([1, 2, *sizes], np.int64)}, opset=18)
+
+
+@pytest.mark.parametrize("scales", [(2.0, 2.0), (0.5, 0.4), (1.5, 3.0)], ids=str)
+def test_resize_scales(scales: tuple, tmp_path: Path) -> None:
+    check([node("Resize", ["x", "", "s"], mode="linear")], {"x": rand(1, 2, 6, 5)}, ["y"], tmp_path,
+          {"s": np.array([1.0, 1.0, *scales], np.float32)}, opset=18)

@@ -264,11 +264,10 @@ def _fold(ctx: Context, node: Node, fold_all: bool) -> bool:
     if not fold_all:
         for o in node.outputs:
             v = ctx.values.get(o)
-            if v is None or v.dtype == "real":
-                if v is None or v.shape is None or any(not isinstance(d, int) for d in v.shape) \
-                        or int(np.prod(v.shape)) > _FOLD_LIMIT:
-                    return False
-        if any(i in ctx.initializers and ctx.consts[i].dtype.kind == "f" for i in present) \
+            known = v is not None and v.shape is not None and all(isinstance(d, int) for d in v.shape)
+            if (v is None or v.dtype == "real") and known and int(np.prod(v.shape)) > _FOLD_LIMIT:
+                return False
+        if any(i in ctx.initializers and ctx.consts[i].dtype.kind == "f" and ctx.consts[i].size > 16 for i in present) \
                 and node.op_type not in ("Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"):
             return False  # arithmetic on weights stays in the model unless asked to fold it
     results = _evaluate(node, [ctx.consts.get(i) if i else None for i in node.inputs], ctx.opset)

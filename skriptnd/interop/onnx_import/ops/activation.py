@@ -133,4 +133,7 @@ def _clip(ctx: Context, node: Node) -> None:
     big = np.array(np.inf, np.float32) if kind == "real" else np.array(np.iinfo(np.int64).max, np.int64)
     a = ctx.arg(node.input(1)) if node.input(1) else ctx.literal_arg(-big, "lo")
     b = ctx.arg(node.input(2)) if node.input(2) else ctx.literal_arg(big, "hi")
+    if lo is None or hi is None or float(lo) > float(hi):  # ONNX: min > max makes everything max
+        ctx.emit("math.min", [ctx.emit("math.max", [x, a], outputs=ctx.fresh("lo"), label=False), b])
+        return
     ctx.emit("math.clamp", [x, a, b])

@@ -10,9 +10,13 @@ from ..registry import converter
 from ._util import axis as norm_axis
 
 
-@converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 is refused; the mask is all true")
+@converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 only with ratio 0; the mask is all true")
 def _dropout(ctx: Context, node: Node) -> None:
-    if node.input(2) and (ctx.const(node.input(2)) is None or bool(ctx.const(node.input(2)))):
+    training = node.input(2) and (ctx.const(node.input(2)) is None or bool(ctx.const(node.input(2))))
+    ratio = ctx.const(node.input(1)) if node.input(1) else np.array(0.5)
+    if training and ratio is None:
+        ctx.need_const(node.input(1), "ratio (in training mode)")
+    if training and float(ratio) != 0.0:
         raise ImportProblem("E0807", f"{node.where}: training_mode Dropout (random) is not supported")
     x = ctx.arg(node.input(0))
     ctx.emit("math.iden", [x])

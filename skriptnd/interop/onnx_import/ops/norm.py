@@ -24,13 +24,26 @@ def _only_first_output(node: Node, what: str) -> None:
 
 
 @converter("BatchNormalization", target="`nn.batch_norm{epsilon}`(x, mean, var, bias, scale)",
-           caveats="inference mode only (training_mode=1 / running-statistics outputs refused)")
+           caveats="training_mode=1: batch statistics, running mean/variance updated with momentum")
 def _batch_norm(ctx: Context, node: Node) -> None:
-    _only_first_output(node, "running mean/variance")
-    if node.attr("training_mode", 0):
-        raise ImportProblem("E0807", f"{node.where}: training_mode=1 is not supported")
     x, scale, bias, mean, var = (ctx.arg(node.input(i)) for i in range(5))
-    ctx.emit("nn.batch_norm", [x, mean, var, bias, scale], {"epsilon": float(node.attr("epsilon", 1e-5))})
+    epsilon = float(node.attr("epsilon", 1e-5))
+    if not node.attr("training_mode", 0):
+        _only_first_output(node, "running mean/variance")
+        ctx.emit("nn.batch_norm", [x, mean, var, bias, scale], {"epsilon": epsilon})
+        return
+    # training mode: normalize with the batch's statistics, and update the running ones
+    rank = ctx.rank(node.input(0))
+    batch_mean, batch_var = ctx.fresh("mean"), ctx.fresh("var")
+    ctx.emit("math.moments", [x], {"axes": [0, *range(2, rank)], "squeeze": True}, outputs=[batch_mean, batch_var],
+             label=False)
+    ctx.emit("nn.batch_norm", [x, batch_mean, batch_var, bias, scale], {"epsilon": epsilon})
+    momentum = float(node.attr("momentum", 0.9))
+    for k, (old, new) in enumerate(((mean, batch_mean), (var, batch_var)), start=1):
+        if len(node.outputs) > k and node.outputs[k]:
+            kept = _tmp(ctx, "math.mul", [old, _k(ctx, momentum)])
+            ctx.emit("math.add", [kept, _tmp(ctx, "math.mul", [new, _k(ctx, 1.0 - momentum)])], outputs=ctx.out(k),
+                     label=False)
 
 
 @converter("InstanceNormalization", target="`nn.mean_variance_norm{epsilon}`(x, bias, scale)")

@@ -44,8 +44,11 @@ def _pool_attribs(ctx: Context, node: Node) -> dict:
 def _max_pool(ctx: Context, node: Node) -> None:
     if len(node.outputs) > 1 and node.outputs[1]:
         raise ImportProblem("E0807", f"{node.where}: the Indices output of MaxPool is not supported")
-    if ctx.dtype(node.input(0)) != "real":
-        raise ImportProblem("E0810", f"{node.where}: MaxPool on integer tensors is not supported")
+    if ctx.dtype(node.input(0)) != "real":  # 8-bit images: pooled as reals (exact), cast back
+        x = ctx.emit("layout.cast", [ctx.arg(node.input(0))], outputs=ctx.fresh("real"), types=["real"], label=False)
+        y = ctx.emit("nn.max_pool", [x], _pool_attribs(ctx, node), outputs=ctx.fresh("pooled"), label=False)
+        ctx.emit("layout.cast", [y], types=["int"])
+        return
     ctx.emit("nn.max_pool", [ctx.arg(node.input(0))], _pool_attribs(ctx, node))
 
 
