@@ -548,3 +548,66 @@ def test_resize(mode: str, transform: str, sizes: tuple, nearest: str, tmp_path:
 def test_resize_scales(scales: tuple, tmp_path: Path) -> None:
     check([node("Resize", ["x", "", "s"], mode="linear")], {"x": rand(1, 2, 6, 5)}, ["y"], tmp_path,
           {"s": np.array([1.0, 1.0, *scales], np.float32)}, opset=18)
+
+
+# ------------------------------------------------------------------------------------ QDQ
+
+
+def _qdq_cnn(rng: np.random.Generator) -> tuple[list[Any], dict[str, np.ndarray]]:
+    """x -> Q/DQ -> Conv(DQ(int8 per-channel weights), DQ(int32 bias)) -> Q/DQ -> MaxPool -> Q/DQ: the QDQ form
+    onnxruntime's static quantizer writes (a Relu before a uint8 zero-point-0 Q is folded into the Q)."""
+    from onnx import helper
+
+    w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    w_scale = (np.abs(w).reshape(4, -1).max(axis=1) / 127).astype(np.float32)
+    x_scale, y_scale = np.float32(4 / 255), np.float32(0.05)
+    inits = {"x_s": np.array(x_scale), "x_z": np.array(128, np.uint8),
+             "w_q": np.round(w / w_scale[:, None, None, None]).astype(np.int8), "w_s": w_scale,
+             "w_z": np.zeros(4, np.int8), "b_q": rng.integers(-300, 300, 4).astype(np.int32),
+             "b_s": (x_scale * w_scale).astype(np.float32), "b_z": np.zeros(4, np.int32),
+             "y_s": np.array(y_scale), "y_z": np.array(0, np.uint8)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="q_x"),
+             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"], name="dq_x"),
+             helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wd"], name="dq_w", axis=0),
+             helper.make_node("DequantizeLinear", ["b_q", "b_s", "b_z"], ["bd"], name="dq_b", axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "y_s", "y_z"], ["rq"], name="q_r"),
+             helper.make_node("DequantizeLinear", ["rq", "y_s", "y_z"], ["rd"], name="dq_r"),
+             helper.make_node("MaxPool", ["rd"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("QuantizeLinear", ["p", "y_s", "y_z"], ["pq"], name="q_p"),
+             helper.make_node("DequantizeLinear", ["pq", "y_s", "y_z"], ["y"], name="dq_p")]
+    return nodes, inits
+
+
+def test_qdq_cnn_becomes_a_quantize_graph(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    nodes, inits = _qdq_cnn(rng)
+    x = rng.uniform(-2, 2, (1, 2, 8, 8)).astype(np.float32)
+    model = _model(nodes, {"x": x}, ["y"], inits, opset=19)
+    expected = _ort(model, {"x": x})[0]
+    path = skriptnd.import_model(model, tmp_path / "m")
+    text = (path / "main.sknd").read_text()
+    assert "@quantize {" in text and "QuantizeLinear" not in text
+    assert "x: quant.zero_point_linear_quantize{zero_point=128, scale=" in text and "signed=false" in text
+    assert text.count("nn.conv") == 1 and "DequantizeLinear" not in text
+    np.save(tmp_path / "x.npy", x)
+    for via in ("tosa", "kernels"):  # the integer TOSA graph, and fake quantization
+        proc = subprocess.run([sys.executable, "-m", "skriptnd", "run", str(path), "--input", f"x={tmp_path / 'x.npy'}",
+                               "--via", via, "--output-dir", str(tmp_path / via)], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        actual = np.load(tmp_path / via / "y.npy")
+        assert actual.shape == expected.shape
+        step = 0.05  # the output's quantization step
+        assert np.abs(actual - expected).max() <= step * 1.0001, (via, np.abs(actual - expected).max())
+        assert (np.abs(actual - expected) > 1e-6).mean() < 0.05  # almost all equal; a few one step off
+
+
+def test_lone_quantize_dequantize(tmp_path: Path) -> None:
+    from onnx import helper
+
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
+             helper.make_node("Cast", ["q"], ["qi"], name="cast", to=7),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq")]
+    x = np.array([[-1.0, -0.25, 0.0, 0.125, 0.375, 1.0, 3.0, -3.0]], np.float32)
+    check(nodes, {"x": x}, ["qi", "y"], tmp_path, {"s": np.array(0.25, np.float32), "z": np.array(-2, np.int8)})

@@ -96,6 +96,7 @@ class Node:
 class Value:
     dtype: str | None
     shape: tuple[Dim, ...] | None
+    elem: int | None = None  # the ONNX element type
 
 
 @dataclass
@@ -114,6 +115,10 @@ class Context:
     modules: dict[str, str] = field(default_factory=dict)  # extra modules (ops/*.sknd) by relative path
     imports: dict[str, None] = field(default_factory=dict)
     bound: dict[str, str] = field(default_factory=dict)  # ONNX tensor -> SkriptND name already defined
+    consumers: dict[str, list[Node]] = field(default_factory=dict)  # ONNX tensor -> nodes reading it
+    graph_outputs: set[str] = field(default_factory=set)
+    quantize: dict[str, Any] = field(default_factory=dict)  # SkriptND tensor -> its @quantize entry
+    pending: dict[str, Any] = field(default_factory=dict)  # QuantizeLinear outputs folded into @quantize
     node: Node | None = None
     _label_used: bool = False
 

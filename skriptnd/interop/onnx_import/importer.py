@@ -26,7 +26,8 @@ from .registry import registry
 
 #: Ops never folded (their value is not a function of their inputs).
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-                     "Bernoulli"}
+                     "Bernoulli",
+                     "QuantizeLinear", "DequantizeLinear"}  # these carry @quantize entries: never folded
 #: A real-valued result larger than this stays a statement unless --fold-constants (weights stay weights).
 _FOLD_LIMIT = 4096
 
@@ -103,6 +104,10 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
         ctx.node = None
         input_decls.append(_decl(ctx, vi.name, source))
         ctx.bound[vi.name] = input_decls[-1].name
+    ctx.graph_outputs = {vi.name for vi in graph.output}
+    for proto in graph.node:
+        for name in proto.input:
+            ctx.consumers.setdefault(name, []).append(Node.of(proto))
     _resolve_shapes(model, ctx, fold_constants)
     entries = registry()
     for proto in graph.node:
@@ -131,6 +136,7 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
         name=graph_name if graph_name[0].isalpha() else f"G{graph_name}",
         inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=ctx.attrib_decls(),
         constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
+        quantize=list(ctx.quantize.values()),
         comment=f"Imported from ONNX ({source}, opset {ctx.opset}) by sknd import.")
     return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values())
 
@@ -200,7 +206,7 @@ def _value(vi: Any) -> Value:
     shape = None
     if t.HasField("shape"):
         shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim)
-    return Value(sknd_type(t.elem_type), shape)
+    return Value(sknd_type(t.elem_type), shape, t.elem_type)
 
 
 def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
@@ -217,7 +223,11 @@ def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
 def _output_decl(ctx: Context, vi: Any, source: str) -> TensorDecl:
     value = ctx.values.get(vi.name) or Value(None, None)
     name = ctx.names(vi.name)
-    if vi.name not in ctx.bound and vi.name in ctx.consts:
+    if vi.name in ctx.bound and ctx.bound[vi.name] != name:
+        # an alias (a QDQ pair's output is the quantized tensor itself): copy it under the output's name
+        ctx.body.append(f"{name} = math.iden({ctx.bound[vi.name]});")
+        ctx.imports["math"] = None
+    elif vi.name not in ctx.bound and vi.name in ctx.consts:
         # a folded constant given out as an output: copy it under the output's name
         source_name = ctx.literal_arg(ctx.consts[vi.name], "value")
         ctx.body.append(f"{name} = math.iden({source_name});")

@@ -45,12 +45,29 @@ def _same_type(ctx: Context, node: Node, names: list[str]) -> list[str]:
 
 def _binary(ctx: Context, node: Node) -> None:
     x, y = _same_type(ctx, node, [node.input(0), node.input(1)])
+    if node.op_type == "Div" and ctx.dtype(node.input(0)) == "int":
+        _truncating_div(ctx, x, y)
+        return
     ctx.emit(BINARY[node.op_type], [x, y])
 
 
+def _truncating_div(ctx: Context, x: str, y: str) -> None:
+    """ONNX integer division truncates; SkriptND's floors: one more where the remainder is non-zero and
+    the signs differ."""
+    def tmp(op: str, *args: str) -> str:
+        return ctx.emit(op, list(args), outputs=ctx.fresh(op.rpartition(".")[2]), label=False)
+
+    zero, one = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(1, np.int64), "one")
+    q = tmp("math.div", x, y)
+    remainder = tmp("math.ne", tmp("math.sub", x, tmp("math.mul", q, y)), zero)
+    signs = tmp("math.ne", tmp("math.lt", x, zero), tmp("math.lt", y, zero))
+    ctx.emit("math.select", [tmp("math.and", remainder, signs), tmp("math.add", q, one), q])
+
+
 for _op, _target in BINARY.items():
-    converter(_op, target=f"`{_target}`", caveats="numpy broadcasting; Pow casts an integer exponent"
-              if _op == "Pow" else "numpy broadcasting")(_binary)
+    converter(_op, target=f"`{_target}`", caveats={"Pow": "numpy broadcasting; an integer exponent is cast",
+                                                   "Div": "numpy broadcasting; integers truncate as in ONNX"}
+              .get(_op, "numpy broadcasting"))(_binary)
 
 
 @converter("Mod", target="`math.mod`", caveats="fmod=1 on integers is refused")
