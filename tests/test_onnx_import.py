@@ -611,3 +611,22 @@ def test_lone_quantize_dequantize(tmp_path: Path) -> None:
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq")]
     x = np.array([[-1.0, -0.25, 0.0, 0.125, 0.375, 1.0, 3.0, -3.0]], np.float32)
     check(nodes, {"x": x}, ["qi", "y"], tmp_path, {"s": np.array(0.25, np.float32), "z": np.array(-2, np.int8)})
+
+
+@pytest.mark.parametrize(("axis", "index_shape"), [(0, (2, 3)), (1, (3, 2)), (-1, (2, 4))], ids=str)
+def test_gather_elements(axis: int, index_shape: tuple, tmp_path: Path) -> None:
+    data = rand(3, 4)
+    index = RNG.integers(-data.shape[axis], data.shape[axis], index_shape)
+    check([node("GatherElements", ["x", "i"], axis=axis)], {"x": data}, ["y"], tmp_path, {"i": index})
+
+
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5),
+                                                                                                 (2, 3, 6, 5)]),
+    ("i,i", [(4,), (4,)]), ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ij->i", [(3, 4)]),
+    ("...ij,...jk", [(2, 3, 4), (2, 4, 5)]), ("abc,cd->dba", [(2, 3, 4), (4, 5)]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_einsum(equation: str, shapes: list, tmp_path: Path) -> None:
+    names = [f"x{k}" for k in range(len(shapes))]
+    check([node("Einsum", names, equation=equation)], {n: rand(*s) for n, s in zip(names, shapes, strict=True)},
+          ["y"], tmp_path)

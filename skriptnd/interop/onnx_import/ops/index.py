@@ -61,3 +61,39 @@ def _scatter_nd(ctx: Context, node: Node) -> None:
 @converter("NonZero", target="`layout.nonzero`", caveats="the output's length is dynamic")
 def _nonzero(ctx: Context, node: Node) -> None:
     ctx.emit("layout.nonzero", [ctx.arg(node.input(0))])
+
+
+MODULE = "ops/index.sknd"
+TEXT = """# Indexing operators of ONNX that the standard library lacks, written by sknd import.
+
+# ONNX GatherElements: output[i] = data[i with i[axis] replaced by index[i]] (axis non-negative)
+operator gather_elements {
+    @dtype {
+        T: type;
+    }
+    @attrib {
+        axis: int;
+    }
+    @input {
+        data: T[s..(axis), n, t..];
+        index: int[u..(axis), m, v..];
+    }
+    @output {
+        output: T[u.., m, v..];
+    }
+    @lower {
+        output[ui.., mi, vi..] = data[ui.., index[ui.., mi, vi..], vi..],
+            ui < u, mi < m, vi < v;
+    }
+}
+"""
+
+
+@converter("GatherElements", target="`ops.index.gather_elements{axis}` (written in the folder, by @lower)",
+           caveats="negative indices only when constant")
+def _gather_elements(ctx: Context, node: Node) -> None:
+    shape = ctx.shape(node.input(0))
+    k = norm_axis(int(node.attr("axis", 0)), len(shape))
+    dim = shape[k] if isinstance(shape[k], int) else 0
+    ctx.define_module(MODULE, "ops.index", TEXT)
+    ctx.emit("ops.index.gather_elements", [ctx.arg(node.input(0)), _index(ctx, node.input(1), dim)], {"axis": k})
