@@ -424,12 +424,12 @@ def test_unsupported_ops_are_listed_together(tmp_path: Path) -> None:
     from onnx import helper
 
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
-             helper.make_node("Hardmax", ["a"], ["b"], name="h1"), helper.make_node("Hardmax", ["b"], ["c"], name="h2"),
+             helper.make_node("Unique", ["a"], ["b"], name="h1"), helper.make_node("Unique", ["b"], ["c"], name="h2"),
              helper.make_node("Det", ["c"], ["y"], name="det")]
     src = _save(_model(nodes, {"x": rand(3, 3)}, ["y"]), tmp_path / "m.onnx")
     proc = _cli("import", str(src), "-o", str(tmp_path / "out"))
     assert proc.returncode == 1
-    assert "E0806" in proc.stderr and "Hardmax ×2 (h1, h2)" in proc.stderr and "Det ×1 (det)" in proc.stderr
+    assert "E0806" in proc.stderr and "Unique ×2 (h1, h2)" in proc.stderr and "Det ×1 (det)" in proc.stderr
     assert proc.stderr.count("error[") == 1
     assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 
@@ -630,3 +630,22 @@ def test_einsum(equation: str, shapes: list, tmp_path: Path) -> None:
     names = [f"x{k}" for k in range(len(shapes))]
     check([node("Einsum", names, equation=equation)], {n: rand(*s) for n, s in zip(names, shapes, strict=True)},
           ["y"], tmp_path)
+
+
+def test_one_hot_hardmax_trilu_shrink_eyelike(tmp_path: Path) -> None:
+    nodes = [node("OneHot", ["i", "depth", "values"], ["oh"], axis=1), node("Hardmax", ["x"], ["hm"], axis=1),
+             node("Trilu", ["x", "k"], ["tl"], upper=0), node("Shrink", ["x"], ["sh"], bias=0.5, lambd=0.3),
+             node("EyeLike", ["x"], ["eye"], k=1)]
+    for k, n in enumerate(nodes):
+        n.name = f"n{k}"
+    check(nodes, {"i": np.array([[0, 2], [-1, 1]], np.int64), "x": rand(3, 4)}, ["oh", "hm", "tl", "sh", "eye"],
+          tmp_path, {"depth": np.array(3, np.int64), "values": np.array([-1.0, 2.0], np.float32),
+                     "k": np.array(1, np.int64)})
+
+
+@pytest.mark.parametrize(("mode", "padding", "aligned"), [("linear", "zeros", 0), ("linear", "border", 1),
+                                                          ("cubic", "zeros", 0)])
+def test_grid_sample(mode: str, padding: str, aligned: int, tmp_path: Path) -> None:
+    grid = RNG.uniform(-1.1, 1.1, (1, 3, 4, 2)).astype(np.float32)
+    check([node("GridSample", ["x", "g"], mode=mode, padding_mode=padding, align_corners=aligned)],
+          {"x": rand(1, 2, 5, 6), "g": grid}, ["y"], tmp_path, opset=20)

@@ -43,6 +43,8 @@ def import_onnx(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Seq
                 fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False) -> ImportResult:
     source = str(src) if isinstance(src, str | Path) else "<onnx model>"
     model = norm.load(src, source)
+    if norm.opset(model) >= norm.TARGET_OPSET:  # before checking: missing operators are the first thing to say
+        _refuse_unsupported(model, source)
     model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
     folder, renamed, attribs = convert(model, source, fold_constants)
     path = write_model(folder, out_dir, overwrite=overwrite)
@@ -79,13 +81,17 @@ def _unsupported_message(found: dict[str, list[str]]) -> str:
             f"({total} node{'s' if total > 1 else ''}): " + "; ".join(parts))
 
 
-def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
-    from onnx import numpy_helper
-
+def _refuse_unsupported(model: Any, source: str) -> None:
     missing = unsupported(model)
     if missing:
         raise DiagnosticError([diagnostic("E0806", _unsupported_message(missing), source,
                                           hint="docs/import.md lists the supported operators")])
+
+
+def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
+    from onnx import numpy_helper
+
+    _refuse_unsupported(model, source)
     graph = model.graph
     ctx = Context(opset=norm.opset(model))
     for t in graph.initializer:

@@ -18,7 +18,8 @@ _ROUNDING = {"round_prefer_floor": "ROUND_PREFER_FLOOR", "round_prefer_ceil": "R
 @converter("Resize", target="`image.resize{axes, size, mode, coordinate_transform, rounding_method, antialias, "
            "cubic_coeff_a}` (from sizes, or from scales that give whole extents)",
            caveats="coordinate modes half_pixel, asymmetric, align_corners, pytorch_half_pixel (output sizes > 1); "
-           "tf_crop_and_resize, half_pixel_symmetric, exclude_outside=1, antialias=1, keep_aspect_ratio_policy, "
+           "tf_crop_and_resize, half_pixel_symmetric, exclude_outside=1, antialias=1, keep_aspect_ratio_policy with "
+           "a fractional scale, "
            "scales giving fractional extents and nearest half_pixel upsampling by a non-integer ratio are refused")
 def _resize(ctx: Context, node: Node) -> None:
     shape = ctx.static_shape(node.input(0))
@@ -30,9 +31,6 @@ def _resize(ctx: Context, node: Node) -> None:
         raise ImportProblem("E0807", f"{node.where}: coordinate_transformation_mode '{transform}' is not supported")
     if node.attr("exclude_outside", 0):
         raise ImportProblem("E0807", f"{node.where}: exclude_outside=1 is not supported")
-    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ImportProblem("E0807", f"{node.where}: keep_aspect_ratio_policy "
-                            f"'{node.attr('keep_aspect_ratio_policy')}' is not supported")
     axes = [norm_axis(a, rank) for a in node.attr("axes", list(range(rank)))]
     changed = [a for a in axes if out[a] != shape[a]]
     if transform == "pytorch_half_pixel" and any(out[a] == 1 for a in changed):
@@ -51,6 +49,15 @@ def _resize(ctx: Context, node: Node) -> None:
             any(out[a] > shape[a] and out[a] % shape[a] for a in changed):
         raise ImportProblem("E0807", f"{node.where}: nearest upsampling by a non-integer ratio with "
                             f"coordinate_transformation_mode '{transform}' is not supported")
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    if policy != "stretch" and node.input(3):
+        # ONNX samples at one scale for all axes: the same as the extents' ratio only when it is exact
+        sizes = ctx.need_const(node.input(3), "sizes").reshape(-1).tolist()
+        ratios = [sizes[k] / shape[a] for k, a in enumerate(axes)]
+        scale = min(ratios) if policy == "not_larger" else max(ratios)
+        if any(abs(scale * shape[a] - out[a]) > 1e-6 for a in changed):
+            raise ImportProblem("E0807", f"{node.where}: keep_aspect_ratio_policy '{policy}' with a scale that does "
+                                "not give whole output extents is not supported")
     x = ctx.arg(node.input(0))
     if not changed:
         ctx.emit("math.iden", [x])

@@ -91,13 +91,20 @@ def _mvn(ctx: Context, node: Node) -> None:
     ctx.emit("math.div", [_tmp(ctx, "math.sub", [x, mean]), dev])
 
 
-@converter("LpNormalization", target="`nn.l1_norm{axes}` / `nn.l2_norm{axes}`")
+@converter("LpNormalization", target="x / (sum |x| or sqrt(sum x²)) over the axis, 0 where the norm is 0")
 def _lp_norm(ctx: Context, node: Node) -> None:
     p = int(node.attr("p", 2))
     if p not in (1, 2):
         raise ImportProblem("E0807", f"{node.where}: p={p} (only 1 and 2 exist in ONNX)")
     rank = ctx.rank(node.input(0))
-    ctx.emit(f"nn.l{p}_norm", [ctx.arg(node.input(0))], {"axes": [norm_axis(int(node.attr("axis", -1)), rank)]})
+    x = ctx.arg(node.input(0))
+    axes = [norm_axis(int(node.attr("axis", -1)), rank)]
+    # spelled out: ONNX gives 0 where the norm is 0 (nn.l2_norm would divide by it)
+    norm = _tmp(ctx, "math.sum_reduce", [_tmp(ctx, "math.abs" if p == 1 else "math.sqr", [x])], axes=axes)
+    if p == 2:
+        norm = _tmp(ctx, "math.sqrt", [norm])
+    zero = _k(ctx, 0.0)
+    ctx.emit("math.select", [_tmp(ctx, "math.eq", [norm, zero]), zero, _tmp(ctx, "math.div", [x, norm])])
 
 
 @converter("Softmax", target="`nn.softmax{axes=[axis]}`")
