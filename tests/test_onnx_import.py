@@ -649,3 +649,28 @@ def test_grid_sample(mode: str, padding: str, aligned: int, tmp_path: Path) -> N
     grid = RNG.uniform(-1.1, 1.1, (1, 3, 4, 2)).astype(np.float32)
     check([node("GridSample", ["x", "g"], mode=mode, padding_mode=padding, align_corners=aligned)],
           {"x": rand(1, 2, 5, 6), "g": grid}, ["y"], tmp_path, opset=20)
+
+
+def test_onnx_missing_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` now raises ImportError
+    with pytest.raises(DiagnosticError) as err:
+        skriptnd.import_model(tmp_path / "m.onnx", tmp_path / "out")
+    assert err.value.diagnostics[0].code == "E0800"
+    assert "pip install 'skriptnd[onnx]'" in (err.value.diagnostics[0].hint or "")
+
+
+def test_if_on_a_known_condition_is_inlined(tmp_path: Path) -> None:
+    """The usual exported If branches on a shape: the taken branch is written in place."""
+    from onnx import TensorProto, helper
+
+    def branch(op: str) -> Any:
+        return helper.make_graph([helper.make_node(op, ["x"], ["r"], name=f"{op.lower()}_in_branch")], op,
+                                 [], [helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 3])])
+
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ReduceProd", ["s"], ["n"], keepdims=0),
+             helper.make_node("Greater", ["n", "five"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], name="branch", then_branch=branch("Relu"),
+                              else_branch=branch("Neg"))]
+    folder = check(nodes, {"x": rand(2, 3)}, ["y"], tmp_path / "m", {"five": np.array(5, np.int64)})
+    text = (folder / "main.sknd").read_text()
+    assert "relu_in_branch: nn.relu(x)" in text and "neg" not in text
