@@ -9,7 +9,7 @@ package's reference implementation), convert the rest with the registry -> `Mode
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,13 +128,10 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
     ctx.node = None
     output_decls = []
     for vi in graph.output:
-        name = vi.name
         try:
-            decl = _output_decl(ctx, vi, source)
+            output_decls.append(_output_decl(ctx, vi, source))
         except ImportProblem as problem:
             raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
-        output_decls.append(decl)
-        del name
     renamed = {k: v for k, v in ctx.names.renamed.items()
                if k in {vi.name for vi in inputs} | {vi.name for vi in graph.output}}
     graph_name = ctx.names(graph.name) if graph.name else "main_graph"
@@ -312,7 +309,3 @@ def _evaluate(node: Node, inputs: list[np.ndarray | None], opset: int) -> list[n
         return list(ev.run(None, feeds))
     except Exception:  # noqa: BLE001 - a node the reference cannot fold simply stays a statement
         return None
-
-
-def op_counts(model: Any) -> Counter:
-    return Counter(n.op_type for n in model.graph.node)

@@ -38,7 +38,3 @@ def window(ctx: Context, node: Node, spatial: tuple[int, ...], kernel: list[int]
     else:
         raise ImportProblem("E0807", f"{node.where}: auto_pad '{auto}' is not an ONNX value")
     return strides, dilations, pads
-
-
-def spatial_shape(ctx: Context, node: Node, name: str) -> tuple[int, ...]:
-    return ctx.static_shape(name)[2:]
