@@ -88,10 +88,11 @@ def normalize(model: Any, source: str | Path, input_shapes: Mapping[str, Sequenc
               upgrade: bool = True) -> Any:
     """Checked, upgraded, shape-inferred copy of `model` (input shapes overridden first)."""
     onnx = require_onnx(source)
-    try:  # graph outputs without types are common in hand-built models; inference adds them
-        model = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - the checker below says what is wrong
-        pass
+    if any(not o.type.HasField("tensor_type") for o in model.graph.output):
+        try:  # graph outputs without types are common in hand-built models; inference adds them
+            model = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - the checker below says what is wrong
+            pass
     try:
         onnx.checker.check_model(model)
     except Exception as err:  # noqa: BLE001 - ValidationError, or a protobuf error on odd files
