@@ -674,3 +674,15 @@ def test_if_on_a_known_condition_is_inlined(tmp_path: Path) -> None:
     folder = check(nodes, {"x": rand(2, 3)}, ["y"], tmp_path / "m", {"five": np.array(5, np.int64)})
     text = (folder / "main.sknd").read_text()
     assert "relu_in_branch: nn.relu(x)" in text and "neg" not in text
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "min", "max"])
+def test_scatter_reductions(reduction: str, tmp_path: Path) -> None:
+    """Duplicate indices accumulate with the reduction (onnxruntime's order-independent ones)."""
+    data, updates = rand(3, 4), rand(2, 4)
+    index = np.array([[0, 2, 2, 1], [2, 0, 2, 1]] if reduction != "none" else [[0, 2, 1, 1], [2, 0, 0, 2]])
+    nd_index = np.array([[1], [1]] if reduction != "none" else [[1], [0]])
+    nodes = [node("ScatterElements", ["x", "i", "u"], ["e"], axis=0, reduction=reduction),
+             node("ScatterND", ["x", "j", "u"], ["n"], reduction=reduction)]
+    nodes[1].name = "nd"
+    check(nodes, {"x": data, "u": updates}, ["e", "n"], tmp_path, {"i": index, "j": nd_index}, opset=18)

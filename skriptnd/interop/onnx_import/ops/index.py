@@ -40,21 +40,32 @@ def _gather_nd(ctx: Context, node: Node) -> None:
     ctx.emit("layout.gather_nd", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
 
 
-@converter("ScatterElements", target="`layout.scatter{axis}`", caveats="reduction other than none is refused")
+@converter("ScatterElements", target="`layout.scatter{axis}`", caveats="reductions add/mul/min/max as operators written in ops/index.sknd")
 def _scatter_elements(ctx: Context, node: Node) -> None:
-    if node.attr("reduction", "none") != "none":
-        raise ImportProblem("E0807", f"{node.where}: reduction '{node.attr('reduction')}' is not supported")
     shape = ctx.shape(node.input(0))
     k = norm_axis(int(node.attr("axis", 0)), len(shape))
     dim = shape[k] if isinstance(shape[k], int) else 0
+    reduction = node.attr("reduction", "none")
+    if reduction != "none" or ctx.shape(node.input(1)) != shape[:k] + ctx.shape(node.input(1))[k:k + 1] + shape[k + 1:]:
+        ctx.define_module(MODULE, "ops.index", TEXT)
+        if reduction == "none":
+            raise ImportProblem("E0807", f"{node.where}: indices smaller than the data off the axis need a "
+                                "reduction-free scatter that is not supported")
+        ctx.emit(f"ops.index.scatter_elements_{reduction}", [ctx.arg(node.input(0)), _index(ctx, node.input(1), dim),
+                                                             ctx.arg(node.input(2))], {"axis": k})
+        return
     ctx.emit("layout.scatter", [ctx.arg(node.input(0)), _index(ctx, node.input(1), dim), ctx.arg(node.input(2))],
              {"axis": k})
 
 
-@converter("ScatterND", target="`layout.scatter_nd`", caveats="reduction other than none is refused")
+@converter("ScatterND", target="`layout.scatter_nd`", caveats="reductions add/mul/min/max as operators written "
+           "in ops/index.sknd")
 def _scatter_nd(ctx: Context, node: Node) -> None:
-    if node.attr("reduction", "none") != "none":
-        raise ImportProblem("E0807", f"{node.where}: reduction '{node.attr('reduction')}' is not supported")
+    reduction = node.attr("reduction", "none")
+    if reduction != "none":
+        ctx.define_module(MODULE, "ops.index", TEXT)
+        ctx.emit(f"ops.index.scatter_nd_{reduction}", [ctx.arg(node.input(i)) for i in range(3)])
+        return
     ctx.emit("layout.scatter_nd", [ctx.arg(node.input(0)), ctx.arg(node.input(1)), ctx.arg(node.input(2))])
 
 
@@ -87,6 +98,55 @@ operator gather_elements {
     }
 }
 """
+
+_SCATTER = """
+# ONNX ScatterElements with reduction '{name}' (axis non-negative)
+operator scatter_elements_{name} {{
+    @dtype {{
+        T: num;
+    }}
+    @attrib {{
+        axis: int;
+    }}
+    @input {{
+        data: T[s..(axis), n, t..];
+        indices: int[u..(axis), m, v..];
+        updates: T[u..(axis), m, v..];
+    }}
+    @output {{
+        output: T[s.., n, t..];
+    }}
+    @lower {{
+        output[si.., ni, ti..] = data[si.., ni, ti..],
+            si < s, ni < n, ti < t;
+        output[ui.., indices[ui.., mi, vi..], vi..] {op} updates[ui.., mi, vi..],
+            ui < u, mi < m, vi < v;
+    }}
+}}
+
+# ONNX ScatterND with reduction '{name}'
+operator scatter_nd_{name} {{
+    @dtype {{
+        T: num;
+    }}
+    @input {{
+        data: T[s..(d), t..];
+        indices: int[z.., d];
+        updates: T[z.., t..];
+    }}
+    @output {{
+        output: T[s.., t..];
+    }}
+    @lower {{
+        output[si.., ti..] = data[si.., ti..],
+            si < s, ti < t;
+        output[indices[zi.., :].., ti..] {op} updates[zi.., ti..],
+            zi < z, ti < t;
+    }}
+}}
+"""
+_REDUCTIONS = {"add": "+=", "mul": "*=", "min": "<?=", "max": ">?="}
+TEXT += "".join(_SCATTER.format(name=k, op=v) for k, v in _REDUCTIONS.items())
 
 
 @converter("GatherElements", target="`ops.index.gather_elements{axis}` (written in the folder, by @lower)",
