@@ -251,3 +251,13 @@ class Context:
 
     def attrib_decls(self) -> list[Attrib]:
         return [Attrib(name, "int", 1) for name in self.symbols.values()]
+
+
+def value_of(vi: Any) -> Value:
+    t = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+    if t is None:
+        return Value(None, None)
+    shape = None
+    if t.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim)
+    return Value(sknd_type(t.elem_type), shape, t.elem_type)

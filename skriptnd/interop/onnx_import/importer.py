@@ -15,21 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ...diagnostics import DiagnosticError
 from ..writer import GraphText, ModelFolder, TensorDecl, write_model
 from . import normalize as norm
-from .context import Context, Node, Value, sknd_type
+from .context import Context, Node, Value, value_of
 from .errors import ImportProblem, diagnostic
+from .fold import fold as _fold
 from .registry import registry
-
-#: Ops never folded (their value is not a function of their inputs).
-_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-                     "Bernoulli",
-                     "QuantizeLinear", "DequantizeLinear"}  # these carry @quantize entries: never folded
-#: A real-valued result larger than this stays a statement unless --fold-constants (weights stay weights).
-_FOLD_LIMIT = 4096
 
 
 @dataclass
@@ -98,7 +90,7 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
         ctx.consts[t.name] = numpy_helper.to_array(t)
         ctx.initializers.add(t.name)
     for vi in [*graph.input, *graph.value_info, *graph.output]:
-        ctx.values[vi.name] = _value(vi)
+        ctx.values[vi.name] = value_of(vi)
     inputs = [vi for vi in graph.input if vi.name not in ctx.initializers]
     # graph inputs and outputs keep their names when they can; symbolic dims become attributes
     for vi in inputs:
@@ -192,7 +184,7 @@ def _resolve_shapes(model: Any, ctx: Context, fold_all: bool) -> None:
             return
         learnt = False
         for vi in [*probe.graph.value_info, *probe.graph.output]:
-            value = _value(vi)
+            value = value_of(vi)
             old = ctx.values.get(vi.name)
             if value.shape is not None and all(isinstance(d, int) for d in value.shape) and \
                     (old is None or old.shape is None or any(not isinstance(d, int) for d in old.shape)):
@@ -200,16 +192,6 @@ def _resolve_shapes(model: Any, ctx: Context, fold_all: bool) -> None:
                 learnt = True
         if not learnt:
             return
-
-
-def _value(vi: Any) -> Value:
-    t = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-    if t is None:
-        return Value(None, None)
-    shape = None
-    if t.HasField("shape"):
-        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim)
-    return Value(sknd_type(t.elem_type), shape, t.elem_type)
 
 
 def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
@@ -243,69 +225,3 @@ def _output_decl(ctx: Context, vi: Any, source: str) -> TensorDecl:
                             hint="give the input shapes with --input-shape")
     dtype = value.dtype or ctx.dtype(vi.name)
     return TensorDecl(name, dtype, [ctx.extent(d) for d in shape])
-
-
-# ------------------------------------------------------------------------------------ folding
-
-
-def _fold(ctx: Context, node: Node, fold_all: bool) -> bool:
-    """Evaluate the node now if its result is known at import time; True when folded."""
-    if node.op_type == "Constant":
-        value = _constant_value(node)
-        ctx.consts[node.outputs[0]] = value
-        return True
-    if node.op_type in ("Shape", "Size"):
-        shape = ctx.values.get(node.inputs[0]).shape if node.inputs[0] in ctx.values else None
-        if node.inputs[0] in ctx.consts:
-            shape = ctx.consts[node.inputs[0]].shape
-        if shape is not None and all(isinstance(d, int) for d in shape):
-            if node.op_type == "Size":
-                ctx.consts[node.outputs[0]] = np.array(int(np.prod(shape)), np.int64)
-            else:
-                rank = len(shape)
-                start, end = node.attr("start", 0), node.attr("end", rank)
-                ctx.consts[node.outputs[0]] = np.array(shape, np.int64)[slice(start, end)]
-            return True
-        return False
-    if node.op_type in _NONDETERMINISTIC or node.attrs.get("body") is not None:
-        return False
-    present = [i for i in node.inputs if i]
-    if not all(i in ctx.consts for i in present):
-        return False
-    if not present and node.op_type not in ("ConstantOfShape", "Range", "EyeLike"):
-        return False
-    if not fold_all:
-        for o in node.outputs:
-            v = ctx.values.get(o)
-            known = v is not None and v.shape is not None and all(isinstance(d, int) for d in v.shape)
-            if (v is None or v.dtype == "real") and known and int(np.prod(v.shape)) > _FOLD_LIMIT:
-                return False
-        if any(i in ctx.initializers and ctx.consts[i].dtype.kind == "f" and ctx.consts[i].size > 16 for i in present) \
-                and node.op_type not in ("Reshape", "Squeeze", "Unsqueeze", "Cast", "Identity"):
-            return False  # arithmetic on weights stays in the model unless asked to fold it
-    results = _evaluate(node, [ctx.consts.get(i) if i else None for i in node.inputs], ctx.opset)
-    if results is None:
-        return False
-    for name, value in zip(node.outputs, results, strict=False):
-        if name:
-            ctx.consts[name] = np.asarray(value)
-    return True
-
-
-def _constant_value(node: Node) -> np.ndarray:
-    for key, kind in (("value", None), ("value_float", np.float32), ("value_floats", np.float32),
-                      ("value_int", np.int64), ("value_ints", np.int64)):
-        if key in node.attrs:
-            return np.asarray(node.attrs[key], dtype=kind)
-    raise ImportProblem("E0807", f"{node.where}: only tensor, float and int constants are supported")
-
-
-def _evaluate(node: Node, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray] | None:
-    from onnx.reference import ReferenceEvaluator
-
-    try:
-        ev = ReferenceEvaluator(node.proto, opsets={"": opset})
-        feeds = {name: value for name, value in zip(node.inputs, inputs, strict=False) if name}
-        return list(ev.run(None, feeds))
-    except Exception:  # noqa: BLE001 - a node the reference cannot fold simply stays a statement
-        return None

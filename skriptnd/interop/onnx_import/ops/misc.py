@@ -163,7 +163,8 @@ def _grid_sample(ctx: Context, node: Node) -> None:
 def _if(ctx: Context, node: Node) -> None:
     """Exported models branch on shapes (known at import): the taken branch's nodes are converted in
     place and its outputs become the If's outputs."""
-    from ..importer import _fold, _value
+    from ..context import value_of
+    from ..fold import fold
     from ..registry import registry
 
     cond = ctx.need_const(node.input(0), "condition")
@@ -171,12 +172,12 @@ def _if(ctx: Context, node: Node) -> None:
     outer = ctx.node
     for vi in [*branch.value_info, *branch.output]:
         if vi.name not in ctx.values or ctx.values[vi.name].shape is None:
-            ctx.values[vi.name] = _value(vi)
+            ctx.values[vi.name] = value_of(vi)
     entries = registry()
     for proto in branch.node:
         inner = Node.of(proto)
         ctx.node, ctx._label_used = inner, False
-        if not _fold(ctx, inner, False):
+        if not fold(ctx, inner, False):
             entries[inner.op_type].convert(ctx, inner)
     ctx.node, ctx._label_used = outer, False
     for k, vi in enumerate(branch.output):
