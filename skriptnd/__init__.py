@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["infer", "InferResult", "TensorType", "load", "Model", "__version__"]
+__all__ = ["infer", "InferResult", "TensorType", "load", "Model", "import_model", "__version__"]
 
 if TYPE_CHECKING:
     from .api import InferResult, TensorType, infer
+    from .interop.onnx_import import import_model
     from .model import Model, load
 
 
@@ -27,4 +28,8 @@ def __getattr__(name: str) -> Any:
         from . import model
 
         return getattr(model, name)
+    if name == "import_model":
+        from .interop.onnx_import import import_model
+
+        return import_model
     raise AttributeError(name)

@@ -13,6 +13,7 @@ from . import __version__, cli_bench, cli_graph
 from .checking import check_paths, expand_paths
 from .cli_export import export_command
 from .cli_help import TidyGroup
+from .cli_import import import_command
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source
 from .source import SourceFile
@@ -180,6 +181,7 @@ app.command("compose")(cli_graph.compose_command)
 app.command("run")(cli_graph.run_command)
 app.command("bench")(cli_bench.bench_command)
 app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 @app.command()

@@ -158,7 +158,8 @@ class Call:
     comment: str | None = None
 
     def text(self) -> str:
-        outs = ", ".join(o if isinstance(o, str) else "[" + ", ".join(o) + "]" for o in self.outputs)
+        # `a, b = op(...)`; a list item is a pack of results (`[a, b] = layout.split(...)`)
+        outs = ", ".join(_argument(o) for o in self.outputs)
         label = f"{self.label}: " if self.label else ""
         types = f"<{', '.join(self.type_args)}>" if self.type_args else ""
         attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""

@@ -1,0 +1,25 @@
+"""Import ONNX models as SkriptND model folders (`sknd import MODEL.onnx -o OUT`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import errors  # noqa: F401 - registers the E08xx codes
+
+__all__ = ["import_model", "import_onnx"]
+
+
+def import_onnx(src: Any, out_dir: str | Path, **kwargs: Any) -> Any:
+    from .importer import import_onnx as run
+
+    return run(src, out_dir, **kwargs)
+
+
+def import_model(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 fold_constants: bool = False) -> Path:
+    """Import an ONNX model (a path or an onnx.ModelProto) into the model folder `out_dir`.
+
+    Raises skriptnd.diagnostics.DiagnosticError (nothing written) when the model cannot be imported."""
+    return import_onnx(src, out_dir, input_shapes=input_shapes, fold_constants=fold_constants).path

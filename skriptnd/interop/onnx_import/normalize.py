@@ -1,0 +1,174 @@
+"""Bring an ONNX model into the one form the converters handle, with the `onnx` package only.
+
+Steps: load (with external data), `onnx.checker`, version conversion of older opsets up to
+`TARGET_OPSET` (so converters see opset-13+ forms: Squeeze/Unsqueeze/Split axes as inputs, Softmax on
+one axis, ...), `--input-shape` overrides of the graph inputs, then shape inference with data
+propagation (so shapes computed by Shape→Gather→Concat chains are known). Every failure is a
+diagnostic located at the model file, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...diagnostics import DiagnosticError
+from .errors import diagnostic
+
+#: Models older than this are converted up to it; the converters are written for opset 13 and later.
+TARGET_OPSET = 13
+#: The oldest opset the version converter is asked to upgrade.
+OLDEST_OPSET = 1
+
+
+def require_onnx(source: str | Path) -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise DiagnosticError([diagnostic(
+            "E0800", "importing ONNX models needs the onnx package, which is not installed", source,
+            hint="pip install 'skriptnd[onnx]'")]) from None
+    return onnx
+
+
+def load(src: Any, source: str | Path) -> Any:
+    """The ModelProto of a path (external data loaded from beside it) or a ModelProto as given."""
+    onnx = require_onnx(source)
+    if isinstance(src, onnx.ModelProto):
+        return src
+    path = Path(src)
+    if not path.is_file():
+        raise DiagnosticError([diagnostic("E0801", f"no such ONNX file: {path}", source)])
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError, ValueError, RuntimeWarning ...
+        raise DiagnosticError([diagnostic(
+            "E0801", f"{path} is not a readable ONNX model (corrupt or truncated?): {_first_line(err)}", source)]) \
+            from None
+    if not model.graph.node and not model.graph.output:
+        raise DiagnosticError([diagnostic("E0801", f"{path} holds no ONNX graph (empty or not an ONNX file)",
+                                          source)])
+    _load_external(model, path.parent, source)
+    return model
+
+
+def _load_external(model: Any, base: Path, source: str | Path) -> None:
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    missing: list[str] = []
+    for tensor in _all_tensors(model):
+        if uses_external_data(tensor):
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            if not (base / location).is_file():
+                missing.append(f"'{location}' (initializer '{tensor.name}')")
+    if missing:
+        raise DiagnosticError([diagnostic(
+            "E0802", f"external data file{'s' if len(missing) > 1 else ''} not found beside the model: "
+            + ", ".join(sorted(set(missing))), source,
+            hint="copy the data files next to the .onnx file (their names are given relative to it)")])
+    try:
+        load_external_data_for_model(model, str(base))
+    except Exception as err:  # noqa: BLE001 - a short data file raises whatever the reader raises
+        raise DiagnosticError([diagnostic("E0802", f"cannot read external data: {_first_line(err)}", source)]) \
+            from None
+
+
+def _all_tensors(model: Any) -> list[Any]:
+    from onnx.external_data_helper import _get_all_tensors
+
+    return list(_get_all_tensors(model))
+
+
+def opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
+def normalize(model: Any, source: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None,
+              upgrade: bool = True) -> Any:
+    """Checked, upgraded, shape-inferred copy of `model` (input shapes overridden first)."""
+    onnx = require_onnx(source)
+    if any(not o.type.HasField("tensor_type") for o in model.graph.output):
+        try:  # graph outputs without types are common in hand-built models; inference adds them
+            model = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - the checker below says what is wrong
+            pass
+    try:
+        onnx.checker.check_model(model)
+    except Exception as err:  # noqa: BLE001 - ValidationError, or a protobuf error on odd files
+        raise DiagnosticError([diagnostic("E0803", f"the model fails onnx.checker: {_first_line(err)}", source)]) \
+            from None
+    version = opset(model)
+    newest = onnx.defs.onnx_opset_version()
+    if version > newest:
+        raise DiagnosticError([diagnostic(
+            "E0804", f"the model uses opset {version}; the installed onnx package knows opsets up to {newest}",
+            source, hint="upgrade the onnx package")])
+    if version < TARGET_OPSET:
+        if version < OLDEST_OPSET or not upgrade:
+            raise DiagnosticError([diagnostic(
+                "E0804", f"the model uses opset {version}; supported are opsets {TARGET_OPSET}–{newest}"
+                + (f", and {OLDEST_OPSET}–{TARGET_OPSET - 1} with --opset-upgrade" if not upgrade else ""),
+                source, hint="re-export the model with a newer opset")])
+        try:
+            from onnx import version_converter
+
+            model = version_converter.convert_version(model, TARGET_OPSET)
+        except Exception as err:  # noqa: BLE001
+            raise DiagnosticError([diagnostic(
+                "E0804", f"cannot convert the model from opset {version} to opset {TARGET_OPSET}: "
+                f"{_first_line(err)}", source)]) from None
+    if input_shapes:
+        model = _override_inputs(model, input_shapes, source)
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=True, data_prop=True)
+    except Exception as err:  # noqa: BLE001
+        raise DiagnosticError([diagnostic("E0805", f"shape inference failed: {_first_line(err)}", source)]) \
+            from None
+    return model
+
+
+def _override_inputs(model: Any, shapes: Mapping[str, Sequence[int]], source: str | Path) -> Any:
+    from onnx import helper
+
+    model = _copy(model)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs = {i.name: i for i in model.graph.input if i.name not in initializers}
+    unknown = sorted(set(shapes) - set(inputs))
+    if unknown:
+        raise DiagnosticError([diagnostic(
+            "E0809", f"--input-shape names no input of the model: {', '.join(unknown)}; its inputs are "
+            f"{', '.join(inputs) or 'none'}", source)])
+    for name, shape in shapes.items():
+        value = inputs[name]
+        dims = value.type.tensor_type.shape.dim
+        if value.type.tensor_type.HasField("shape") and len(dims) != len(shape):
+            raise DiagnosticError([diagnostic(
+                "E0809", f"--input-shape {name} has rank {len(shape)}, the input has rank {len(dims)}", source)])
+        for dim, extent in zip(dims, shape, strict=False):
+            if dim.HasField("dim_value") and dim.dim_value != extent:
+                raise DiagnosticError([diagnostic(
+                    "E0809", f"--input-shape {name}={','.join(map(str, shape))} contradicts the model's "
+                    f"fixed shape [{', '.join(_dim_text(d) for d in dims)}]", source)])
+        new = helper.make_tensor_value_info(name, value.type.tensor_type.elem_type, list(shape))
+        value.CopyFrom(new)
+    # intermediate shapes inferred for the old input shapes would now contradict: drop them
+    del model.graph.value_info[:]
+    return model
+
+
+def _copy(model: Any) -> Any:
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def _dim_text(dim: Any) -> str:
+    return str(dim.dim_value) if dim.HasField("dim_value") else (dim.dim_param or "?")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0][:300]

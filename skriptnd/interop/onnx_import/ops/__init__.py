@@ -1,0 +1,1 @@
+"""Converters, one module per ONNX operator family; each registers itself in `..registry`."""

@@ -1,0 +1,187 @@
+"""Operators that are identities at inference (Dropout), top-k, cumulative sums, non-max suppression."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..context import Context, Node
+from ..errors import ImportProblem
+from ..registry import converter
+from ._util import axis as norm_axis
+
+
+@converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 only with ratio 0; the mask is all true")
+def _dropout(ctx: Context, node: Node) -> None:
+    training = node.input(2) and (ctx.const(node.input(2)) is None or bool(ctx.const(node.input(2))))
+    ratio = ctx.const(node.input(1)) if node.input(1) else np.array(0.5)
+    if training and ratio is None:
+        ctx.need_const(node.input(1), "ratio (in training mode)")
+    if training and float(ratio) != 0.0:
+        raise ImportProblem("E0807", f"{node.where}: training_mode Dropout (random) is not supported")
+    x = ctx.arg(node.input(0))
+    ctx.emit("math.iden", [x])
+    if len(node.outputs) > 1 and node.outputs[1]:  # inference: the mask keeps everything
+        ctx.emit("layout.uniform", [ctx.literal_arg(np.array(True), "keep")], {"shape": list(ctx.static_shape(
+            node.input(0)))}, outputs=ctx.out(1), types=["bool"], label=False)
+
+
+@converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`", caveats="K must be constant")
+def _top_k(ctx: Context, node: Node) -> None:
+    k = int(ctx.need_const(node.input(1), "K").reshape(-1)[0])
+    rank = ctx.rank(node.input(0))
+    attribs = {"k": k, "axis": norm_axis(int(node.attr("axis", -1)), rank)}
+    if not node.attr("largest", 1):
+        attribs["largest"] = False
+    if not node.attr("sorted", 1):
+        attribs["sorted"] = False
+    ctx.emit("algo.top_k", [ctx.arg(node.input(0))], attribs, outputs=[ctx.out(0), ctx.out(1)])
+
+
+@converter("CumSum", target="`math.cumsum{axis, exclusive, reverse}`", caveats="axis must be constant")
+def _cumsum(ctx: Context, node: Node) -> None:
+    rank = ctx.rank(node.input(0))
+    attribs: dict = {"axis": norm_axis(int(ctx.need_const(node.input(1), "axis").reshape(-1)[0]), rank)}
+    if node.attr("exclusive", 0):
+        attribs["exclusive"] = True
+    if node.attr("reverse", 0):
+        attribs["reverse"] = True
+    ctx.emit("math.cumsum", [ctx.arg(node.input(0))], attribs)
+
+
+@converter("NonMaxSuppression", target="`algo.nonmax_suppress{box_format, max_outputs_per_class, "
+           "iou_threshold, score_threshold}`", caveats="the limits and thresholds must be constant")
+def _nms(ctx: Context, node: Node) -> None:
+    attribs: dict = {}
+    if node.attr("center_point_box", 0):
+        attribs["box_format"] = "CENTER"
+    if node.input(2):
+        attribs["max_outputs_per_class"] = int(ctx.need_const(node.input(2), "max_output_boxes_per_class")
+                                               .reshape(-1)[0])
+    else:
+        attribs["max_outputs_per_class"] = 0
+    if node.input(3):
+        attribs["iou_threshold"] = float(ctx.need_const(node.input(3), "iou_threshold").reshape(-1)[0])
+    if node.input(4):
+        attribs["score_threshold"] = float(ctx.need_const(node.input(4), "score_threshold").reshape(-1)[0])
+    ctx.emit("algo.nonmax_suppress", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
+
+
+def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
+    return ctx.emit(op, args, attribs, outputs=ctx.fresh(op.rpartition(".")[2]), label=False)
+
+
+def _iota(ctx: Context, n: int, axis: int, rank: int) -> str:
+    """0..n-1 along `axis` of a rank-`rank` constant (1 elsewhere), for one-hot comparisons."""
+    shape = [1] * rank
+    shape[axis] = n
+    return ctx.literal_arg(np.arange(n, dtype=np.int64).reshape(shape), "iota")
+
+
+@converter("Shrink", target="`math.select` of x < -lambd, x > lambd")
+def _shrink(ctx: Context, node: Node) -> None:
+    x = ctx.arg(node.input(0))
+    kind = ctx.dtype(node.input(0))
+    typ = np.float32 if kind == "real" else np.int64
+    bias, lambd = node.attr("bias", 0.0), node.attr("lambd", 0.5)
+
+    def k(v: float) -> str:
+        return ctx.literal_arg(np.array(v).astype(typ), "k")
+
+    low = _tmp(ctx, "math.lt", [x, k(-lambd)])
+    high = _tmp(ctx, "math.gt", [x, k(lambd)])
+    inner = _tmp(ctx, "math.select", [high, _tmp(ctx, "math.sub", [x, k(bias)]), k(0)])
+    ctx.emit("math.select", [low, _tmp(ctx, "math.add", [x, k(bias)]), inner])
+
+
+@converter("Hardmax", target="`math.argmax` then a one-hot comparison (`math.eq`, `layout.cast`)")
+def _hardmax(ctx: Context, node: Node) -> None:
+    shape = ctx.static_shape(node.input(0))
+    axis = norm_axis(int(node.attr("axis", -1)), len(shape))
+    index = _tmp(ctx, "math.argmax", [ctx.arg(node.input(0))], axis=axis)
+    hot = _tmp(ctx, "math.eq", [index, _iota(ctx, shape[axis], axis, len(shape))])
+    ctx.emit("layout.cast", [hot], types=["real"])
+
+
+@converter("OneHot", target="`math.eq` with an index range, then `math.select`(on, off)",
+           caveats="depth must be constant")
+def _one_hot(ctx: Context, node: Node) -> None:
+    depth = int(ctx.need_const(node.input(1), "depth").reshape(-1)[0])
+    rank = ctx.rank(node.input(0)) + 1
+    axis = norm_axis(int(node.attr("axis", -1)), rank)
+    index = ctx.arg(node.input(0))
+    if ctx.dtype(node.input(0)) != "int":
+        index = ctx.emit("layout.cast", [index], outputs=ctx.fresh("index"), types=["int"], label=False)
+    zero, n = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(depth, np.int64), "depth")
+    index = _tmp(ctx, "math.select", [_tmp(ctx, "math.lt", [index, zero]), _tmp(ctx, "math.add", [index, n]), index])
+    hot = _tmp(ctx, "math.eq", [_tmp(ctx, "layout.unsqueeze", [index], axes=[axis]), _iota(ctx, depth, axis, rank)])
+    values = ctx.const(node.input(2))
+    if values is not None:
+        off, on = (ctx.literal_arg(v, "value") for v in values.reshape(-1)[:2])
+    else:
+        off, on = ctx.fresh("off"), ctx.fresh("on")
+        ctx.emit("layout.split", [ctx.arg(node.input(2))], {"axis": 0, "count": 2}, outputs=[[off, on]], label=False)
+        off, on = (_tmp(ctx, "layout.reshape", [v], shape=[]) for v in (off, on))
+    ctx.emit("math.select", [hot, on, off])
+
+
+@converter("Trilu", target="`math.select` with a constant triangular mask", caveats="k must be constant")
+def _trilu(ctx: Context, node: Node) -> None:
+    shape = ctx.static_shape(node.input(0))
+    k = int(ctx.need_const(node.input(1), "k").reshape(-1)[0]) if node.input(1) else 0
+    rows, cols = np.arange(shape[-2])[:, None], np.arange(shape[-1])[None, :]
+    mask = (cols - rows >= k) if node.attr("upper", 1) else (cols - rows <= k)
+    zero = np.array(0, np.float32 if ctx.dtype(node.input(0)) == "real" else np.int64)
+    ctx.emit("math.select", [ctx.literal_arg(mask, "mask"), ctx.arg(node.input(0)), ctx.literal_arg(zero, "zero")])
+
+
+@converter("EyeLike", target="a constant (`math.iden` of it)")
+def _eye_like(ctx: Context, node: Node) -> None:
+    n, m = ctx.static_shape(node.input(0))
+    kind = ctx.dtype(node.outputs[0])
+    eye = np.eye(n, m, int(node.attr("k", 0))).astype({"real": np.float32, "int": np.int64, "bool": np.bool_}[kind])
+    ctx.emit("math.iden", [ctx.literal_arg(eye, "eye")])
+
+
+_GRID_MODES = {"bilinear": "LINEAR", "linear": "LINEAR", "nearest": "NEAREST", "bicubic": "CUBIC", "cubic": "CUBIC"}
+_GRID_PADDING = {"zeros": "ZEROS", "border": "REPLICATE", "reflection": "REFLECT"}
+
+
+@converter("GridSample", target="`image.grid_sample{mode, padding, aligned}`",
+           caveats="linear and cubic modes; zeros and border padding")
+def _grid_sample(ctx: Context, node: Node) -> None:
+    if node.attr("mode", "linear") == "nearest" or node.attr("padding_mode", "zeros") == "reflection":
+        raise ImportProblem("E0807", f"{node.where}: GridSample with mode 'nearest' or padding_mode 'reflection' "
+                            "is not supported (SkriptND rounds and reflects differently)")
+    attribs = {"mode": _GRID_MODES[node.attr("mode", "linear")],
+               "padding": _GRID_PADDING[node.attr("padding_mode", "zeros")],
+               "aligned": bool(node.attr("align_corners", 0))}
+    ctx.emit("image.grid_sample", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
+
+
+@converter("If", target="the taken branch, inline (the condition must be known at import time)",
+           caveats="a condition computed at run time is refused (E0808)")
+def _if(ctx: Context, node: Node) -> None:
+    """Exported models branch on shapes (known at import): the taken branch's nodes are converted in
+    place and its outputs become the If's outputs."""
+    from ..context import value_of
+    from ..fold import fold
+    from ..registry import registry
+
+    cond = ctx.need_const(node.input(0), "condition")
+    branch = node.attr("then_branch") if bool(np.asarray(cond).reshape(-1)[0]) else node.attr("else_branch")
+    outer = ctx.node
+    for vi in [*branch.value_info, *branch.output]:
+        if vi.name not in ctx.values or ctx.values[vi.name].shape is None:
+            ctx.values[vi.name] = value_of(vi)
+    entries = registry()
+    for proto in branch.node:
+        inner = Node.of(proto)
+        ctx.node, ctx._label_used = inner, False
+        if not fold(ctx, inner, False):
+            entries[inner.op_type].convert(ctx, inner)
+    ctx.node, ctx._label_used = outer, False
+    for k, vi in enumerate(branch.output):
+        if vi.name in ctx.consts and vi.name not in ctx.bound:
+            ctx.consts[node.outputs[k]] = ctx.consts[vi.name]
+            continue
+        ctx.emit("math.iden", [ctx.arg(vi.name)], outputs=ctx.out(k))

@@ -1,0 +1,222 @@
+"""Layout: reshapes, transposes, concatenation, slicing, padding, casts. Shape operands (a Reshape's
+shape, a Slice's starts, ...) must be known at import time: they become attributes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..context import Context, Node
+from ..errors import ImportProblem
+from ..registry import converter
+from ._util import axis as norm_axis
+
+
+def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
+    return ctx.emit(op, args, attribs, outputs=ctx.fresh(op.rpartition(".")[2]), label=False)
+
+
+def _dims(ctx: Context, name: str) -> list:
+    return [ctx.extent(d) for d in ctx.shape(name)]
+
+
+@converter("Reshape", target="`layout.reshape{shape}`", caveats="the shape input must be constant (0 copies "
+           "the input extent, -1 is kept)")
+def _reshape(ctx: Context, node: Node) -> None:
+    shape = [int(v) for v in ctx.need_const(node.input(1), "target shape").reshape(-1)]
+    dims = ctx.shape(node.input(0))
+    if not node.attr("allowzero", 0):
+        shape = [dims[i] if v == 0 else v for i, v in enumerate(shape)]
+    out = ctx.values.get(node.outputs[0])
+    if out is not None and out.shape is not None and all(isinstance(d, int) for d in out.shape):
+        shape = list(out.shape)
+    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [ctx.extent(d) for d in shape]})
+
+
+@converter("Flatten", target="`layout.reshape{shape=[outer, -1]}`")
+def _flatten(ctx: Context, node: Node) -> None:
+    shape = ctx.static_shape(node.input(0))
+    k = norm_axis(int(node.attr("axis", 1)), len(shape))
+    outer = int(np.prod(shape[:k])) if k else 1
+    inner = int(np.prod(shape[k:]))
+    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [outer, inner]})
+
+
+@converter("Squeeze", target="`layout.squeeze{axes}`")
+def _squeeze(ctx: Context, node: Node) -> None:
+    rank = ctx.rank(node.input(0))
+    if node.input(1):
+        axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
+    elif "axes" in node.attrs:
+        axes = list(node.attr("axes"))
+    else:
+        axes = [i for i, d in enumerate(ctx.static_shape(node.input(0))) if d == 1]
+    ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": sorted(norm_axis(a, rank) for a in axes)})
+
+
+@converter("Unsqueeze", target="`layout.unsqueeze{axes}`")
+def _unsqueeze(ctx: Context, node: Node) -> None:
+    if node.input(1):
+        axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
+    else:
+        axes = list(node.attr("axes"))
+    rank = ctx.rank(node.input(0)) + len(axes)
+    ctx.emit("layout.unsqueeze", [ctx.arg(node.input(0))], {"axes": sorted(norm_axis(a, rank) for a in axes)})
+
+
+@converter("Transpose", target="`layout.transpose{perm}`")
+def _transpose(ctx: Context, node: Node) -> None:
+    rank = ctx.rank(node.input(0))
+    perm = list(node.attr("perm", list(range(rank))[::-1]))
+    ctx.emit("layout.transpose", [ctx.arg(node.input(0))], {"perm": perm})
+
+
+@converter("Concat", target="`layout.concat{axis}`")
+def _concat(ctx: Context, node: Node) -> None:
+    names = [i for i in node.inputs if i]
+    rank = ctx.rank(names[0])
+    # ONNX allows empty operands; SkriptND's pack does too, but they add nothing: drop them
+    kept = [n for n in names if 0 not in ctx.shape(n)] or names[:1]
+    ctx.emit("layout.concat", [[ctx.arg(n) for n in kept]], {"axis": norm_axis(int(node.attr("axis")), rank)})
+
+
+@converter("Split", target="`layout.split{axis, sizes}`")
+def _split(ctx: Context, node: Node) -> None:
+    shape = ctx.shape(node.input(0))
+    k = norm_axis(int(node.attr("axis", 0)), len(shape))
+    if node.input(1):
+        sizes = [int(s) for s in ctx.need_const(node.input(1), "split sizes").reshape(-1)]
+    elif "split" in node.attrs:
+        sizes = list(node.attr("split"))
+    else:
+        total = ctx.static_shape(node.input(0))[k]
+        n = int(node.attr("num_outputs", len(node.outputs)))
+        chunk = -(-total // n)
+        sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
+    outputs = [ctx.out(i) for i in range(len(node.outputs))]
+    ctx.emit("layout.split", [ctx.arg(node.input(0))], {"axis": k, "sizes": sizes}, outputs=[outputs])
+
+
+@converter("Slice", target="`layout.slice{axes, begin, end, stride}`",
+           caveats="starts/ends/axes/steps must be constant; they are clamped at import time")
+def _slice(ctx: Context, node: Node) -> None:
+    shape = ctx.static_shape(node.input(0))
+    starts = ctx.need_const(node.input(1), "starts").reshape(-1).tolist()
+    ends = ctx.need_const(node.input(2), "ends").reshape(-1).tolist()
+    axes = ctx.need_const(node.input(3), "axes").reshape(-1).tolist() if node.input(3) else list(range(len(starts)))
+    steps = ctx.need_const(node.input(4), "steps").reshape(-1).tolist() if node.input(4) else [1] * len(starts)
+    out_axes, begin, end, stride = [], [], [], []
+    for start, stop, a, step in zip(starts, ends, axes, steps, strict=True):
+        a = norm_axis(int(a), len(shape))
+        dim = shape[a]
+        b, e, _ = slice(int(start), int(stop), int(step)).indices(dim)
+        count = len(range(b, e, int(step)))
+        if count == 0:
+            raise ImportProblem("E0807", f"{node.where}: the slice along axis {a} is empty")
+        if step < 0 and e < 0:
+            e = -1
+        out_axes.append(a)
+        begin.append(b)
+        end.append(e)
+        stride.append(int(step))
+    attribs: dict = {"axes": out_axes, "begin": begin, "end": end}
+    if any(s != 1 for s in stride):
+        attribs["stride"] = stride
+    ctx.emit("layout.slice", [ctx.arg(node.input(0))], attribs)
+
+
+@converter("Tile", target="`layout.tile{repeats}`")
+def _tile(ctx: Context, node: Node) -> None:
+    repeats = [int(r) for r in ctx.need_const(node.input(1), "repeats").reshape(-1)]
+    ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": repeats})
+
+
+@converter("Expand", target="`layout.broadcast{shape}` (after `layout.unsqueeze` to the output rank)")
+def _expand(ctx: Context, node: Node) -> None:
+    out = ctx.static_shape(node.outputs[0])
+    x = ctx.arg(node.input(0))
+    rank = ctx.rank(node.input(0))
+    if rank < len(out):
+        x = _tmp(ctx, "layout.unsqueeze", [x], axes=list(range(len(out) - rank)))
+    if tuple(ctx.static_shape(node.input(0))) == tuple(out):
+        ctx.emit("math.iden", [x])
+        return
+    ctx.emit("layout.broadcast", [x], {"shape": list(out)})
+
+
+_PAD_MODES = {"constant": "CONSTANT", "reflect": "REFLECT", "edge": "REPLICATE"}
+
+
+@converter("Pad", target="`layout.pad{axes, padding, method}`", caveats="mode wrap and negative pads are refused")
+def _pad(ctx: Context, node: Node) -> None:
+    rank = ctx.rank(node.input(0))
+    pads = [int(p) for p in (ctx.need_const(node.input(1), "pads").reshape(-1) if node.input(1)
+                             else node.attr("pads"))]
+    axes = [norm_axis(int(a), rank) for a in ctx.need_const(node.input(3), "axes").reshape(-1)] \
+        if node.input(3) else list(range(rank))
+    mode = node.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise ImportProblem("E0807", f"{node.where}: pad mode '{mode}' is not supported")
+    if any(p < 0 for p in pads):
+        raise ImportProblem("E0807", f"{node.where}: negative pads (cropping) are not supported")
+    attribs: dict = {"axes": axes, "padding": pads}
+    if mode != "constant":
+        attribs["method"] = _PAD_MODES[mode]
+    args = [ctx.arg(node.input(0))]
+    if mode == "constant" and node.input(2):
+        value = ctx.const(node.input(2))
+        if value is None:
+            v = ctx.arg(node.input(2))
+            if ctx.rank(node.input(2)):  # ONNX allows a one-element tensor
+                v = _tmp(ctx, "layout.reshape", [v], shape=[])
+            args.append(v)
+        else:
+            args.append(ctx.literal_arg(np.asarray(value).reshape(()).astype(value.dtype), "value"))
+    ctx.emit("layout.pad", args, attribs)
+
+
+@converter("Cast", "CastLike", target="`layout.cast<R>` (`math.iden` between types SkriptND does not "
+           "distinguish, e.g. float and double)", caveats="narrowing between integer widths is not modelled")
+def _cast(ctx: Context, node: Node) -> None:
+    target = ctx.dtype(node.outputs[0])
+    x = ctx.arg(node.input(0))
+    if ctx.dtype(node.input(0)) == target:
+        ctx.emit("math.iden", [x])
+    else:
+        ctx.emit("layout.cast", [x], types=[target])
+
+
+@converter("DepthToSpace", target="`layout.depth_to_space{block_size}` (DCR); CRD as reshape, transpose, reshape")
+def _depth_to_space(ctx: Context, node: Node) -> None:
+    b = int(node.attr("blocksize"))
+    d = ctx.rank(node.input(0)) - 2
+    if node.attr("mode", "DCR") == "DCR" or d != 2:
+        ctx.emit("layout.depth_to_space", [ctx.arg(node.input(0))], {"block_size": [b] * d})
+        return
+    # CRD: channels are [c, b, b]; spelled out as reshape / transpose / reshape
+    n, c, h, w = ctx.static_shape(node.input(0))
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c // (b * b), b, b, h, w])
+    x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 4, 2, 5, 3])
+    ctx.emit("layout.reshape", [x], {"shape": [n, c // (b * b), h * b, w * b]})
+
+
+@converter("SpaceToDepth", target="`layout.space_to_depth{block_size}` (DCR); CRD as reshape, transpose, reshape")
+def _space_to_depth(ctx: Context, node: Node) -> None:
+    b = int(node.attr("blocksize"))
+    d = ctx.rank(node.input(0)) - 2
+    if node.attr("mode", "DCR") == "DCR" or d != 2:
+        ctx.emit("layout.space_to_depth", [ctx.arg(node.input(0))], {"block_size": [b] * d})
+        return
+    n, c, h, w = ctx.static_shape(node.input(0))  # CRD: output channels [c, b, b]
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c, h // b, b, w // b, b])
+    x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 3, 5, 2, 4])
+    ctx.emit("layout.reshape", [x], {"shape": [n, c * b * b, h // b, w // b]})
+
+
+def _import_time_only(ctx: Context, node: Node) -> None:
+    raise ImportProblem("E0808", f"{ctx.here}: its result depends on a shape or value known only at run time",
+                        hint="fix dynamic dimensions with --input-shape, or fold constants with --fold-constants")
+
+
+for _op in ("Shape", "Size", "ConstantOfShape", "Range", "Constant"):
+    converter(_op, target="folded at import time (a compile-time value)",
+              caveats="needs a static shape / constant operands")(_import_time_only)
