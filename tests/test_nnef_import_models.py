@@ -4,7 +4,6 @@ reference executor."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -96,10 +95,7 @@ graph ResNetLike( image ) -> ( logits )
 def _compare(tmp_path: Path, text: str, shapes: dict, input_shape: tuple[int, ...],
              weights: dict | None = None) -> Path:
     src = write_graph(tmp_path / "nnef", text, weights or _weights(shapes))
-    start = time.perf_counter()
     out = import_nnef(src, tmp_path / "sknd")
-    elapsed = time.perf_counter() - start
-    assert elapsed < 10, f"import took {elapsed:.1f} s"
     x = RNG.standard_normal(input_shape).astype(np.float32)
     graph = skriptnd.load(out).compose()
     [arg] = [t.name for t in graph.inputs]
