@@ -72,6 +72,17 @@ class _Builder:
             raise self.loc.error(where, f"names operand '{name}', which 'operands' does not declare")
         return self.operands[name]
 
+    def present(self, name: str) -> bool:
+        """False for an omitted optional operand: a zero extent, or a model input that every example
+        leaves empty (the CTS passes a null buffer)."""
+        o = self.operands[name]
+        if 0 in o["dims"]:
+            return False
+        if o["role"] == "input":
+            examples = self.model.get("examples") or []
+            return not examples or any(len(e.get("inputs", {}).get(name, [])) > 0 for e in examples)
+        return True
+
     def qspec(self, o: dict[str, Any]) -> dict[str, Any] | None:
         """The @quantize attributes of an operand (None when it is not quantized)."""
         if o["type"] == "TENSOR_QUANT8_ASYMM":
@@ -157,11 +168,12 @@ class _Builder:
              comment: str | None = None) -> None:
         self.body.append(Call([out] if isinstance(out, str) else out, op, args, attribs or {}, comment=comment))
 
-    def activated(self, code: int, out_operand: str, where: list[Any]) -> tuple[str, Callable[[str], None]]:
+    def activated(self, code: int, out_operand: str, where: list[Any], defined: str | None = None
+                  ) -> tuple[str, Callable[[str], None]]:
         """The name the operation itself should write, and a finisher that applies the fused activation
-        ``code`` into the output operand."""
+        ``code`` into the output operand (``defined``: its SkriptND name when already defined)."""
         o = self.operand(out_operand, where)
-        out = self.define(out_operand, where)
+        out = defined or self.define(out_operand, where)
         if code == 0:
             return out, lambda _: None
         if code not in (1, 2, 3):
@@ -425,6 +437,146 @@ def _rnn(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(state, "math.iden", [b.sk[output]], comment="RNN: the new hidden state is the output")
 
 
+_LSTM_ACT = {0: None, 1: "nn.relu", 3: "relu6", 4: "math.tanh", 6: "nn.sigmoid"}
+
+
+def _apply(b: _Builder, code: int, x: str, hint: str, where: list[Any]) -> str:
+    """An LSTM/SVDF activation (TfLite codes: 0 none, 1 relu, 3 relu6, 4 tanh, 6 sigmoid) of ``x``."""
+    if code not in _LSTM_ACT:
+        raise b.loc.error(where, f"activation code {code} is not 0, 1, 3, 4 or 6")
+    kind = _LSTM_ACT[code]
+    if kind is None:
+        return x
+    y = b.tmp(hint)
+    if kind == "relu6":
+        b.emit(y, "nn.relu", [x], {"max": 6.0})
+    else:
+        b.emit(y, kind, [x])
+    return y
+
+
+def _lstm(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+    """NNAPI 1.0 LSTM (LSTM.cpp): optional CIFG (no input gate: i = 1 - f), peepholes, cell clipping,
+    projection with clipping; outputs scratch (the gate values, concatenated), state out, cell out, output."""
+    _arity(b, op, where, (23,), outs=4)
+    ins = op["inputs"]
+    at = lambda i: [*where, "inputs", i]  # noqa: E731
+    present = [b.present(n) for n in ins]
+    x, h, c = b.tensor(ins[0], at(0)), b.tensor(ins[18], at(18)), b.tensor(ins[19], at(19))
+    act = b.scalar(ins[20], at(20))
+    cell_clip, proj_clip = b.scalar(ins[21], at(21), "FLOAT32"), b.scalar(ins[22], at(22), "FLOAT32")
+    cifg = not present[1]
+    peephole = present[10]
+    gates: dict[str, str] = {}
+    for g, (wi, ri, bi) in {"i": (1, 5, 12), "f": (2, 6, 13), "g": (3, 7, 14),
+                          "o": (4, 8, 15)}.items():
+        if g == "i" and cifg:
+            continue
+        xw, hr, s = b.tmp(f"x_{g}"), b.tmp(f"h_{g}"), b.tmp(f"pre_{g}")
+        b.emit(xw, "nn.linear", [x, b.tensor(ins[wi], at(wi)), b.tensor(ins[bi], at(bi))],
+               comment=f"LSTM gate {g}: input weights and bias")
+        b.emit(hr, "nn.linear", [h, b.tensor(ins[ri], at(ri))], comment=f"LSTM gate {g}: recurrent weights")
+        b.emit(s, "math.add", [xw, hr])
+        gates[g] = s
+    def peep(g: str, cell: str, idx: int) -> None:
+        if peephole and not (g == "i" and cifg):
+            t = b.tmp(f"peep_{g}")
+            b.emit(t, "math.mul", [cell, b.tensor(ins[idx], at(idx))], comment=f"LSTM peephole {g}")
+            s2 = b.tmp(f"pre_{g}")
+            b.emit(s2, "math.add", [gates[g], t])
+            gates[g] = s2
+    peep("i", c, 9)
+    peep("f", c, 10)
+    f = b.tmp("forget_gate")
+    b.emit(f, "nn.sigmoid", [gates["f"]])
+    i = b.tmp("input_gate")
+    if cifg:
+        b.emit(i, "math.sub", [Expr("1.0"), f], comment="CIFG: input gate = 1 - forget gate")
+    else:
+        b.emit(i, "nn.sigmoid", [gates["i"]])
+    g = _apply(b, act, gates["g"], "cell_gate", at(20))
+    fc, ig, cell = b.tmp("kept"), b.tmp("added"), b.tmp("cell")
+    b.emit(fc, "math.mul", [f, c])
+    b.emit(ig, "math.mul", [i, g])
+    b.emit(cell, "math.add", [fc, ig])
+    if cell_clip > 0:
+        clipped = b.tmp("cell_clipped")
+        b.emit(clipped, "math.clamp", [cell, Expr(repr(-cell_clip)), Expr(repr(cell_clip))], comment="cell clip")
+        cell = clipped
+    peep("o", cell, 11)
+    o = b.tmp("output_gate")
+    b.emit(o, "nn.sigmoid", [gates["o"]])
+    out = b.tmp("gated")
+    b.emit(out, "math.mul", [o, _apply(b, act, cell, "cell_act", at(20))])
+    if present[16]:
+        proj = b.tmp("projected")
+        bias = b.tensor(ins[17], at(17)) if present[17] else None
+        b.emit(proj, "nn.linear", [out, b.tensor(ins[16], at(16)), bias], comment="LSTM projection")
+        out = proj
+        if proj_clip > 0:
+            clipped = b.tmp("projection_clipped")
+            b.emit(clipped, "math.clamp", [out, Expr(repr(-proj_clip)), Expr(repr(proj_clip))],
+                   comment="projection clip")
+            out = clipped
+    scratch, state_out, cell_out, output = op["outputs"]
+    names = [b.define(n, [*where, "outputs", k]) for k, n in enumerate(op["outputs"])]
+    b.emit(names[0], "layout.concat", [[v for v in ([] if cifg else [i]) + [f, g, o]]], {"axis": 1},
+           comment="scratch buffer: the gate values (the CTS ignores it)")
+    b.emit(names[1], "math.iden", [out], comment="output state")
+    b.emit(names[2], "math.iden", [cell], comment="cell state")
+    b.emit(names[3], "math.iden", [out])
+
+
+def _svdf(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+    """NNAPI 1.0 SVDF (SVDF.cpp): the state [batch, filters * memory] gets the newest feature activation
+    in each filter's last column, is weighted by weights_time and summed over memory, the rank groups
+    are summed per unit, bias and activation added; state out is the updated state shifted left by one
+    (a zero enters at the end)."""
+    _arity(b, op, where, (7,), outs=2)
+    ins = op["inputs"]
+    at = lambda i: [*where, "inputs", i]  # noqa: E731
+    x = b.operand(ins[0], at(0))
+    wf, wt = b.operand(ins[1], at(1)), b.operand(ins[2], at(2))
+    batch = x["dims"][0]
+    filters, memory = wt["dims"]
+    rank = b.scalar(ins[5], at(5))
+    act = b.scalar(ins[6], at(6))
+    if filters % rank or wf["dims"][0] != filters:
+        raise b.loc.error(at(5), f"rank {rank} does not divide the {filters} filters (or weights_feature has "
+                          f"{wf['dims'][0]} rows)")
+    units = filters // rank
+    feat, s3, old, a3, sp, prod, scratch, grouped, summed = (b.tmp(n) for n in (
+        "activation", "state", "kept", "newest", "memory", "weighted", "scratch", "ranks", "summed"))
+    b.emit(feat, "nn.linear", [b.tensor(ins[0], at(0)), b.tensor(ins[1], at(1))], comment="SVDF: feature weights")
+    b.emit(s3, "layout.reshape", [b.tensor(ins[4], at(4))], {"shape": [batch, filters, memory]})
+    b.emit(old, "layout.slice", [s3], {"axes": [2], "begin": [0], "end": [memory - 1]})
+    b.emit(a3, "layout.unsqueeze", [feat], {"axes": [2]})
+    b.emit(sp, "layout.concat", [[old, a3]], {"axis": 2}, comment="the newest activation in the last column")
+    b.emit(prod, "math.mul", [sp, b.tensor(ins[2], at(2))], comment="time weights")
+    b.emit(scratch, "math.sum_reduce", [prod], {"axes": [2], "squeeze": True})
+    b.emit(grouped, "layout.reshape", [scratch], {"shape": [batch, units, rank]})
+    b.emit(summed, "math.sum_reduce", [grouped], {"axes": [2], "squeeze": True}, comment="sum of the rank groups")
+    if b.present(ins[3]):
+        biased = b.tmp("biased")
+        b.emit(biased, "math.add", [summed, b.tensor(ins[3], at(3))])
+        summed = biased
+    state_name, out_name = op["outputs"]
+    result = _apply(b, act, summed, "activated", at(6)) if act not in (1, 2, 3) else None
+    out = b.define(out_name, [*where, "outputs", 1])
+    if result is None:  # a fused RELU / RELU1 / RELU6 code
+        pre, finish = b.activated(act, out_name, [*where, "outputs", 1], defined=out)
+        b.emit(pre, "math.iden", [summed])
+        finish(pre)
+    else:
+        b.emit(out, "math.iden", [result])
+    shifted, zeros, st = b.tmp("shifted"), b.tmp("zeros"), b.tmp("state_shifted")
+    b.emit(shifted, "layout.slice", [sp], {"axes": [2], "begin": [1], "end": [memory]})
+    b.emit(zeros, "math.mul", [a3, Expr("0.0")])
+    b.emit(st, "layout.concat", [[shifted, zeros]], {"axis": 2}, comment="shift the memory left by one")
+    state = b.define(state_name, [*where, "outputs", 0])
+    b.emit(state, "layout.reshape", [st], {"shape": [batch, filters * memory]})
+
+
 def _dequantize(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     _arity(b, op, where, (1,))
     x = b.tensor(op["inputs"][0], [*where, "inputs", 0])
@@ -454,7 +606,7 @@ TRANSLATE: dict[str, Callable[[_Builder, dict[str, Any], list[Any]], None]] = {
     "RELU": _unary("nn.relu"), "RELU1": _unary("math.clamp"), "RELU6": _unary("nn.relu", {"max": 6.0}),
     "RESHAPE": _reshape,
     "RESIZE_BILINEAR": _resize,
-    "RNN": _rnn,
+    "RNN": _rnn, "LSTM": _lstm, "SVDF": _svdf,
     "SOFTMAX": _softmax,
     "LSH_PROJECTION": _unsupported, "HASHTABLE_LOOKUP": _unsupported,
 }
@@ -527,6 +679,8 @@ def build(model: dict[str, Any], loc: Locator | None = None) -> ModelFolder:
         b.index[o["name"]] = i
     for j, name in enumerate(model["model_inputs"]):
         o = b.operands[name]
+        if not b.present(name):  # omitted optional operand: not a graph input (see the module docstring)
+            continue
         if o["dims"] == []:
             raise loc.error(["model_inputs", j], f"input '{name}' is a scalar; NNAPI 1.0 scalars are parameters")
         sk = b.names(name)
