@@ -47,8 +47,9 @@ SPEC: list[SpecOp] = [
     SpecOp("FLOOR", "supported", "math.floor", "no CTS vector in NNAPI 1.0 (tested by hand)"),
     SpecOp("FULLY_CONNECTED", "supported", "layout.reshape to [batch, input_size] + nn.linear (weights "
            "[num_units, input_size] as they are) + fused activation", _QUANT_REQUANT),
-    SpecOp("HASHTABLE_LOOKUP", "unsupported", UNSUPPORTED["HASHTABLE_LOOKUP"],
-           "to_sknd reports E0902 at the operation"),
+    SpecOp("HASHTABLE_LOOKUP", "supported", "math.eq of every lookup with every key, math.any_reduce for "
+           "hits, math.argmax + layout.gather for the row, zeros where nothing matched",
+           "a comparison against all keys instead of NNAPI's binary search: the same result for unique keys"),
     SpecOp("L2_NORMALIZATION", "supported", "nn.l2_norm{axes=[last]}", ""),
     SpecOp("L2_POOL_2D", "supported", "nn.rms_pool{axes=[1, 2], ignore_border=true}", ""),
     SpecOp("LOCAL_RESPONSE_NORMALIZATION", "supported", "nn.local_response_norm{axes=[last], "

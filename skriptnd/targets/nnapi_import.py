@@ -18,9 +18,10 @@ activation writes an intermediate tensor with the output's quantization, then th
 that grid, exact on the integers).
 
 Padding codes (SAME/VALID) are turned into explicit paddings as NNAPI computes them (``total =
-max((out - 1) * stride + filter - in, 0)``, the smaller half first). LSH_PROJECTION and
-HASHTABLE_LOOKUP (hashing, key search) are not expressible in the standard library: E0902 at the
-operation.
+max((out - 1) * stride + filter - in, 0)``, the smaller half first). LSH_PROJECTION
+is not expressible in the standard library (a seeded farmhash of the raw bytes): E0902 at the operation.
+HASHTABLE_LOOKUP compares every lookup with every key instead of NNAPI's binary search (the same result
+for the unique keys NNAPI requires).
 """
 
 from __future__ import annotations
@@ -43,8 +44,6 @@ TYPES = ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_INT32", "INT32", "FLOA
 UNSUPPORTED = {
     "LSH_PROJECTION": "hashes inputs with a seeded farmhash Fingerprint64 (bit-exact on the serialized bytes); "
                       "the standard library has no hash function",
-    "HASHTABLE_LOOKUP": "looks keys up in a sorted key table by binary search (a data-dependent search, with "
-                        "a 'hits' output); the standard library has no search or key-matching operator",
 }
 
 
@@ -577,6 +576,30 @@ def _svdf(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(state, "layout.reshape", [st], {"shape": [batch, filters * memory]})
 
 
+def _hashtable(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+    """HASHTABLE_LOOKUP by comparison instead of binary search: ``match[n, k] = lookups[n] == keys[k]``,
+    ``hits = any(match)``, the row of the (only) matching key by argmax, zeros where nothing matches."""
+    _arity(b, op, where, (3,), outs=2)
+    ins = op["inputs"]
+    values = b.operand(ins[2], [*where, "inputs", 2])
+    lookups, keys, table = (b.tensor(ins[i], [*where, "inputs", i]) for i in range(3))
+    col, match, found, weight, index, rows, mask = (b.tmp(n) for n in (
+        "lookup_column", "match", "found", "match_real", "index", "rows", "hit_mask"))
+    b.emit(col, "layout.unsqueeze", [lookups], {"axes": [1]})
+    b.emit(match, "math.eq", [col, keys], comment="HASHTABLE_LOOKUP: compare every lookup with every key")
+    b.emit(found, "math.any_reduce", [match], {"axes": [1], "squeeze": True})
+    b.emit(weight, "math.select", [match, Expr("1.0"), Expr("0.0")])
+    b.emit(index, "math.argmax", [weight], {"axis": 1, "squeeze": True}, comment="the matching key's row")
+    b.emit(rows, "layout.gather", [table, index], {"axis": 0})
+    out_name, hits_name = op["outputs"]
+    hits = b.define(hits_name, [*where, "outputs", 1])
+    b.emit(hits, "math.select", [found, Expr("1.0"), Expr("0.0")], comment="hits: 1 where a key matched")
+    extra = len(values["dims"]) - 1
+    b.emit(mask, "layout.unsqueeze", [hits], {"axes": list(range(1, 1 + extra))}) if extra else None
+    out = b.define(out_name, [*where, "outputs", 0])
+    b.emit(out, "math.mul", [rows, mask if extra else hits], comment="zeros where no key matched")
+
+
 def _dequantize(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     _arity(b, op, where, (1,))
     x = b.tensor(op["inputs"][0], [*where, "inputs", 0])
@@ -608,7 +631,7 @@ TRANSLATE: dict[str, Callable[[_Builder, dict[str, Any], list[Any]], None]] = {
     "RESIZE_BILINEAR": _resize,
     "RNN": _rnn, "LSTM": _lstm, "SVDF": _svdf,
     "SOFTMAX": _softmax,
-    "LSH_PROJECTION": _unsupported, "HASHTABLE_LOOKUP": _unsupported,
+    "LSH_PROJECTION": _unsupported, "HASHTABLE_LOOKUP": _hashtable,
 }
 
 

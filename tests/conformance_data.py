@@ -1,0 +1,35 @@
+"""Where the conformance vectors are: ``../shared/conformance`` beside the repository (or its worktree
+folder's parent), or ``$SKRIPTND_SHARED/conformance``. Absent: the tests skip with the reason, except
+under CI=1, where a missing oracle is a failure (as for the other optional oracles)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    candidates = []
+    if os.environ.get("SKRIPTND_SHARED"):
+        candidates.append(Path(os.environ["SKRIPTND_SHARED"]))
+    candidates += [ROOT.parent / "shared", ROOT.parents[1] / "shared"]
+    for c in candidates:
+        if (c / "conformance").is_dir():
+            return c
+    return None
+
+
+def require(sub: str) -> Path:
+    """The folder ``shared/<sub>``, or skip (fail under CI=1) when it is not there."""
+    base = shared_dir()
+    folder = base / sub if base is not None else None
+    if folder is None or not folder.is_dir():
+        message = f"shared/{sub} not found beside the repository (set SKRIPTND_SHARED)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder
