@@ -64,6 +64,24 @@ def quant_spec(q: dict[str, Any], axis_map: Callable[[int], int] | None = None) 
             "channel_axis": axis_map(dim) if axis_map else dim}
 
 
+def output_quant(case: dict[str, Any]) -> dict[str, Any]:
+    """The output's quantization: the file's, except where the kernel fixes it (``output_quant.policy ==
+    'fixed_by_kernel'``: sigmoid, tanh, softmax, L2 normalization, argmax set their own parameters, which
+    the case's ``output_quant`` records)."""
+    q = dict(case["tensors"]["output"]["quant"])
+    policy = case.get("output_quant", {})
+    if policy.get("policy") != "fixed_by_kernel":
+        return q
+    kind = q.get("type")
+    if kind in ("fx8", "fx16") and f"{kind}_frac_bits" in policy:
+        return {"type": kind, "frac_bits": int(policy[f"{kind}_frac_bits"])}
+    if kind in ("sa8", "sa32") and kind in policy:
+        fixed = policy[kind]
+        return {"type": kind, "dim": -1, "scale_int": [int(fixed["scale_int"])],
+                "scale_frac_bits": [int(fixed["scale_frac_bits"])], "zero_point_int": [int(fixed["zero_point_int"])]}
+    return q
+
+
 class _Builder:
     def __init__(self, case: dict[str, Any], loc: Locator) -> None:
         self.case, self.loc = case, loc
@@ -117,7 +135,7 @@ class _Builder:
 
     def output(self) -> str:
         name = self.names("output")
-        self.quantize_as(name, quant_spec(self.t("output")["quant"]))
+        self.quantize_as(name, quant_spec(output_quant(self.case)))
         return name
 
     def cfg(self, key: str) -> Any:
@@ -178,7 +196,19 @@ def _fully_connected(b: _Builder) -> str:
     w = b.data("weights")  # NM: [in, out]
     n, m = w.shape
     filt = b.variable("weights", w.T, axis_map=lambda d: 1 - d)
-    bias = b.variable("bias", b.data("bias"))
+    bias_values = b.data("bias")
+    if b.case["config"].get("bias_includes_input_zero_point_term"):
+        # the _ext_bias kernels take bias - zp_in * sum(w_q) (the input zero point's term folded in): the
+        # linear operation's own bias is that plus zp_in * s_in * sum over the inputs of the weights
+        from ..execute.quantize import dequantize, quantize
+        from .mli_run import qparams_of
+
+        wq = qparams_of(b.t("weights")["quant"], list(w.shape))
+        xq = b.t("input")["quant"]
+        zp_real = int(xq["zero_point_int"][0]) * math.ldexp(float(xq["scale_int"][0]), -int(xq["scale_frac_bits"][0]))
+        w_real = np.asarray(dequantize(quantize(w, wq), wq), np.float64)
+        bias_values = (bias_values + zp_real * w_real.sum(axis=0)).astype(np.float32)
+    bias = b.variable("bias", bias_values)
     x = b.input("input")
     flat = b.emit(b.tmp("rows", quant_of="input"), "layout.reshape", [x], {"shape": [1, n], "axis": 0,
                                                                            "rank": len(b.t("input")["shape"])})
@@ -288,7 +318,8 @@ def _convert(b: _Builder) -> str:
 
 
 def _move(b: _Builder) -> str:
-    """mli_mov_tensor: slice (offset, size, sub_sample_step), permute (perm_dim), pad (pre, post)."""
+    """mli_mov_tensor: pad (padding_pre/post, in source coordinates), slice (offset, size,
+    sub_sample_step), permute (perm_dim) — the order that gives the cases' output shapes."""
     shape = list(b.t("input")["shape"])
     rank = len(shape)
     cfg = b.case["config"]
@@ -296,16 +327,18 @@ def _move(b: _Builder) -> str:
     perm = [int(p) for p in cfg["perm_dim"][:rank]]
     pre, post = ([int(v) for v in cfg[k][:rank]] for k in ("padding_pre", "padding_post"))
     x = b.input("input")
+    if any(pre) or any(post):  # in source coordinates: pad, then slice, then permute (MLI's mov order)
+        x = b.emit(b.tmp("padded", quant_of="input"), "layout.pad", [x], {"axes": list(range(rank)),
+                                                                           "padding": pre + post})
+        shape = [d + p + q for d, p, q in zip(shape, pre, post, strict=True)]
     end = [o + (s if s else d - o) for o, s, d in zip(offset, size, shape, strict=True)]
     if offset != [0] * rank or end != shape or step != [1] * rank:
         x = b.emit(b.tmp("sliced", quant_of="input"), "layout.slice", [x], {"axes": list(range(rank)),
                                                                              "begin": offset, "end": end,
                                                                              "stride": step})
-    if perm != list(range(rank)):
-        x = b.emit(b.tmp("permuted", quant_of="input"), "layout.transpose", [x], {"perm": perm})
     out = b.output()
-    if any(pre) or any(post):
-        b.emit(out, "layout.pad", [x], {"axes": list(range(rank)), "padding": pre + post})
+    if perm != list(range(rank)):
+        b.emit(out, "layout.transpose", [x], {"perm": perm})
     else:
         b.emit(out, "math.iden", [x])
     return out
