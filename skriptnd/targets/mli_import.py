@@ -70,6 +70,9 @@ def output_quant(case: dict[str, Any]) -> dict[str, Any]:
     the case's ``output_quant`` records)."""
     q = dict(case["tensors"]["output"]["quant"])
     policy = case.get("output_quant", {})
+    source = next((case["tensors"][r] for r in ("input", "input1") if r in case["tensors"]), None)
+    if policy.get("policy") == "same_as_input" and source is not None and int(source["quant"].get("dim", -1)) < 0:
+        return dict(source["quant"])  # (per-axis parameters follow a permuted axis: the file has them)
     if policy.get("policy") != "fixed_by_kernel":
         return q
     kind = q.get("type")
@@ -328,8 +331,13 @@ def _move(b: _Builder) -> str:
     pre, post = ([int(v) for v in cfg[k][:rank]] for k in ("padding_pre", "padding_post"))
     x = b.input("input")
     if any(pre) or any(post):  # in source coordinates: pad, then slice, then permute (MLI's mov order)
-        x = b.emit(b.tmp("padded", quant_of="input"), "layout.pad", [x], {"axes": list(range(rank)),
-                                                                           "padding": pre + post})
+        q = b.t("input")["quant"]
+        value = Expr("0.0")
+        if q["type"] in ("sa8", "sa32"):  # MLI pads with the code 0, i.e. the real value -zp * scale
+            value = Expr(repr(-int(q["zero_point_int"][0]) * math.ldexp(float(q["scale_int"][0]),
+                                                                         -int(q["scale_frac_bits"][0]))))
+        x = b.emit(b.tmp("padded", quant_of="input"), "layout.pad", [x, value], {"axes": list(range(rank)),
+                                                                                  "padding": pre + post})
         shape = [d + p + q for d, p, q in zip(shape, pre, post, strict=True)]
     end = [o + (s if s else d - o) for o, s, d in zip(offset, size, shape, strict=True)]
     if offset != [0] * rank or end != shape or step != [1] * rank:

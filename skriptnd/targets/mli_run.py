@@ -159,6 +159,12 @@ def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> Ca
     return result
 
 
+def _output_quant(case: dict[str, Any]) -> dict[str, Any]:
+    from .mli_import import output_quant
+
+    return output_quant(case)
+
+
 def _deq(q: np.ndarray, qp: Any) -> np.ndarray:
     from ..execute.quantize import dequantize
 
@@ -172,18 +178,21 @@ def _crc(case: dict[str, Any], out_codes: np.ndarray) -> tuple[bool, str]:
     tensors = case["tensors"]
     pattern = int(str(case.get("config", {}).get("mem_fill_pattern", "0xDEADBEEF")), 16)
     crc = 0
+    out_t = {**tensors["output"], "quant": _output_quant(case)}
+    shared = out_t.get("buffer", {}).get("shared_with")
     try:
         for role in case.get("crc32_covers", []):
             t = tensors[role]
-            if role == "output":
-                from .mli_import import output_quant
-
-                t = {**t, "quant": output_quant(case)}
-                values = out_codes
-            else:
-                data = np.asarray(t["data"], np.float32).reshape(t["shape"] or [1])
-                qp = qparams_of(t["quant"], t["shape"])
-                values = data if qp is None else quantize(data, qp)
+            if role == "output" and not shared:
+                crc = zlib.crc32(buffer_bytes(out_t, out_codes, pattern), crc)
+                continue
+            if shared and role in (shared, "output"):
+                # in place: the kernel writes the output codes into the input tensor (its strides, its buffer)
+                crc = zlib.crc32(buffer_bytes({**tensors[shared], "quant": out_t["quant"]}, out_codes, pattern), crc)
+                continue
+            data = np.asarray(t["data"], np.float32).reshape(t["shape"] or [1])
+            qp = qparams_of(t["quant"], t["shape"])
+            values = data if qp is None else quantize(data, qp)
             crc = zlib.crc32(buffer_bytes(t, values, pattern), crc)
     except (KeyError, ValueError):
         return False, ""
