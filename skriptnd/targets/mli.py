@@ -256,4 +256,11 @@ def map_graph(graph: Any) -> list[Mapping]:
 
 TARGET = register(Target("mli", "embARC MLI 2.0", spec_ops, map_graph))
 
-__all__ = ["SPEC", "TARGET", "map_graph", "mli_type", "spec_ops"]
+__all__ = ["SPEC", "TARGET", "map_graph", "mli_type", "spec_ops", "to_sknd"]
+
+
+def to_sknd(case: dict, out_dir: Any, **kwargs: Any) -> Any:
+    """One MLI case's JSON → a SkriptND model folder (see :mod:`.mli_import`)."""
+    from .mli_import import to_sknd as write
+
+    return write(case, out_dir, **kwargs)
