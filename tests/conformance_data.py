@@ -33,3 +33,37 @@ def require(sub: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return folder
+
+
+# -- the conformance runs, once per test session (the conformance tests and the docs check share them) ------
+
+@pytest.fixture(scope="session")
+def nnapi_vectors() -> dict[str, dict]:
+    import json
+
+    folder = require("conformance/nnapi-1.0")
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+@pytest.fixture(scope="session")
+def nnapi_results(nnapi_vectors: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    from skriptnd.targets.conformance import run_vector
+
+    work = tmp_path_factory.mktemp("nnapi")
+    return {name: run_vector(model, work) for name, model in nnapi_vectors.items()}
+
+
+@pytest.fixture(scope="session")
+def mli_cases() -> dict[str, dict]:
+    import json
+
+    folder = require("conformance/mli-2.0")
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+@pytest.fixture(scope="session")
+def mli_results(mli_cases: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    from skriptnd.targets.mli_run import run_case
+
+    work = tmp_path_factory.mktemp("mli")
+    return {name: run_case(case, name, work) for name, case in mli_cases.items()}

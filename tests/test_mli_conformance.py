@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conformance_data import ROOT, require
+from conformance_data import ROOT, mli_cases, mli_results, require  # noqa: F401  (session fixtures)
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.targets import mli_run
@@ -27,16 +27,14 @@ NOT_PASSING = {line.split()[0] for line in (ROOT / "tests" / "data" / "mli_expec
                .splitlines() if line.strip() and not line.startswith("#")}
 
 
-@pytest.fixture(scope="module")
-def cases() -> dict[str, dict]:
-    folder = require("conformance/mli-2.0")
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+@pytest.fixture
+def cases(mli_cases: dict[str, dict]) -> dict[str, dict]:  # noqa: F811
+    return mli_cases
 
 
-@pytest.fixture(scope="module")
-def results(cases: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict[str, CaseResult]:
-    work = tmp_path_factory.mktemp("mli")
-    return {name: run_case(case, name, work) for name, case in cases.items()}
+@pytest.fixture
+def results(mli_results: dict[str, CaseResult]) -> dict[str, CaseResult]:  # noqa: F811
+    return mli_results
 
 
 def test_every_translated_case_meets_its_thresholds(results: dict[str, CaseResult]) -> None:

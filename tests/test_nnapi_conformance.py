@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conformance_data import ROOT, require
+from conformance_data import ROOT, nnapi_results, nnapi_vectors, require  # noqa: F401  (session fixtures)
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.targets.conformance import VectorResult, run_vector
@@ -28,16 +28,14 @@ EXPECTED_FAILURES = {line.split()[0]: line.split(None, 1)[1] for line in
                      if line.strip() and not line.startswith("#")}
 
 
-@pytest.fixture(scope="module")
-def vectors() -> dict[str, dict]:
-    folder = require("conformance/nnapi-1.0")
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+@pytest.fixture
+def vectors(nnapi_vectors: dict[str, dict]) -> dict[str, dict]:  # noqa: F811
+    return nnapi_vectors
 
 
-@pytest.fixture(scope="module")
-def results(vectors: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict[str, VectorResult]:
-    work = tmp_path_factory.mktemp("nnapi")
-    return {name: run_vector(model, work) for name, model in vectors.items()}
+@pytest.fixture
+def results(nnapi_results: dict[str, VectorResult]) -> dict[str, VectorResult]:  # noqa: F811
+    return nnapi_results
 
 
 def test_every_vector_but_the_expected_failures_passes(results: dict[str, VectorResult]) -> None:

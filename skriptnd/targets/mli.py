@@ -32,19 +32,19 @@ SPEC: list[SpecOp] = [
            "no TOSA mode"),
     SpecOp("mli_krn_depthwise_conv2d", "supported", "nn.conv{groups=C, filter_format='XCN'} (weights HW1N)", ""),
     SpecOp("mli_krn_group_conv2d", "supported", "nn.conv{groups=G, filter_format='XCN'} (2.0)", ""),
-    SpecOp("mli_krn_transpose_conv2d", "supported", "nn.deconv{filter_format='XCN'} with weights "
+    SpecOp("mli_krn_transpose_conv2d", "partial", "nn.deconv{filter_format='XCN'} with weights "
            "(H, W, Ci, Co) → (H, W, Co, Ci) (2.0)", ""),
     SpecOp("mli_krn_maxpool", "supported", "nn.max_pool{axes=[1, 2]} (HWC)", "exact on the integers"),
     SpecOp("mli_krn_avepool", "supported", "nn.avg_pool{axes=[1, 2], ignore_border=true}",
            "MLI divides by a 16-bit reciprocal × shift: may differ by 1 LSB from an exact division"),
     SpecOp("mli_krn_fully_connected", "supported", "layout.reshape to [1, N] + nn.linear (2.0 weights NM "
            "transposed to [M, N] on the host) + fused ReLU", ""),
-    SpecOp("mli_krn_rnn_dense", "supported", "a sum of nn.linear over the inputs (2.0)", ""),
-    SpecOp("mli_krn_lstm_cell", "supported", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
+    SpecOp("mli_krn_rnn_dense", "partial", "a sum of nn.linear over the inputs (2.0)", ""),
+    SpecOp("mli_krn_lstm_cell", "partial", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
            "(i, f, g, o); direction, LAST/ALL results", "LUT-based sigmoid/tanh: not bit-exact"),
-    SpecOp("mli_krn_gru_cell", "supported", "composition: z, r = sigmoid(linear), h̃ = tanh(linear(x) + "
+    SpecOp("mli_krn_gru_cell", "partial", "composition: z, r = sigmoid(linear), h̃ = tanh(linear(x) + "
            "linear(r·h)), h1 = z·h + (1 - z)·h̃ (2.0)", "LUT-based activations: not bit-exact"),
-    SpecOp("mli_krn_basic_rnn_cell", "supported", "act(nn.linear(x) + nn.linear(h) + b) (1.x)", ""),
+    SpecOp("mli_krn_basic_rnn_cell", "partial", "act(nn.linear(x) + nn.linear(h) + b) (1.x)", ""),
     SpecOp("mli_krn_relu", "supported", "nn.relu / nn.relu{max=6} / math.clamp(-1, 1)", "exact on the integers"),
     SpecOp("mli_krn_leaky_relu", "supported", "nn.relu{alpha}", "alpha as a fixed-point scalar: rounding of α·x"),
     SpecOp("mli_krn_prelu", "supported", "nn.prelu{axis} (2.0)", ""),
@@ -59,7 +59,7 @@ SPEC: list[SpecOp] = [
     SpecOp("mli_krn_eltwise_mul", "supported", "math.mul", ""),
     SpecOp("mli_krn_eltwise_max", "supported", "math.max", "exact on the integers"),
     SpecOp("mli_krn_eltwise_min", "supported", "math.min", "exact on the integers"),
-    SpecOp("mli_krn_argmax", "supported", "math.argmax over the flattened slice (topk 1); algo.top_k otherwise",
+    SpecOp("mli_krn_argmax", "partial", "math.argmax over the flattened slice (topk 1); algo.top_k otherwise",
            "MLI returns memory offsets and breaks ties its own way"),
     SpecOp("mli_krn_concat", "supported", "layout.concat{axis} (1.x; 2.0: mli_mov)", ""),
     SpecOp("mli_krn_permute", "supported", "layout.transpose{perm}", "exact"),

@@ -59,7 +59,7 @@ SPEC: list[SpecOp] = [
            "requirement); computed in fp32 and quantized in the graph: within 1 LSB"),
     SpecOp("LSH_PROJECTION", "unsupported", UNSUPPORTED["LSH_PROJECTION"], "to_sknd reports E0902 at the "
            "operation"),
-    SpecOp("LSTM", "supported", "linalg/nn formulas: gates from nn.linear, math.sigmoid/tanh, optional CIFG, "
+    SpecOp("LSTM", "supported", "linalg/nn formulas: gates from nn.linear, nn.sigmoid, math.tanh, optional CIFG, "
            "peepholes, cell and projection clipping (math.clamp), projection", "float32 only, as NNAPI 1.0"),
     SpecOp("MAX_POOL_2D", "supported", "nn.max_pool{axes=[1, 2]} (padding never selected)",
            "quant8 exact: max commutes with quantization"),
