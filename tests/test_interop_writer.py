@@ -77,3 +77,14 @@ def test_unparsable_text_is_a_bug_not_a_file(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="does not parse"):
         write_model(ModelFolder(_graph(arg="x"), modules={"ops/bad.sknd": "operator {"}), tmp_path / "m")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_call_with_several_results_renders_as_the_grammar_reads_it() -> None:
+    from skriptnd.interop.writer import Call, render
+
+    call = Call(["values", "indices"], "algo.top_k", ["x"], {"k": 2, "axis": 1})
+    assert call.text() == "values, indices = algo.top_k{k=2, axis=1}(x);"
+    text = ("import algo;\ngraph G {\n    @input {\n        x: real[1, 4];\n    }\n    @output {\n"
+            "        values: real[1, 2];\n        indices: int[1, 2];\n    }\n    @compose {\n        "
+            + call.text() + "\n    }\n}\n")
+    assert "values, indices = algo.top_k" in render(text, "g.sknd")

@@ -3,7 +3,7 @@
 fixed-point types (inputs quantized by their quantize operator as MLI's test framework does; the output
 must lie on its type's integer grid), and is judged by MLI's own metrics and thresholds against MLI's
 float reference. The CRC32 of the integer buffers is compared with MLI's recorded values: the cases whose
-integers follow exactly from the quantized inputs (permute, max pooling, data movement, fx16 ReLU, fx→fx
+integers follow exactly from the quantized inputs (permute, max pooling, argmax, data movement, fx16 ReLU, fx→fx
 and fx→fp32 conversion) must all match.
 """
 
@@ -58,7 +58,7 @@ def test_every_translated_case_meets_its_thresholds(results: dict[str, CaseResul
 
 def _must_match(name: str, case: dict) -> bool:
     group, qtype = case["kernel_group"], case["quant_type"]
-    if group in ("mli_krn_permute", "mli_krn_maxpool", "mli_krn_data_movement"):
+    if group in ("mli_krn_permute", "mli_krn_maxpool", "mli_krn_data_movement", "mli_krn_argmax"):
         return True
     if group == "mli_krn_relu":
         return qtype == "FX16"

@@ -156,7 +156,7 @@ class Call:
     comment: str | None = None
 
     def text(self) -> str:
-        outs = self.outputs[0] if len(self.outputs) == 1 else "(" + ", ".join(self.outputs) + ")"
+        outs = ", ".join(self.outputs)  # several results: `a, b = op(...)` (the grammar has no parentheses)
         label = f"{self.label}: " if self.label else ""
         types = f"<{', '.join(self.type_args)}>" if self.type_args else ""
         attrs = "{" + ", ".join(f"{k}={literal(v)}" for k, v in self.attribs.items()) + "}" if self.attribs else ""

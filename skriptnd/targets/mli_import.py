@@ -41,7 +41,6 @@ NOT_TRANSLATED = {
     "mli_krn_gru_cell": "the MLI GRU cell is not translated yet",
     "mli_krn_rnn_dense": "rnn_dense is not translated yet",
     "mli_krn_transpose_conv2d": "transpose_conv2d (nn.deconv with XCN weights) is not translated yet",
-    "mli_krn_argmax": "argmax's top-k over slices with memory-offset results is not translated yet",
 }
 
 _BITS = {"fx8": 8, "fx16": 16, "sa8": 8, "sa32": 32}
@@ -91,6 +90,7 @@ class _Builder:
         self.names = Names(taken=["Main"])
         self.inputs: list[TensorDecl] = []
         self.variables: list[TensorDecl] = []
+        self.constants: list[TensorDecl] = []
         self.weights: dict[str, np.ndarray] = {}
         self.body: list[Call] = []
         self.quantize: list[Quantize] = []
@@ -352,6 +352,43 @@ def _move(b: _Builder) -> str:
     return out
 
 
+def _argmax(b: _Builder) -> str:
+    """mli_krn_argmax: the top-k over the whole slice at each index of ``axis`` (all elements for axis -1),
+    as memory offsets into the input (its ``mem_stride``): algo.top_k over the flattened slices, then the
+    flat indices unravelled and weighted by the strides in integer arithmetic."""
+    t = b.t("input")
+    shape = list(t["shape"]) or [1]
+    rank = len(shape)
+    strides = list(t.get("mem_stride") or [math.prod(shape[i + 1:]) for i in range(rank)])
+    axis, k = int(b.cfg("axis")), int(b.cfg("topk"))
+    x = b.input("input")
+    others = list(range(rank)) if axis < 0 else [d for d in range(rank) if d != axis]
+    rows = 1 if axis < 0 else shape[axis]
+    width = math.prod(shape[d] for d in others)
+    if axis >= 0 and axis != 0:
+        x = b.emit(b.tmp("axis_first", quant_of="input"), "layout.transpose", [x], {"perm": [axis, *others]})
+    flat = b.emit(b.tmp("slices", quant_of="input"), "layout.reshape", [x], {"shape": [rows, width], "axis": 0,
+                                                                              "rank": rank})
+    values, index = b.tmp("top_values"), b.tmp("top_index")
+    b.body.append(Call([values, index], "algo.top_k", [flat], {"k": k, "axis": 1}, comment=b.case["kernel"]))
+    offset: str | None = None
+    inner = width
+    for d in others:
+        inner //= shape[d]
+        coord = index if inner == 1 else b.emit(b.tmp("div"), "math.div", [index, Expr(str(inner))])
+        if shape[d] != width // inner or d != others[0]:
+            coord = b.emit(b.tmp("coord"), "math.mod", [coord, Expr(str(shape[d]))])
+        term = coord if strides[d] == 1 else b.emit(b.tmp("term"), "math.mul", [coord, Expr(str(strides[d]))])
+        offset = term if offset is None else b.emit(b.tmp("offset"), "math.add", [offset, term])
+    if axis >= 0:
+        base = b.names("row_offset")
+        b.constants.append(TensorDecl(base, "int", [rows, 1], value=[i * strides[axis] for i in range(rows)]))
+        offset = b.emit(b.tmp("offset"), "math.add", [offset, base]) if offset else base
+    out = b.output()
+    b.body.append(Call([out], "layout.cast", [offset], type_args=["real"], comment="memory offsets (sa32)"))
+    return out
+
+
 TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_conv2d": _conv, "mli_krn_depthwise_conv": _conv, "mli_krn_group_conv2d": _conv,
     "mli_krn_fully_connected": _fully_connected,
@@ -360,7 +397,7 @@ TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_sigm": _unary("nn.sigmoid"), "mli_krn_tanh": _unary("math.tanh"),
     "mli_krn_softmax": _unary("nn.softmax", _axes), "mli_krn_l2_normalize": _unary("nn.l2_norm", _axes),
     "mli_krn_eltwise": _eltwise, "mli_krn_permute": _permute,
-    "mli_hlp_convert_tensor": _convert, "mli_krn_data_movement": _move,
+    "mli_hlp_convert_tensor": _convert, "mli_krn_data_movement": _move, "mli_krn_argmax": _argmax,
 }
 
 
@@ -406,7 +443,8 @@ def build(case: dict[str, Any], loc: Locator | None = None) -> ModelFolder:
     b = _Builder(case, loc)
     out = TRANSLATE[case["kernel_group"]](b)
     output = TensorDecl(out, "real", list(b.t("output")["shape"]))
-    graph = GraphText("Main", b.inputs, [output], b.body, variables=b.variables, quantize=b.quantize,
+    graph = GraphText("Main", b.inputs, [output], b.body, variables=b.variables, constants=b.constants,
+                      quantize=b.quantize,
                       comment=f"embARC MLI 2.0 case '{case.get('case', '?')}' ({case['kernel']}), written by "
                       "skriptnd.targets.mli.to_sknd")
     return ModelFolder(graph, b.weights)
