@@ -56,13 +56,15 @@ def test_every_vector_but_the_expected_failures_passes(results: dict[str, Vector
 
 
 def test_quantized_vectors_run_on_integers_where_the_lowering_takes_them(results: dict[str, VectorResult]) -> None:
-    """Quantized conv/depthwise/FC with constant weights, pools, activations, softmax and logistic run as
-    integer TOSA graphs (not on the float fallback): the integer semantics are what is tested there."""
-    integer = {n for n, r in results.items() if r.path == "integer TOSA"}
+    """Quantized conv/depthwise/FC with constant weights, max pools, ReLU and layout operations run on
+    integers throughout; ADD/MUL/average pool/softmax/logistic run as integer TOSA graphs with one fp32
+    step whose result is quantized in the graph (not on the fake-quantization fallback)."""
     for name in ("conv_quant8", "conv_quant8_overflow", "depthwise_conv2d_quant8", "fully_connected_quant8",
-                 "avg_pool_quant8_1", "max_pool_quant8_1", "add_quant8", "mul_broadcast_quant8",
-                 "softmax_quant8_2", "logistic_quant8_1", "relu6_quant8_2", "relu1_quant8_2"):
-        assert name in integer, (name, results[name].path)
+                 "max_pool_quant8_1", "relu_quant8_2", "reshape_quant8", "space_to_depth_quant8_1"):
+        assert results[name].path == "integer TOSA", (name, results[name].path)  # integers throughout
+    for name in ("avg_pool_quant8_1", "add_quant8", "mul_broadcast_quant8", "softmax_quant8_2", "logistic_quant8_1",
+                 "relu6_quant8_2", "relu1_quant8_2"):  # integer graph with an fp32 step, quantized in the graph
+        assert results[name].path.startswith("integer TOSA (fp32 inside for "), (name, results[name].path)
 
 
 def test_lsh_projection_is_a_located_diagnostic(vectors: dict[str, dict]) -> None:

@@ -53,7 +53,9 @@ def run_graph(graph: Any, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.n
             out = Executor(fake_quantize(graph), variables, kernels=kernels, optimize=optimize).run(inputs)
             return {k: np.asarray(v) for k, v in out.items()}, "fake quantization (" + \
                 err.diagnostics[0].message.split(":")[0][:60] + ")"
-        return {k: np.asarray(v) for k, v in integer.run(inputs).items()}, "integer TOSA"
+        inside = sorted({op.op for op, how in integer.notes if how.startswith("fp32")})
+        path = "integer TOSA" + (f" (fp32 inside for {', '.join(inside)})" if inside else "")
+        return {k: np.asarray(v) for k, v in integer.run(inputs).items()}, path
     kernels, optimize = kernels_for("tosa")
     out = Executor(graph, variables, kernels=kernels, optimize=optimize).run(inputs)
     return {k: np.asarray(v) for k, v in out.items()}, "fp32 TOSA"

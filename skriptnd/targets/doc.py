@@ -34,6 +34,14 @@ def run_all(shared: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, dic
     return nn, mli, nn_vectors, mli_cases
 
 
+def _run_kind(path: str) -> str:
+    if not path:
+        return "—"
+    if path.startswith("integer TOSA (fp32"):
+        return "integer TOSA + fp32 step"
+    return path.split(" (")[0]
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -85,8 +93,10 @@ def render(nn: dict[str, Any], mli: dict[str, Any], nn_vectors: dict[str, dict],
         w(f"| {s.name} | {s.status} | {_cell(s.how)} | {_cell(s.caveat)} | {conf} |")
     w("")
     w("### NNAPI conformance results\n")
-    w("Each file: `to_sknd` → compose → run as `sknd run` (quantized graphs: the integer TOSA graph, or fake "
-      "quantization where that lowering refuses the graph; float graphs: the TOSA backend), compared as the "
+    w("Each file: `to_sknd` → compose → run as `sknd run` (quantized graphs: the integer TOSA graph — \"+ fp32 "
+      "step\" where one operation runs in fp32 on dequantized integers and its result is quantized in the graph "
+      "—, or fake quantization where that lowering refuses the graph; float graphs: the TOSA backend), "
+      "compared as the "
       "CTS compares (float32 `|e - a| <= 1e-5 + 5 ulp·|e|`, quant8 ±1 LSB on the output's grid, int32 "
       "exact).\n")
     w("| file | operations | result | run |")
@@ -96,7 +106,7 @@ def render(nn: dict[str, Any], mli: dict[str, Any], nn_vectors: dict[str, dict],
         if len(ops) > 60:
             ops = ops[:57] + "…"
         result = "pass" if r.ok else f"**fail**: {_cell(r.detail.split(':')[0])}"
-        w(f"| {name} | {ops} | {result} | {_cell(r.path.split(' (')[0])} |")
+        w(f"| {name} | {ops} | {result} | {_cell(_run_kind(r.path))} |")
     w("")
 
     # -- MLI --------------------------------------------------------------------------------------------
@@ -132,7 +142,7 @@ def render(nn: dict[str, Any], mli: dict[str, Any], nn_vectors: dict[str, dict],
     for name, r in mli.items():
         groups[r.group].append(name)
     for g, names in sorted(groups.items()):
-        paths = Counter(mli[n].path.split(" (")[0] or "—" for n in names)
+        paths = Counter(_run_kind(mli[n].path) for n in names)
         runs = ", ".join(f"{p} ×{k}" for p, k in paths.most_common())
         w(f"| {g} | {len(names)} | {sum(mli[n].ok for n in names)} | {sum(mli[n].crc_match for n in names)} | "
           f"{runs} |")

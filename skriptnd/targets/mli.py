@@ -32,8 +32,9 @@ SPEC: list[SpecOp] = [
            "no TOSA mode"),
     SpecOp("mli_krn_depthwise_conv2d", "supported", "nn.conv{groups=C, filter_format='XCN'} (weights HW1N)", ""),
     SpecOp("mli_krn_group_conv2d", "supported", "nn.conv{groups=G, filter_format='XCN'} (2.0)", ""),
-    SpecOp("mli_krn_transpose_conv2d", "partial", "nn.deconv{filter_format='XCN'} with weights "
-           "(H, W, Ci, Co) → (H, W, Co, Ci) (2.0)", ""),
+    SpecOp("mli_krn_transpose_conv2d", "supported", "nn.deconv{data_format='NXC', filter_format='NXC'} with "
+           "HWCN weights stored [in, h, w, out] (2.0)", "runs in fp32 on the dequantized values inside the "
+           "integer graph (no integer TRANSPOSE_CONV2D lowering yet), output quantized in the graph"),
     SpecOp("mli_krn_maxpool", "supported", "nn.max_pool{axes=[1, 2]} (HWC)", "exact on the integers"),
     SpecOp("mli_krn_avepool", "supported", "nn.avg_pool{axes=[1, 2], ignore_border=true}",
            "MLI divides by a 16-bit reciprocal × shift: may differ by 1 LSB from an exact division"),

@@ -40,7 +40,6 @@ NOT_TRANSLATED = {
                          "translated yet",
     "mli_krn_gru_cell": "the MLI GRU cell is not translated yet",
     "mli_krn_rnn_dense": "rnn_dense is not translated yet",
-    "mli_krn_transpose_conv2d": "transpose_conv2d (nn.deconv with XCN weights) is not translated yet",
 }
 
 _BITS = {"fx8": 8, "fx16": 16, "sa8": 8, "sa32": 32}
@@ -389,6 +388,26 @@ def _argmax(b: _Builder) -> str:
     return out
 
 
+def _transpose_conv(b: _Builder) -> str:
+    """mli_krn_transpose_conv2d: nn.deconv, whose NXC filter is [in, h, w, out] (the deconvolution's first
+    filter dimension is its input's channels): HWCN weights are stored transposed to that on the host."""
+    w = b.data("weights")  # [h, w, in, out]
+    filt = b.variable("weights", np.transpose(w, (2, 0, 1, 3)), axis_map=lambda d: {2: 0, 0: 1, 1: 2, 3: 3}[d])
+    bias = b.variable("bias", b.data("bias"))
+    x = _batch(b, b.input("input"))
+    y = b.tmp("deconv", quant_of="output")
+    b.emit(y, "nn.deconv", [x, filt, bias], {
+        "stride": [b.cfg("stride_height"), b.cfg("stride_width")],
+        "padding": [b.cfg("padding_top"), b.cfg("padding_left"), b.cfg("padding_bottom"), b.cfg("padding_right")],
+        "output_size": list(b.t("output")["shape"][:2]), "data_format": "NXC", "filter_format": "NXC"},
+        comment=b.case["kernel"])
+    act = b.tmp("activated", quant_of="output")
+    b.relu(y, act)
+    out = b.output()
+    _unbatch(b, act, out)
+    return out
+
+
 TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_conv2d": _conv, "mli_krn_depthwise_conv": _conv, "mli_krn_group_conv2d": _conv,
     "mli_krn_fully_connected": _fully_connected,
@@ -398,6 +417,7 @@ TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_softmax": _unary("nn.softmax", _axes), "mli_krn_l2_normalize": _unary("nn.l2_norm", _axes),
     "mli_krn_eltwise": _eltwise, "mli_krn_permute": _permute,
     "mli_hlp_convert_tensor": _convert, "mli_krn_data_movement": _move, "mli_krn_argmax": _argmax,
+    "mli_krn_transpose_conv2d": _transpose_conv,
 }
 
 
