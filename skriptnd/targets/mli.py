@@ -40,7 +40,8 @@ SPEC: list[SpecOp] = [
            "MLI divides by a 16-bit reciprocal × shift: may differ by 1 LSB from an exact division"),
     SpecOp("mli_krn_fully_connected", "supported", "layout.reshape to [1, N] + nn.linear (2.0 weights NM "
            "transposed to [M, N] on the host) + fused ReLU", ""),
-    SpecOp("mli_krn_rnn_dense", "partial", "a sum of nn.linear over the inputs (2.0)", ""),
+    SpecOp("mli_krn_rnn_dense", "supported", "a sum of nn.linear over the inputs (2.0)", "the per-input "
+           "products have no quantization of their own (one accumulator in MLI): runs with fake quantization"),
     SpecOp("mli_krn_lstm_cell", "partial", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
            "(i, f, g, o); direction, LAST/ALL results", "LUT-based sigmoid/tanh: not bit-exact"),
     SpecOp("mli_krn_gru_cell", "partial", "composition: z, r = sigmoid(linear), h̃ = tanh(linear(x) + "

@@ -39,7 +39,6 @@ NOT_TRANSLATED = {
     "mli_krn_lstm_cell": "the MLI LSTM cell (gate order i, g, f, o, sequence direction, LAST/ALL results) is not "
                          "translated yet",
     "mli_krn_gru_cell": "the MLI GRU cell is not translated yet",
-    "mli_krn_rnn_dense": "rnn_dense is not translated yet",
 }
 
 _BITS = {"fx8": 8, "fx16": 16, "sa8": 8, "sa32": 32}
@@ -408,6 +407,29 @@ def _transpose_conv(b: _Builder) -> str:
     return out
 
 
+def _rnn_dense(b: _Builder) -> str:
+    """mli_krn_rnn_dense: the sum over the inputs of ``flat(input_i) · weights_i`` (NM weights, stored
+    transposed as [M, N]) plus the bias. The per-input products are not quantized (MLI accumulates them
+    in one accumulator); the graph's integer lowering needs a quantized result per nn.linear, so this runs
+    with fake quantization (inputs and weights on their grids, the sum in fp32, the output on its grid)."""
+    count = int(b.cfg("inputs_num"))
+    total: str | None = None
+    bias = b.variable("bias", b.data("bias"))
+    for i in range(count):
+        w = b.data(f"weights_{i}")
+        n, m = w.shape
+        filt = b.variable(f"weights_{i}", w.T, axis_map=lambda d: 1 - d)
+        x = b.input(f"input_{i}")
+        rows = b.emit(b.tmp(f"rows_{i}", quant_of=f"input_{i}"), "layout.reshape", [x], {
+            "shape": [1, n], "axis": 0, "rank": len(b.t(f"input_{i}")["shape"])})
+        y = b.emit(b.tmp(f"product_{i}"), "nn.linear", [rows, filt, bias] if i == 0 else [rows, filt])
+        total = y if total is None else b.emit(b.tmp("sum"), "math.add", [total, y])
+    out = b.output()
+    b.emit(out, "layout.reshape", [total], {"shape": list(b.t("output")["shape"]), "axis": 0, "rank": 2},
+           comment=b.case["kernel"])
+    return out
+
+
 TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_conv2d": _conv, "mli_krn_depthwise_conv": _conv, "mli_krn_group_conv2d": _conv,
     "mli_krn_fully_connected": _fully_connected,
@@ -417,7 +439,7 @@ TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_softmax": _unary("nn.softmax", _axes), "mli_krn_l2_normalize": _unary("nn.l2_norm", _axes),
     "mli_krn_eltwise": _eltwise, "mli_krn_permute": _permute,
     "mli_hlp_convert_tensor": _convert, "mli_krn_data_movement": _move, "mli_krn_argmax": _argmax,
-    "mli_krn_transpose_conv2d": _transpose_conv,
+    "mli_krn_transpose_conv2d": _transpose_conv, "mli_krn_rnn_dense": _rnn_dense,
 }
 
 
