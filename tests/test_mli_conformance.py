@@ -109,12 +109,16 @@ def test_metrics_by_hand() -> None:
 
 def test_untranslated_group_and_malformed_case_are_located(cases: dict[str, dict], tmp_path: Path) -> None:
     folder = require("conformance/mli-2.0")
-    lstm = next(p for p in sorted(folder.glob("mli_krn_lstm_cell.*.json")))
-    data, loc = read_vector(lstm)
+    lstm = json.loads(next(p for p in sorted(folder.glob("mli_krn_lstm_cell.*.json"))).read_text())
+    lstm["kernel_group"] = "mli_krn_basic_rnn_cell"  # an MLI 1.x kernel: no 2.0 cases, no translation
+    path = tmp_path / "rnn.json"
+    path.write_text(json.dumps(lstm, indent=1))
+    data, loc = read_vector(path)
     with pytest.raises(DiagnosticError) as err:
-        to_sknd(data, tmp_path / "lstm", locator=loc)
+        to_sknd(data, tmp_path / "rnn", locator=loc)
     d = err.value.diagnostics[0]
-    assert d.code == "E0903" and "mli_krn_lstm_cell" in d.message and d.span.file == str(lstm)
+    assert d.code == "E0903" and "mli_krn_basic_rnn_cell" in d.message and d.span.file == str(path)
+    assert d.message.startswith("kernel_group:")
     conv = json.loads(json.dumps(cases[next(n for n in cases if n.startswith("mli_krn_conv2d"))]))
     del conv["tensors"]["weights"]["quant"]["frac_bits" if "frac_bits" in conv["tensors"]["weights"]["quant"]
                                             else "scale_int"]

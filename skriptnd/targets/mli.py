@@ -42,11 +42,13 @@ SPEC: list[SpecOp] = [
            "transposed to [M, N] on the host) + fused ReLU", ""),
     SpecOp("mli_krn_rnn_dense", "supported", "a sum of nn.linear over the inputs (2.0)", "the per-input "
            "products have no quantization of their own (one accumulator in MLI): runs with fake quantization"),
-    SpecOp("mli_krn_lstm_cell", "partial", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
-           "(i, f, g, o); direction, LAST/ALL results", "LUT-based sigmoid/tanh: not bit-exact"),
-    SpecOp("mli_krn_gru_cell", "partial", "composition: z, r = sigmoid(linear), h̃ = tanh(linear(x) + "
+    SpecOp("mli_krn_lstm_cell", "supported", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
+           "(i, f, g, o); direction, LAST/ALL results", "LUT-based sigmoid/tanh: not bit-exact; the reader unrolls "
+           "the sequence and runs it with fake quantization"),
+    SpecOp("mli_krn_gru_cell", "supported", "composition: z, r = sigmoid(linear), h̃ = tanh(linear(x) + "
            "linear(r·h)), h1 = z·h + (1 - z)·h̃ (2.0)", "LUT-based activations: not bit-exact"),
-    SpecOp("mli_krn_basic_rnn_cell", "partial", "act(nn.linear(x) + nn.linear(h) + b) (1.x)", ""),
+    SpecOp("mli_krn_basic_rnn_cell", "partial", "act(nn.linear(x) + nn.linear(h) + b) (1.x)",
+           "mapped by sknd compose --target mli; no 2.0 test case, so the reader does not translate it (E0903)"),
     SpecOp("mli_krn_relu", "supported", "nn.relu / nn.relu{max=6} / math.clamp(-1, 1)", "exact on the integers"),
     SpecOp("mli_krn_leaky_relu", "supported", "nn.relu{alpha}", "alpha as a fixed-point scalar: rounding of α·x"),
     SpecOp("mli_krn_prelu", "supported", "nn.prelu{axis} (2.0)", ""),

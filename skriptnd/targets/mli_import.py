@@ -16,7 +16,8 @@ saturates: the codes MLI's test framework computes (``trunc(v·2^frac/scale_int 
 inputs take the case's **real** values (``data``), which their quantize operator turns into the codes;
 the output comes out real, on its grid. fp32 tensors (``mli_hlp_convert_tensor``) have no entry.
 
-Kernel groups not translated yet (:data:`NOT_TRANSLATED`) are an E0903 diagnostic naming the group.
+Every kernel group of the MLI 2.0 conformance set is translated; the MLI 1.x kernels without 2.0 cases
+(:data:`NOT_TRANSLATED`) are an E0903 diagnostic naming the group.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ from .vectors import Locator, field
 register_codes({"E0903": "MLI kernel group not translated to the standard library"})
 
 #: Kernel groups without a translation (yet), with the reason.
-NOT_TRANSLATED = {
-    "mli_krn_lstm_cell": "the MLI LSTM cell (gate order i, g, f, o, sequence direction, LAST/ALL results) is not "
-                         "translated yet",
-    "mli_krn_gru_cell": "the MLI GRU cell is not translated yet",
+NOT_TRANSLATED: dict[str, str] = {
+    "mli_krn_basic_rnn_cell": "an MLI 1.x kernel without MLI 2.0 test cases (2.0 has rnn_dense); not translated",
+    "mli_krn_concat": "an MLI 1.x kernel without MLI 2.0 test cases (2.0 moves tensors with mli_mov); not translated",
+    "mli_krn_padding2d": "an MLI 1.x kernel without MLI 2.0 test cases (2.0 pads with mli_mov); not translated",
 }
 
 _BITS = {"fx8": 8, "fx16": 16, "sa8": 8, "sa32": 32}
@@ -430,6 +431,94 @@ def _rnn_dense(b: _Builder) -> str:
     return out
 
 
+def _gate_weights(b: _Builder, role: str) -> str:
+    """Gate-stacked RNN weights (G, K, M) → a variable [G·M, K] (per gate transposed: nn.linear's filter),
+    per-first-dimension quantization repeated over each gate's M rows."""
+    w = b.data(role)
+    g, k, m = w.shape
+    values = np.ascontiguousarray(np.transpose(w, (0, 2, 1)).reshape(g * m, k))
+    name = b.names(role)
+    b.variables.append(TensorDecl(name, "real", [g * m, k]))
+    b.weights[name] = values.astype(np.float32)
+    spec = quant_spec(b.t(role)["quant"])
+    if spec is not None and isinstance(spec["scale"], list):
+        spec = {**spec, "scale": [sc for sc in spec["scale"] for _ in range(m)],
+                "zero_point": [z for z in spec["zero_point"] for _ in range(m)], "channel_axis": 0}
+    b.quantize_as(name, spec)
+    return name
+
+
+def _gate_bias(b: _Builder) -> str:
+    bias = b.data("bias")
+    name = b.names("bias")
+    b.variables.append(TensorDecl(name, "real", [bias.size]))
+    b.weights[name] = bias.reshape(-1).astype(np.float32)
+    spec = quant_spec(b.t("bias")["quant"])
+    if spec is not None and isinstance(spec["scale"], list):
+        m = bias.shape[-1]
+        spec = {**spec, "scale": [sc for sc in spec["scale"] for _ in range(m)],
+                "zero_point": [z for z in spec["zero_point"] for _ in range(m)], "channel_axis": 0}
+    b.quantize_as(name, spec)
+    return name
+
+
+def _recurrent(gates: int) -> Callable[[_Builder], str]:
+    """mli_krn_lstm_cell (gates i, g, f, o) and mli_krn_gru_cell (z, r, u), unrolled over the sequence
+    (direction FORWARD/BACKWARD, results LAST/ALL). The gate products are not quantized (MLI keeps them in
+    its accumulator and LUT-based activations): fake quantization, inputs and the output on their grids."""
+    def translate(b: _Builder) -> str:
+        steps, n = b.t("input")["shape"]
+        m = b.t("prev_out")["shape"][0]
+        w_in, w_out, bias = _gate_weights(b, "weights_in"), _gate_weights(b, "weights_out"), _gate_bias(b)
+        x_all = b.input("input")
+        h = b.emit(b.tmp("h", quant_of="prev_out"), "layout.reshape", [b.input("prev_out")], {"shape": [1, m]})
+        c = b.emit(b.tmp("c", quant_of="cell"), "layout.reshape", [b.input("cell")], {"shape": [1, m]}) \
+            if gates == 4 else None
+        order = range(steps) if b.cfg("direction") == "RNN_DIR_FORWARD" else range(steps - 1, -1, -1)
+        act = b.cfg("act")
+        outs = []
+
+        def part(v: str, k: int, hint: str) -> str:
+            return b.emit(b.tmp(hint), "layout.slice", [v], {"axes": [1], "begin": [k * m], "end": [(k + 1) * m]})
+
+        for t in order:
+            x = b.emit(b.tmp(f"x{t}"), "layout.slice", [x_all], {"axes": [0], "begin": [t], "end": [t + 1]})
+            xw = b.emit(b.tmp("xw"), "nn.linear", [x, w_in, bias], comment=f"step {t}: input weights and bias")
+            hw = b.emit(b.tmp("hw"), "nn.linear", [h, w_out], comment=f"step {t}: recurrent weights")
+            if gates == 4:
+                pre = b.emit(b.tmp("gates"), "math.add", [xw, hw])
+                i_, g_, f_, o_ = (part(pre, k, nm) for k, nm in enumerate(("i", "g", "f", "o")))
+                i_ = b.emit(b.tmp("input_gate"), "nn.sigmoid", [i_])
+                g_ = b.emit(b.tmp("candidate"), "math.tanh", [g_])
+                f_ = b.emit(b.tmp("forget_gate"), "nn.sigmoid", [f_])
+                o_ = b.emit(b.tmp("output_gate"), "nn.sigmoid", [o_])
+                kept = b.emit(b.tmp("kept"), "math.mul", [f_, c])
+                new = b.emit(b.tmp("new"), "math.mul", [i_, g_])
+                c = b.emit(b.tmp("cell"), "math.add", [kept, new])
+                ca = c if act == "RNN_ACT_NONE" else b.emit(b.tmp("cell_act"), "math.tanh" if act == "RNN_ACT_TANH"
+                                                            else "nn.sigmoid", [c])
+                h = b.emit(b.tmp("h"), "math.mul", [o_, ca])
+            else:
+                xz, xr, xu = (part(xw, k, nm) for k, nm in enumerate(("xz", "xr", "xu")))
+                hz, hr = part(hw, 0, "hz"), part(hw, 1, "hr")
+                z = b.emit(b.tmp("update_gate"), "nn.sigmoid", [b.emit(b.tmp("z"), "math.add", [xz, hz])])
+                r = b.emit(b.tmp("reset_gate"), "nn.sigmoid", [b.emit(b.tmp("r"), "math.add", [xr, hr])])
+                rh = b.emit(b.tmp("reset_h"), "math.mul", [r, h])
+                hu = part(b.emit(b.tmp("rw"), "nn.linear", [rh, w_out]), 2, "hu")
+                u = b.emit(b.tmp("candidate"), "math.tanh", [b.emit(b.tmp("u"), "math.add", [xu, hu])])
+                keep = b.emit(b.tmp("keep"), "math.mul", [z, h])
+                rest = b.emit(b.tmp("one_minus_z"), "math.sub", [Expr("1.0"), z])
+                h = b.emit(b.tmp("h"), "math.add", [keep, b.emit(b.tmp("take"), "math.mul", [rest, u])])
+            outs.append(h)
+        out = b.output()
+        if b.cfg("results") == "RNN_OUT_LAST" or len(outs) == 1:
+            b.emit(out, "math.iden", [outs[-1]], comment=b.case["kernel"])
+        else:
+            b.emit(out, "layout.concat", [outs], {"axis": 0}, comment=b.case["kernel"] + ", in processing order")
+        return out
+    return translate
+
+
 TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_conv2d": _conv, "mli_krn_depthwise_conv": _conv, "mli_krn_group_conv2d": _conv,
     "mli_krn_fully_connected": _fully_connected,
@@ -440,6 +529,7 @@ TRANSLATE: dict[str, Callable[[_Builder], str]] = {
     "mli_krn_eltwise": _eltwise, "mli_krn_permute": _permute,
     "mli_hlp_convert_tensor": _convert, "mli_krn_data_movement": _move, "mli_krn_argmax": _argmax,
     "mli_krn_transpose_conv2d": _transpose_conv, "mli_krn_rnn_dense": _rnn_dense,
+    "mli_krn_lstm_cell": _recurrent(4), "mli_krn_gru_cell": _recurrent(3),
 }
 
 
