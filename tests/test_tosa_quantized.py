@@ -362,6 +362,26 @@ def test_small_conv_relu_without_bias_runs_and_matches(tmp_path: Path, quant: st
     assert got.min() >= 0
 
 
+def test_in_graph_quantization_runs_bit_exactly_in_the_reference_model(tmp_path: Path, tools: None) -> None:
+    """The fp32 sigmoid's quantized output (quantize_real: MUL, ABS, FLOOR, SELECT, CLAMP, CAST) exports as
+    TOSA that tosa-opt validates and the reference model runs to the same int8 values."""
+    folder = _small(tmp_path, "nn.sigmoid(c)", "        c: quant.zero_point_linear_quantize{zero_point=0, "
+                    "scale=0.02, bits=8};\n        y: quant.zero_point_linear_quantize{zero_point=-128, "
+                    "scale=0.004, bits=8};")
+    graph = skriptnd.load(folder).compose(random_weights=True)
+    integer = lower_quantized(graph)
+    y = integer.values["y"].name
+    mlir = to_mlir(integer, outputs=[y])
+    for op in ("tosa.sigmoid", "tosa.floor", "tosa.select", "tosa.cast"):
+        assert f'"{op}"(' in mlir, op
+    fb = to_flatbuffer(mlir, profile="pro_int,pro_fp")
+    x = np.random.default_rng(3).uniform(-3, 3, [int(d) for d in graph.inputs[0].shape]).astype(np.float32)
+    got = run_flatbuffer(fb, integer.quantize_inputs({"x": x}), tmp_path)
+    ours = integer.run({"x": x}, outputs=[y])[y]
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, ours)
+
+
 def test_conv_output_without_quantize_is_a_located_diagnostic(tmp_path: Path) -> None:
     folder = _small(tmp_path, "nn.relu(c)", "")
     proc = sknd("export", str(folder), "--tosa-mlir", str(tmp_path / "o.mlir"), "--random-weights", "--color",

@@ -595,7 +595,8 @@ def _hashtable(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     hits = b.define(hits_name, [*where, "outputs", 1])
     b.emit(hits, "math.select", [found, Expr("1.0"), Expr("0.0")], comment="hits: 1 where a key matched")
     extra = len(values["dims"]) - 1
-    b.emit(mask, "layout.unsqueeze", [hits], {"axes": list(range(1, 1 + extra))}) if extra else None
+    if extra:
+        b.emit(mask, "layout.unsqueeze", [hits], {"axes": list(range(1, 1 + extra))})
     out = b.define(out_name, [*where, "outputs", 0])
     b.emit(out, "math.mul", [rows, mask if extra else hits], comment="zeros where no key matched")
 
@@ -718,8 +719,8 @@ def build(model: dict[str, Any], loc: Locator | None = None) -> ModelFolder:
             raise loc.error(["model_outputs", j], f"output '{name}' is not computed by any operation")
         o = b.operands[name]
         sk = b.sk[name]
-        if o["role"] == "output" or name not in [d.name for d in b.outputs]:
-            b.quantize_as(sk, o) if o["role"] == "output" else None
+        if o["role"] == "output":  # (internal operands got their entry when defined)
+            b.quantize_as(sk, o)
         dtype = "int" if o["type"] in ("TENSOR_INT32", "INT32") else "real"
         b.outputs.append(TensorDecl(sk, dtype, list(o["dims"])))
     name = model.get("name", "model")
