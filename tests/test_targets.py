@@ -124,3 +124,28 @@ def test_nnapi_models_map_back_onto_their_own_operation(name: str, tmp_path: Pat
     act = value(n - 1)
     assert first.params.get("activation", 0) == act
     assert bool(fused) == (act != 0)
+
+
+@pytest.mark.parametrize("pattern", ["mli_krn_conv2d.05.*", "mli_krn_conv2d.00.*", "mli_krn_depthwise_conv.02.*",
+                                     "mli_krn_maxpool.02.*", "mli_krn_avepool.03.*", "mli_krn_group_conv2d.01.*"])
+def test_mli_cases_map_back_onto_their_own_kernel(pattern: str, tmp_path: Path) -> None:
+    """Write an MLI case with to_sknd, compose it, map it to MLI: the window operation maps onto the case's
+    kernel family with the case's paddings, strides and fused ReLU, and its tensors' MLI types."""
+    from skriptnd.targets.mli import to_sknd as mli_to_sknd
+
+    path = next(iter(sorted(require("conformance/mli-2.0").glob(pattern))))
+    case = json.loads(path.read_text())
+    graph = load(mli_to_sknd(case, tmp_path / "case")).compose()
+    rows = [r for r in get("mli").map_graph(graph) if r.op.op in ("nn.conv", "nn.max_pool", "nn.avg_pool")]
+    assert len(rows) == 1
+    row, cfg = rows[0], case["config"]
+    family = {"mli_krn_conv2d": "mli_krn_conv2d_hwcn", "mli_krn_depthwise_conv": "mli_krn_depthwise_conv2d_hwcn",
+              "mli_krn_group_conv2d": "mli_krn_group_conv2d_hwcn", "mli_krn_maxpool": "mli_krn_maxpool_hwc",
+              "mli_krn_avepool": "mli_krn_avepool_hwc"}[case["kernel_group"]]
+    assert row.target_op == family, row.how
+    for key in ("padding_top", "padding_bottom", "padding_left", "padding_right", "stride_height", "stride_width"):
+        assert row.params[key] == cfg[key], key
+    if "relu" in cfg:
+        assert row.params["relu"] == cfg["relu"]
+    kind = case["tensors"]["input"]["quant"]["type"]
+    assert f": {kind}" in row.how
