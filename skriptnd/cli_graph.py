@@ -105,12 +105,12 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
     from .compose.render import to_dot, to_json_text, to_text
 
     if target is not None:
-        from .targets.table import known_target
+        from .cli_targets import known_target
 
         known_target(target)
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
     if target is not None:
-        from .targets.table import render_command
+        from .cli_targets import render_command
 
         render_command(composed, target, format.value, output)
         return

@@ -49,33 +49,3 @@ def print_table(graph: Any, target: str) -> None:
     if missing:
         console.print(f"not mapped: {', '.join(sorted({r.op.op for r in missing}))}")
 
-
-def known_target(name: str) -> None:
-    """A usage error (exit 2) for an unknown target name, before anything is composed."""
-    import typer
-
-    from . import targets
-
-    if name not in targets():
-        raise typer.BadParameter(f"choose one of {', '.join(sorted(targets()))}", param_hint="--target")
-
-
-def render_command(graph: Any, target: str, fmt: str, output: Any = None) -> None:
-    """``sknd compose --target``: the table on stdout, or JSON (``--format json``), or JSON to ``output``."""
-    import sys
-
-    import typer
-
-    if fmt == "dot":
-        raise typer.BadParameter("--target prints a table (text) or JSON", param_hint="--format")
-    if fmt == "json" or output is not None:
-        text = to_json(graph, target)
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            from ..fileio import write_atomic
-
-            write_atomic(output, text)
-            typer.echo(f"wrote {output}", err=True)
-        return
-    print_table(graph, target)
