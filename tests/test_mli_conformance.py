@@ -130,3 +130,16 @@ def test_untranslated_group_and_malformed_case_are_located(cases: dict[str, dict
     d = err.value.diagnostics[0]
     assert d.code == "E0901" and d.message.startswith("tensors.weights.quant") and d.span.line > 1
     assert not (tmp_path / "out").exists()
+
+
+def test_written_folder_passes_sknd_check(cases: dict[str, dict], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    name = next(n for n in cases if n.startswith("mli_krn_conv2d") and "sa8" in n)
+    folder = to_sknd(cases[name], tmp_path / "case")
+    text = (folder / "main.sknd").read_text()
+    assert "nn.conv" in text and "@quantize" in text and "input: real[" in text and "output: real[" in text
+    for args in (["check", str(folder)], ["fmt", "--check", str(folder / "main.sknd")]):
+        proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
