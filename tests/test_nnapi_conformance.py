@@ -60,7 +60,8 @@ def test_quantized_vectors_run_on_integers_where_the_lowering_takes_them(results
     integers throughout; ADD/MUL/average pool/softmax/logistic run as integer TOSA graphs with one fp32
     step whose result is quantized in the graph (not on the fake-quantization fallback)."""
     for name in ("conv_quant8", "conv_quant8_overflow", "depthwise_conv2d_quant8", "fully_connected_quant8",
-                 "max_pool_quant8_1", "relu_quant8_2", "reshape_quant8", "space_to_depth_quant8_1"):
+                 "max_pool_quant8_1", "relu_quant8_2", "reshape_quant8", "space_to_depth_quant8_1",
+                 "concat_quant8_2"):
         assert results[name].path == "integer TOSA", (name, results[name].path)  # integers throughout
     for name in ("avg_pool_quant8_1", "add_quant8", "mul_broadcast_quant8", "softmax_quant8_2", "logistic_quant8_1",
                  "relu6_quant8_2", "relu1_quant8_2"):  # integer graph with an fp32 step, quantized in the graph

@@ -35,7 +35,7 @@ SPEC: list[SpecOp] = [
            "quant8: NNAPI computes (acc + n/2) / n on integers; SkriptND averages the dequantized values in fp32 "
            "and quantizes in the graph: within 1 LSB"),
     SpecOp("CONCATENATION", "supported", "layout.concat{axis}",
-           "quant8 runs with fake quantization: the integer TOSA lowering does not take tensor packs"),
+           "quant8 exact on the integers when all inputs share the output's quantization (as NNAPI 1.0 requires)"),
     SpecOp("CONV_2D", "supported", "nn.conv{data_format='NXC', filter_format='NXC', padding=[top, left, bottom, "
            "right], stride=[h, w]} + fused activation", _QUANT_REQUANT),
     SpecOp("DEPTHWISE_CONV_2D", "supported", "nn.conv{groups=C, NXC}, filter [1, h, w, C*M] stored as "

@@ -28,8 +28,8 @@ variables and constants become integer ``tosa.const`` s (the operator applied to
   for 48-bit values); ``nn.linear`` becomes a 1×1 CONV2D (MATMUL would need int16 filters, and int48
   has no ADD for the bias). The MLIR then needs TOSA's ``int16`` extension;
 - quantization-transparent operations (their fp32 legalization only moves or selects values: RESHAPE,
-  TRANSPOSE, SLICE, PAD, TILE, CONCAT, IDENTITY, MAX_POOL2D, CLAMP): run on the integers unchanged, the
-  output keeps the input's quantization; CLAMP bounds (``nn.relu``: ``[0, inf]``) and PAD values are
+  TRANSPOSE, SLICE, PAD, TILE, CONCAT — its tensor pack flattened —, IDENTITY, MAX_POOL2D, CLAMP): run on
+  the integers unchanged, the output keeps the input's quantization; CLAMP bounds (``nn.relu``: ``[0, inf]``) and PAD values are
   quantized (``-inf`` of a max-pool's padding is the lowest integer). This is exact: ``relu``, max and
   the layout operators commute with the quantize operator on its own grid;
 - anything else runs in fp32 on dequantized values (CAST to fp32, SUB zero point, MUL scale: the same
@@ -367,18 +367,19 @@ class _Lowering:
         elif op.op == "nn.linear":
             out, how = self.linear(op)
         else:
+            # tensor packs (layout.concat's inputs) are flattened, as the legalization's subgraph names them
+            tensors = [t for v in op.inputs for t in (v if isinstance(v, list) else [v])]
             inputs = [None if t is None else self.value(t, op) if id(t) not in self.vals else self.vals[id(t)]
-                      for t in (op.inputs if all(not isinstance(v, list) for v in op.inputs) else [])]
-            if any(isinstance(v, list) for v in op.inputs):
-                raise _fail(op, f"'{op.op}' takes a tensor pack, which is not lowered to integer TOSA")
+                      for t in tensors]
             sg, reason = legalize(op)
             if sg is None:
                 raise _fail(op, f"'{op.op}' has no TOSA lowering: {reason}")
+            names = [n for v in sg.inputs for n in (v if isinstance(v, list) else [v])]
             quantized = [v for v in inputs if v is not None and v.qp is not None]
             if quantized and all(o.name in TRANSPARENT for o in sg.ops) and len(op.outputs) == 1:
-                out, how = self.transparent(op, sg, inputs), "on the integers (quantization-transparent)"
+                out, how = self.transparent(op, sg, inputs, names), "on the integers (quantization-transparent)"
             else:
-                out, how = self.in_float(op, sg, inputs), "fp32 on dequantized values"
+                out, how = self.in_float(op, sg, inputs, names, tensors), "fp32 on dequantized values"
         self.ig.notes.append((op, how))
         for t, v in zip(op.outputs, out, strict=True):
             if t is None:
@@ -402,7 +403,8 @@ class _Lowering:
 
     # -- quantization-transparent and fp32 operations ------------------------------------------------
 
-    def transparent(self, op: Operation, sg: Subgraph, inputs: list[QValue | None]) -> list[QValue]:
+    def transparent(self, op: Operation, sg: Subgraph, inputs: list[QValue | None], names: list[str | None]
+                    ) -> list[QValue]:
         present = [v for v in inputs if v is not None]
         first = present[0].qp
         for v in present:
@@ -412,7 +414,7 @@ class _Lowering:
             self.activation_qp(v, op, "input")
         assert first is not None
         env: dict[str, str] = {}
-        for n, v in zip(sg.inputs, inputs, strict=False):
+        for n, v in zip(names, inputs, strict=False):
             if n is not None and v is not None:
                 env[n] = v.name
         for n, a in sg.constants.items():
@@ -436,9 +438,10 @@ class _Lowering:
         q = np.where(np.isposinf(a), qp.qmax, np.where(np.isneginf(a), qp.qmin, q))
         return q.astype(NUMPY_INT[qp.dtype])
 
-    def in_float(self, op: Operation, sg: Subgraph, inputs: list[QValue | None]) -> list[QValue]:
+    def in_float(self, op: Operation, sg: Subgraph, inputs: list[QValue | None], names: list[str | None],
+                 tensors: list[Tensor | None]) -> list[QValue]:
         env: dict[str, str] = {}
-        for n, v, t in zip(sg.inputs, inputs, op.inputs, strict=False):
+        for n, v, t in zip(names, inputs, tensors, strict=False):
             if n is not None and v is not None:
                 env[n] = self.dequantized(v, t.rank)
         for n, a in sg.constants.items():
