@@ -96,6 +96,9 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
                                                                 "by graphviz when installed.")] = None,
                     tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA "
                                                        "and which run a native kernel or @lower.")] = False,
+                    target: Annotated[str | None, typer.Option("--target", help="nnapi, mli or tosa: the target "
+                                                               "operation of each operation, or why none (with "
+                                                               "--format json for tools).")] = None,
                     color: ColorOpt = "auto") -> None:
     """Compose a model's graph and print it.
 
@@ -104,7 +107,16 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
     from .compose.render import to_dot, to_json_text, to_text
 
     check_output_file(output, "--output")
+    if target is not None:
+        from .cli_targets import known_target
+
+        known_target(target)
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
+    if target is not None:
+        from .cli_targets import render_command
+
+        render_command(composed, target, format.value, output)
+        return
     if tosa:
         _tosa_coverage(composed)
         return

@@ -83,3 +83,14 @@ def test_several_outputs_and_packs_render_in_the_grammar_form() -> None:
     assert Call(["m", "v"], "math.moments", ["x"]).text() == "m, v = math.moments(x);"
     assert Call([["a", "b"]], "layout.split", ["x"], {"axis": 0, "count": 2}).text() == \
         "[a, b] = layout.split{axis=0, count=2}(x);"
+
+
+def test_call_with_several_results_renders_as_the_grammar_reads_it() -> None:
+    from skriptnd.interop.writer import Call, render
+
+    call = Call(["values", "indices"], "algo.top_k", ["x"], {"k": 2, "axis": 1})
+    assert call.text() == "values, indices = algo.top_k{k=2, axis=1}(x);"
+    text = ("import algo;\ngraph G {\n    @input {\n        x: real[1, 4];\n    }\n    @output {\n"
+            "        values: real[1, 2];\n        indices: int[1, 2];\n    }\n    @compose {\n        "
+            + call.text() + "\n    }\n}\n")
+    assert "values, indices = algo.top_k" in render(text, "g.sknd")

@@ -28,13 +28,15 @@ variables and constants become integer ``tosa.const`` s (the operator applied to
   for 48-bit values); ``nn.linear`` becomes a 1×1 CONV2D (MATMUL would need int16 filters, and int48
   has no ADD for the bias). The MLIR then needs TOSA's ``int16`` extension;
 - quantization-transparent operations (their fp32 legalization only moves or selects values: RESHAPE,
-  TRANSPOSE, SLICE, PAD, TILE, CONCAT, IDENTITY, MAX_POOL2D, CLAMP): run on the integers unchanged, the
-  output keeps the input's quantization; CLAMP bounds (``nn.relu``: ``[0, inf]``) and PAD values are
+  TRANSPOSE, SLICE, PAD, TILE, CONCAT — its tensor pack flattened —, IDENTITY, MAX_POOL2D, CLAMP): run on
+  the integers unchanged, the output keeps the input's quantization; CLAMP bounds (``nn.relu``: ``[0, inf]``) and PAD values are
   quantized (``-inf`` of a max-pool's padding is the lowest integer). This is exact: ``relu``, max and
   the layout operators commute with the quantize operator on its own grid;
 - anything else runs in fp32 on dequantized values (CAST to fp32, SUB zero point, MUL scale: the same
-  float32 arithmetic as the operator's ``real(q - z) * s``), e.g. the final ``nn.softmax``; its output
-  must not be quantized;
+  float32 arithmetic as the operator's ``real(q - z) * s``), e.g. the final ``nn.softmax``; a quantized
+  output of such an operation (per tensor, int8/int16) is quantized in the graph as its quantize
+  operator does (:meth:`_Lowering.quantize_real`: times the reciprocal scale, rounded half away from
+  zero, plus the zero point, clamped);
 - an output with a quantization different from what the operation produced (e.g. a relu with its own
   @quantize entry) is requantized with an int8 → int8 RESCALE.
 
@@ -266,6 +268,25 @@ class _Lowering:
         d = self.emit("SUB", f, zp)
         return self.emit("MUL", d, sc, self.const([0], np.int8, "shift0"))
 
+    def quantize_real(self, x: str, qp: QParams, rank: int, op: Operation | None) -> str:
+        """The integers ``qp``'s quantize operator gives for the fp32 value ``x``: ``zp + round(x / scale)``
+        (``x`` times the fp32 reciprocal of the scale, rounded half away from zero as the operator's
+        ``round`` — ABS, FLOOR(+0.5), SELECT on the sign —, plus the zero point, clamped to the range in
+        fp32, where the values are whole numbers, then CAST to the type)."""
+        if qp.axis is not None or qp.dtype not in ("int8", "int16"):
+            raise _fail(op, f"cannot quantize an fp32 result inside the graph to {qp.describe()}; only per-tensor "
+                        "int8/int16 quantization is supported")
+        ones = [1] * rank
+        y = self.emit("MUL", x, self.const(np.full(ones, 1.0 / float(qp.scale[0]), np.float32), np.float32, "rscale"),
+                      self.const([0], np.int8, "shift0"))
+        zero = self.const(np.zeros(ones, np.float32), np.float32, "zero")
+        up = self.emit("FLOOR", self.emit("ADD", self.emit("ABS", y),
+                                          self.const(np.full(ones, 0.5, np.float32), np.float32, "half")))
+        rounded = self.emit("SELECT", self.emit("GREATER_EQUAL", y, zero), up, self.emit("SUB", zero, up))
+        q = self.emit("ADD", rounded, self.const(np.full(ones, float(qp.zero_point[0]), np.float32), np.float32, "zpf"))
+        q = self.emit("CLAMP", q, min_val=float(qp.qmin), max_val=float(qp.qmax))  # whole numbers: CAST is exact
+        return self.emit("CAST", q, output_dtype=qp.dtype)
+
     # -- values -----------------------------------------------------------------------------------
 
     def value(self, t: Tensor, op: Operation | None) -> QValue:
@@ -346,29 +367,27 @@ class _Lowering:
         elif op.op == "nn.linear":
             out, how = self.linear(op)
         else:
+            # tensor packs (layout.concat's inputs) are flattened, as the legalization's subgraph names them
+            tensors = [t for v in op.inputs for t in (v if isinstance(v, list) else [v])]
             inputs = [None if t is None else self.value(t, op) if id(t) not in self.vals else self.vals[id(t)]
-                      for t in (op.inputs if all(not isinstance(v, list) for v in op.inputs) else [])]
-            if any(isinstance(v, list) for v in op.inputs):
-                raise _fail(op, f"'{op.op}' takes a tensor pack, which is not lowered to integer TOSA")
+                      for t in tensors]
             sg, reason = legalize(op)
             if sg is None:
                 raise _fail(op, f"'{op.op}' has no TOSA lowering: {reason}")
+            names = [n for v in sg.inputs for n in (v if isinstance(v, list) else [v])]
             quantized = [v for v in inputs if v is not None and v.qp is not None]
             if quantized and all(o.name in TRANSPARENT for o in sg.ops) and len(op.outputs) == 1:
-                out, how = self.transparent(op, sg, inputs), "on the integers (quantization-transparent)"
+                out, how = self.transparent(op, sg, inputs, names), "on the integers (quantization-transparent)"
             else:
-                out, how = self.in_float(op, sg, inputs), "fp32 on dequantized values"
+                out, how = self.in_float(op, sg, inputs, names, tensors), "fp32 on dequantized values"
         self.ig.notes.append((op, how))
         for t, v in zip(op.outputs, out, strict=True):
             if t is None:
                 continue
             if t.quant is not None:
                 want = qparams(t)
-                if v.qp is None:
-                    raise _fail(op, f"'{op.op}' runs in fp32 here, but its output '{t.name}' is quantized: "
-                                "quantizing inside the graph is not supported",
-                                hint="remove the @quantize entry of the output, or quantize its inputs so "
-                                "the operation runs on integers")
+                if v.qp is None:  # an fp32 result with a quantized output: quantize it in the graph
+                    v = QValue(self.quantize_real(v.name, want, t.rank, op), want)
                 if not v.qp.same_as(want, rtol=1e-9):
                     ok = ("int8", "int16")
                     if want.axis is not None or v.qp.axis is not None or want.dtype not in ok or v.qp.dtype not in ok \
@@ -384,7 +403,8 @@ class _Lowering:
 
     # -- quantization-transparent and fp32 operations ------------------------------------------------
 
-    def transparent(self, op: Operation, sg: Subgraph, inputs: list[QValue | None]) -> list[QValue]:
+    def transparent(self, op: Operation, sg: Subgraph, inputs: list[QValue | None], names: list[str | None]
+                    ) -> list[QValue]:
         present = [v for v in inputs if v is not None]
         first = present[0].qp
         for v in present:
@@ -394,7 +414,7 @@ class _Lowering:
             self.activation_qp(v, op, "input")
         assert first is not None
         env: dict[str, str] = {}
-        for n, v in zip(sg.inputs, inputs, strict=False):
+        for n, v in zip(names, inputs, strict=False):
             if n is not None and v is not None:
                 env[n] = v.name
         for n, a in sg.constants.items():
@@ -418,9 +438,10 @@ class _Lowering:
         q = np.where(np.isposinf(a), qp.qmax, np.where(np.isneginf(a), qp.qmin, q))
         return q.astype(NUMPY_INT[qp.dtype])
 
-    def in_float(self, op: Operation, sg: Subgraph, inputs: list[QValue | None]) -> list[QValue]:
+    def in_float(self, op: Operation, sg: Subgraph, inputs: list[QValue | None], names: list[str | None],
+                 tensors: list[Tensor | None]) -> list[QValue]:
         env: dict[str, str] = {}
-        for n, v, t in zip(sg.inputs, inputs, op.inputs, strict=False):
+        for n, v, t in zip(names, inputs, tensors, strict=False):
             if n is not None and v is not None:
                 env[n] = self.dequantized(v, t.rank)
         for n, a in sg.constants.items():
@@ -505,7 +526,7 @@ class _Lowering:
         if len(convs) != 1 or any(o.name not in TRANSPARENT for i, o in enumerate(sg.ops) if i != convs[0]):
             raise _fail(op, "unexpected fp32 legalization of nn.conv (expected one CONV2D/DEPTHWISE_CONV2D and "
                         f"layout operations): {[o.name for o in sg.ops]}")
-        oc = int(op.outputs[0].shape[1])
+        oc = int(op.outputs[0].shape[-1 if op.attribs.get("data_format", "NCX") == "NXC" else 1])
         wscale = np.broadcast_to(wq.scale, (oc,)).astype(np.float64)
         acc_scale = xq.scale[0] * wscale
         env: dict[str, str] = {sg.inputs[0]: x.name, sg.inputs[1]: w.name}
