@@ -2,9 +2,10 @@
 
 Tolerance: against the generic kernel OPS["CONV2D"] (float64 accumulation, rounded once), element-wise
 
-    |y - expected| <= k * eps32 * (|x| conv |w| + |b|)
+    |y - expected| <= k * eps32 * max over the output's Winograd tile of (|x| conv |w| + |b|)
 
-with k = 32 for F(2,3) and k = 512 for F(4,3). The transforms add and scale terms before the
+(a tile's outputs share its transformed inputs, so each carries error from the whole tile; the
+element's own bound alone was beaten at a padded corner: 34 eps32, m=2, ic=1, seed 9), with k = 32 for F(2,3) and k = 512 for F(4,3). The transforms add and scale terms before the
 products, so the rounding error grows with the transforms' entries: over 300 random shapes
 (channels < 40, pads 0-2, batch 1-2) the largest error measured was 9 eps32 of that bound for
 F(2,3) (im2col: 1 eps32) and 170 eps32 for F(4,3) with the points 0, +-1, 1/2, -2 (the points
@@ -18,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
@@ -39,6 +40,18 @@ def _bound(x: np.ndarray, w: np.ndarray, b: np.ndarray, pads: list[int]) -> np.n
         for kx in range(3):
             out += xp[:, ky:ky + oh, kx:kx + ow] @ np.abs(w[:, ky, kx].astype(np.float64)).T
     return out
+
+
+def _tile_bound(bound: np.ndarray, m: int) -> np.ndarray:
+    """The bound's largest value over the m x m output tile holding each element: one Winograd tile's
+    outputs share its transformed input tile, so each carries rounding error from all of them (an
+    element whose own window is small, e.g. at a padded corner, may carry its neighbours' error)."""
+    n, oh, ow, oc = bound.shape
+    th, tw = -(-oh // m), -(-ow // m)
+    padded = np.zeros((n, th * m, tw * m, oc))
+    padded[:, :oh, :ow] = bound
+    tiles = padded.reshape(n, th, m, tw, m, oc).max(axis=(2, 4))
+    return np.repeat(np.repeat(tiles, m, axis=1), m, axis=2)[:, :oh, :ow]
 
 
 @pytest.mark.parametrize(("m", "points"), [(2, None), (4, None), (4, (0, 1, -1, 2, -2)), (2, (0, 1, 2)),
@@ -68,6 +81,7 @@ def test_f23_matrices_are_the_documented_ones() -> None:
 @given(st.sampled_from([2, 4]), st.integers(1, 2), st.integers(1, 13), st.integers(1, 13), st.integers(1, 9),
        st.integers(1, 9), st.lists(st.integers(0, 2), min_size=4, max_size=4), st.booleans(),
        st.integers(1, 1 << 16), st.integers(0, 2**31))
+@example(2, 2, 9, 12, 1, 3, [1, 0, 2, 0], False, 1, 9)  # 34 eps32 of the element's own bound, 3.8 of the tile's
 def test_winograd_matches_the_generic_kernel(m: int, n: int, ih: int, iw: int, ic: int, oc: int, pads: list[int],
                                              clamp: bool, band_bytes: int, seed: int) -> None:
     if ih + pads[0] + pads[1] < 3 or iw + pads[2] + pads[3] < 3:
@@ -77,7 +91,7 @@ def test_winograd_matches_the_generic_kernel(m: int, n: int, ih: int, iw: int, i
     w = rng.standard_normal((oc, 3, 3, ic)).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32)
     expected = OPS["CONV2D"](x, w, b, pad=pads, stride=[1, 1], dilation=[1, 1])
-    bound = _bound(x, w, b, pads)
+    bound = _tile_bound(_bound(x, w, b, pads), m)
     if clamp:
         expected = np.clip(expected, -0.5, 1.0)
     conv = W.Winograd(w, b, pads, m=m, clamp=(-0.5, 1.0) if clamp else None, band_bytes=band_bytes, scratch={})
