@@ -14,24 +14,11 @@ composition hot path stays on plain ints and never imports sympy.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import sympy
 
-from .values import GUARD_STACK
-
-
-@contextlib.contextmanager
-def recording() -> Iterator[list[Any]]:
-    """Collect the guards of the symbolic decisions taken inside the block."""
-    guards: list[Any] = []
-    GUARD_STACK.append(guards)
-    try:
-        yield guards
-    finally:
-        GUARD_STACK.pop()
+from .values import GUARD_STACK, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
 
 
 def _guard(condition: Any) -> None:
