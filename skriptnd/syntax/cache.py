@@ -68,16 +68,21 @@ def cached_parse(text: str, path: str, parse: Parse) -> tuple[Any, list[Any]]:
     return tree, diagnostics
 
 
-def _store(entry: Path, tree: Any) -> None:
+def store(entry: Path, value: Any) -> None:
+    """Pickle value to entry atomically; a cache that cannot be written is only slower (also used
+    by compose.check_cache)."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(tree, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, entry)
         except BaseException:
             os.unlink(tmp)
             raise
     except (OSError, pickle.PicklingError, RecursionError):
         pass  # a cache that cannot be written is only slower
+
+
+_store = store  # what cached_parse calls (a test replaces it to see that nothing is parsed again)
