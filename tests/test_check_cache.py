@@ -124,3 +124,18 @@ def test_no_cache_switch(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     check_cache.cached_check(*_block(model), counting)
     assert counting.runs == 2
     assert not (model.parent / "cache").exists()
+
+
+def test_unsaved_buffers_are_not_stored(model: Path) -> None:
+    """An editor buffer that differs from its file is checked each time (an entry per keystroke
+    would only fill the disk); one that says what the file says is stored."""
+    counting = Counting()
+    ops = model / "ops.sknd"
+    edited = ops.read_text(encoding="utf-8").replace("y = nn.conv(x, f);", "y = nn.conv(x, f);  # edited")
+    for text, runs in ((edited, 2), (ops.read_text(encoding="utf-8"), 1)):
+        counting.runs = 0
+        for _ in range(2):
+            program = load_program(model, sources={ops: text})
+            module = program.modules["ops"]
+            check_cache.cached_check(program, module, module.ast.definitions[0], counting)
+        assert counting.runs == runs

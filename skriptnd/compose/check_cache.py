@@ -10,6 +10,7 @@ index and name). It holds the diagnostics and the operator lookups composing mad
 replays those lookups through `program.resolve_operator`, so that whoever watches them (the
 language server's per-definition cache) sees what a real run would have shown it.
 
+Programs holding unsaved editor buffers are read from the cache but not stored (see _saved).
 Same directory and switches as syntax.cache (`SKRIPTND_CACHE_DIR`, `SKRIPTND_NO_CACHE=1`); any
 problem with an entry falls back to checking.
 """
@@ -51,8 +52,9 @@ def _checker_fingerprint() -> bytes:
     return digest.digest()
 
 
-def _program_digest(program: Program) -> bytes:
-    """Every module of the program, by name, path and text (memoised on the program)."""
+def _program_digest(program: Program) -> tuple[bytes, bool]:
+    """Every module of the program, by name, path and text, and whether those texts are the files
+    on disk (memoised on the program)."""
     memo = getattr(program, "_composition_digest", None)
     modules = tuple((m.name, str(m.path), m.source.text if m.source is not None else None, m.ast is not None)
                     for m in program.modules.values())
@@ -62,12 +64,27 @@ def _program_digest(program: Program) -> bytes:
     for name, path, text, parsed in sorted(modules, key=lambda m: m[0]):
         digest.update(f"{name}\0{path}\0{parsed}\0".encode())
         digest.update(b"\1" if text is None else text.encode() + b"\0")
-    value = digest.digest()
+    value = digest.digest(), _saved(program)
     try:
         program._composition_digest = (modules, value)  # type: ignore[attr-defined]
     except AttributeError:
         pass
     return value
+
+
+def _saved(program: Program) -> bool:
+    """Whether the modules the program reads from memory (the editor's buffers) say what their
+    files say. Only such programs are stored: the editor re-checks each edit of a buffer, and an
+    entry per keystroke would only fill the disk; reopening a saved file finds its entries."""
+    paths = {m.path.resolve() for m in program.modules.values()}
+    for path, text in program.sources.items():
+        if path in paths:
+            try:
+                if path.read_text(encoding="utf-8") != text:
+                    return False
+            except (OSError, UnicodeDecodeError):
+                return False
+    return True
 
 
 def cached_check(program: Program, module: LoadedModule, definition: ast.Definition, check: Check) -> list[Diagnostic]:
@@ -77,7 +94,8 @@ def cached_check(program: Program, module: LoadedModule, definition: ast.Definit
     if folder is None or module.ast is None:
         return check(program, module, definition)
     index = next((k for k, d in enumerate(module.ast.definitions) if d is definition), -1)
-    key = hashlib.sha256(_program_digest(program) + f"{module.name}\0{index}\0{definition.name}".encode()).hexdigest()
+    digest, saved = _program_digest(program)
+    key = hashlib.sha256(digest + f"{module.name}\0{index}\0{definition.name}".encode()).hexdigest()
     entry = folder / key[:2] / f"{key}.compose.pickle"
     try:
         with open(entry, "rb") as f:
@@ -106,5 +124,6 @@ def cached_check(program: Program, module: LoadedModule, definition: ast.Definit
             program.resolve_operator = original  # type: ignore[method-assign]
         else:
             del program.resolve_operator
-    store(entry, (list(diagnostics), list(lookups)))
+    if saved:
+        store(entry, (list(diagnostics), list(lookups)))
     return diagnostics
