@@ -5,6 +5,7 @@ afresh, so the cache can never hide an error."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,47 @@ def test_unsaved_buffers_are_not_stored(model: Path) -> None:
             module = program.modules["ops"]
             check_cache.cached_check(program, module, module.ast.definitions[0], counting)
         assert counting.runs == runs
+
+
+def test_reopened_file_is_not_parsed_again_and_edits_are_not_stored(model: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The language server's first parse of a file goes through the parse cache, piece by piece:
+    a new server opening the unchanged file parses nothing; edits after the open store nothing."""
+    from skriptnd.lsp import incremental
+
+    text = "import nn;\n\n" + "\n".join(
+        OPS.split("\n", 2)[2].replace("block", f"block{k}").replace("FILTER_CHANNELS", "8") for k in range(3))
+    path = str(model / "many.sknd")
+    first, _ = incremental.IncrementalParser().parse(text, path)
+    entries = set((model.parent / "cache").rglob("*.pickle"))
+    assert first is not None and len(first.definitions) == 3 and len(entries) >= 3
+
+    def no_parse(*args: object) -> None:
+        pytest.fail("parsed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(incremental, "parse_module", no_parse)
+        again, diags = incremental.IncrementalParser().parse(text, path)
+    assert again == first and diags == []
+    parser = incremental.IncrementalParser()
+    parser.parse(text, path)
+    parser.parse(text.replace("y = nn.conv(x, f);", "y = nn.conv(x, f); # edited", 1), path)
+    assert parser.pieces_parsed == len(incremental.split_pieces(text)) + 1
+    assert set((model.parent / "cache").rglob("*.pickle")) == entries
+
+
+def test_a_reopened_file_reads_back_the_spans_a_parse_gives(model: Path) -> None:
+    """Trees read from the cache are the trees a parse gives, spans included: NO_SPAN (a module
+    without definitions has it) must come back as the very object `span is NO_SPAN` looks for."""
+    from skriptnd.lsp.incremental import IncrementalParser
+    from skriptnd.source import NO_SPAN
+    from skriptnd.syntax import parse_module
+
+    assert pickle.loads(pickle.dumps(NO_SPAN)) is NO_SPAN
+    text = "# a header comment\n\n" + OPS.split("\n", 2)[2].replace("FILTER_CHANNELS", "8") * 2
+    text = text.replace("operator block", "operator other", 1)
+    path = str(model / "reopened.sknd")
+    full, _ = parse_module(text, path)
+    for _ in range(2):  # the second parser reads every piece from the cache
+        again, _ = IncrementalParser().parse(text, path)
+        assert [n.span for n in again.walk()] == [n.span for n in full.walk()]
