@@ -150,7 +150,7 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
         except DiagnosticError as err:
             return InferResult(diagnostics=err.diagnostics)
         return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
-    from .semantics.symbolic import recording
+    from .semantics.values import recording
 
     with recording() as guards:
         try:

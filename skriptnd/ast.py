@@ -21,16 +21,39 @@ class Node:
 
     def children(self) -> Iterator[Node]:
         """Direct child nodes, in source order (like ast.iter_child_nodes)."""
-        for f in fields(self):
-            if f.name == "span":
-                continue
-            yield from _nodes_in(getattr(self, f.name))
+        for name in _field_names(type(self))[1:]:  # span first, and it is not a node
+            yield from _nodes_in(getattr(self, name))
+
+    def __reduce__(self) -> tuple:
+        # pickled as the field values in order (the parse cache): the dataclass default restores
+        # each node through `fields()`, which made loading a cached module 5x slower
+        return _restore, (type(self), tuple(getattr(self, n) for n in _field_names(type(self))))
 
     def walk(self) -> Iterator[Node]:
         """This node and all its descendants, depth first."""
         yield self
         for child in self.children():
             yield from child.walk()
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The dataclass fields of a node class, `span` first (it is declared by Node), cached:
+    `dataclasses.fields` builds its tuple anew on every call."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+        assert names[0] == "span"
+    return names
+
+
+def _restore(cls: type, values: tuple) -> Node:
+    node = object.__new__(cls)
+    for name, value in zip(_field_names(cls), values, strict=True):
+        object.__setattr__(node, name, value)
+    return node
 
 
 def _nodes_in(value: object) -> Iterator[Node]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import ast
 from .compose.check import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
+from .compose.check_cache import cached_check
 from .diagnostics import Diagnostic
 from .fileio import module_files
 from .semantics.binding import binding_order_diagnostics
@@ -39,9 +40,10 @@ DEFINITION_CHECKS: list[DefinitionCheck] = [_types, _binding_order]
 
 def check_composition(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
     """What composing one definition reports: a graph for its declared defaults, an operator's
-    @compose body for symbolic inputs (skriptnd.compose.check)."""
+    @compose body for symbolic inputs (skriptnd.compose.check; cached on disk by
+    compose.check_cache, keyed by the whole program's text)."""
     check = check_graph if definition.kind == "graph" else check_operator
-    return check(program, module, definition)
+    return cached_check(program, module, definition, check)
 
 
 def check_graphs(program: Program, module: LoadedModule, found: list[Diagnostic]) -> list[Diagnostic]:

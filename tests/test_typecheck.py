@@ -19,8 +19,8 @@ import pytest
 from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.resources import STDLIB_MODULES
-from skriptnd.semantics.scope import Kind, build_scope
-from skriptnd.semantics.typecheck import check_definition
+from skriptnd.semantics.scope import Kind
+from skriptnd.semantics.typecheck import build_scope, check_definition
 from skriptnd.semantics.types import Type
 from skriptnd.syntax.parser import parse, parse_module
 

@@ -50,16 +50,17 @@ def _attrib_decls(definition: ast.Definition) -> list[ast.ParamDecl]:
 def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
     """Values for the attributes that have no default: a symbol for each single int; None when
     one of another type has none (nothing sensible to sample, the graph is not composed)."""
+    undefaulted = [d for d in _attrib_decls(definition) if d.default is None and not d.type.optional]
+    if any(decl.type.name != "int" or decl.type.pack is not None for decl in undefaulted):
+        return None
+    if not undefaulted:
+        return {}  # composed with plain ints: sympy is not even imported
     import sympy
 
     from ..semantics.symbolic import SymInt
 
-    values: dict[str, Any] = {}
-    for k, decl in enumerate(d for d in _attrib_decls(definition) if d.default is None and not d.type.optional):
-        if decl.type.name != "int" or decl.type.pack is not None:
-            return None
-        values[decl.name] = SymInt(_SAMPLE * (k + 1), sympy.Symbol(decl.name, integer=True))
-    return values
+    return {decl.name: SymInt(_SAMPLE * (k + 1), sympy.Symbol(decl.name, integer=True))
+            for k, decl in enumerate(undefaulted)}
 
 
 def condition_text(condition: Any) -> str:
@@ -201,7 +202,7 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     if symbolic is None:
         return []
     composer = Composer(program)
-    from ..semantics.symbolic import recording
+    from ..semantics.values import recording
 
     judge = _Judge(set(symbolic))
     try:
@@ -298,7 +299,7 @@ def check_operator(program: Program, module: LoadedModule, definition: ast.Defin
     if inputs is None:
         return []
     from ..semantics.binding import Site, bind
-    from ..semantics.symbolic import recording
+    from ..semantics.values import recording
     from .composer import Composer, _Frame
     from .ir import Graph, Tensor
 

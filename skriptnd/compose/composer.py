@@ -299,7 +299,7 @@ class Composer:
         computes from the dynamic input extents (`floor(s/2)`), symbolically."""
         import sympy
 
-        from ..semantics.symbolic import SymInt, expression, symbol
+        from ..semantics.symbolic import SymInt, expression, symbol, vanishes
 
         env = dict(binder.env)
         env.update({name: SymInt(1, symbol(name)) for name in dynamic})
@@ -314,7 +314,7 @@ class Composer:
                 declared.append(None)
         actual = [e if e is not None else (sympy.Integer(d) if d is not None else None)
                   for e, d in zip(value.symbolic or (), value.shape, strict=False)]
-        if any(d is not None and a is not None and sympy.simplify(d - a) != 0
+        if any(d is not None and a is not None and not vanishes(d - a)
                for d, a in zip(declared, actual, strict=False)):
             shown = [str(a) if a is not None else "?" for a in actual]
             raise _error("E0403", f"output '{decl.name}' is declared with shape {format_type(decl.type)} but the "

@@ -23,6 +23,7 @@ from .. import ast
 from ..diagnostics import Diagnostic, Note, Severity
 from ..source import NO_SPAN, Span
 from ..syntax import parse_module
+from ..syntax.cache import cached_parse
 from ..syntax.parser import MAX_ERRORS
 from ..syntax.scan import mask
 
@@ -117,6 +118,7 @@ class IncrementalParser:
         self._capacity = capacity
         self.pieces_parsed = 0
         self.moved: dict[str, dict[int, tuple[ast.Definition, int]]] = {}
+        self._opened: set[str] = set()  # paths parsed before: their pieces skip the disk cache
         # pieces with syntax errors, as the parser recovers them (checks and features both ask)
         self._broken: OrderedDict[tuple[str, int, str], tuple[ast.Module | None, list[Diagnostic]]] = OrderedDict()
 
@@ -131,8 +133,10 @@ class IncrementalParser:
             return parse_module(text, path)
         parsed: list[_Piece] = []
         broken = False
+        opening = path not in self._opened
+        self._opened.add(path)
         for line, piece in pieces:
-            got = self._piece(path, line, piece)
+            got = self._piece(path, line, piece, opening)
             if got is None:
                 got = self._broken_piece(path, line, piece)
                 if got is None:
@@ -166,7 +170,12 @@ class IncrementalParser:
                 return None
         return _Piece(line, module, list(diags))
 
-    def _piece(self, path: str, line: int, text: str) -> _Piece | None:
+    def _piece(self, path: str, line: int, text: str, opening: bool = False) -> _Piece | None:
+        """A clean definition (or the imports before the first one) parsed on its own, from the
+        cache when this text was parsed at another line. On the first parse of a file (the
+        editor opening it) the pieces go through the on-disk parse cache (syntax.cache): a file
+        reopened unchanged is not parsed again. Later edits do not, or every keystroke would
+        leave an entry on disk."""
         key = (path, text)
         cached = self._cache.get(key)
         if cached is not None:
@@ -181,7 +190,8 @@ class IncrementalParser:
                 self._cache[key] = cached = moved
             return cached
         self.pieces_parsed += 1
-        module, diags = parse_module("\n" * (line - 1) + text, path)
+        source = "\n" * (line - 1) + text
+        module, diags = cached_parse(source, path, parse_module) if opening else parse_module(source, path)
         if module is None or any(d.severity == Severity.ERROR for d in diags):
             return None
         is_header = line == 1 and not _DEFINITION_START.match(text)

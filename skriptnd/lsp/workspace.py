@@ -28,7 +28,8 @@ from .. import ast
 from ..checking import DEFINITION_CHECKS, check_composition, one_per_location
 from ..diagnostics import Diagnostic
 from ..semantics.modules import LoadedModule, Program, check_modules, load_program
-from ..semantics.scope import Scope, build_scope
+from ..semantics.scope import Scope
+from ..semantics.typecheck import build_scope
 from .incremental import IncrementalParser, shift_diagnostic
 
 __all__ = ["Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]

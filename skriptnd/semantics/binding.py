@@ -717,7 +717,7 @@ class Binder:
     def assertion_holds(self, a: ast.Assertion) -> bool:
         if not ASSERTION_HOOKS:
             return self._assertion_value(a)
-        from .symbolic import recording
+        from .values import recording
 
         with recording() as guards:
             holds = self._assertion_value(a)

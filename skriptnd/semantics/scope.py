@@ -16,7 +16,8 @@ upper bound (`s|k`, §2.6.1; E0411 without one). Attribute pack lengths `int..(k
 when it is new.
 
 Expressions are typed by an `ExprTyper` (see typecheck/expressions.py), so that this module
-stays about names; `build_scope` runs the whole checker and returns the finished table.
+stays about names (it never imports typecheck: the checker imports it); `typecheck.build_scope`
+runs the whole checker and returns the finished table.
 """
 
 from __future__ import annotations
@@ -878,14 +879,4 @@ def _conversion_hint(have: str, want: str) -> str | None:
         return f"convert it with {want}(...)" if not (have == "int" and want == "real") else \
             "write a real literal such as 1.0, or convert with real(...)"
     return None
-
-
-def build_scope(defn: ast.Definition, lookup: Callable[[str], ast.Definition | None] | None = None,
-                module_name: str = "") -> Scope:
-    """The complete declaration table of a definition (runs the checker; diagnostics dropped)."""
-    from .typecheck import Checker
-
-    checker = Checker(defn, lookup or (lambda _name: None), module_name)
-    checker.run()
-    return checker.root
 

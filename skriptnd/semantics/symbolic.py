@@ -14,24 +14,11 @@ composition hot path stays on plain ints and never imports sympy.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import sympy
 
-from .values import GUARD_STACK
-
-
-@contextlib.contextmanager
-def recording() -> Iterator[list[Any]]:
-    """Collect the guards of the symbolic decisions taken inside the block."""
-    guards: list[Any] = []
-    GUARD_STACK.append(guards)
-    try:
-        yield guards
-    finally:
-        GUARD_STACK.pop()
+from .values import GUARD_STACK, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
 
 
 def _guard(condition: Any) -> None:
@@ -179,8 +166,21 @@ class SymInt(int):
 
 
 def identical(a: Any, b: Any) -> bool:
-    """`a is b` for extents (§2.4): the same expression, whatever the values happen to be."""
-    return sympy.simplify(_expr(a) - _expr(b)) == 0
+    """`a is b` for extents (§2.4): the same expression, whatever the values happen to be.
+
+    A polynomial difference (the usual case: `n - 1`, `4*n - 1`) is decided by expanding it, its
+    canonical form; only one with floor/Mod/division terms needs `simplify`, which is ~100x
+    slower and imports sympy.physics on its first call."""
+    return vanishes(_expr(a) - _expr(b))
+
+
+def vanishes(diff: Any) -> bool:
+    """Whether a sympy expression is identically zero (see identical)."""
+    if diff.is_Number:
+        return diff == 0
+    if diff.is_polynomial():
+        return sympy.expand(diff) == 0
+    return sympy.simplify(diff) == 0
 
 
 def is_symbolic(value: Any) -> bool:

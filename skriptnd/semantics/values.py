@@ -20,6 +20,19 @@ GUARD_STACK: list[list[Any] | None] = []
 
 
 @contextlib.contextmanager
+def recording() -> Iterator[list[Any]]:
+    """Collect the guards of the symbolic decisions taken inside the block (semantics.symbolic;
+    kept here, beside GUARD_STACK, so that checking a program without symbolic extents never
+    imports sympy)."""
+    guards: list[Any] = []
+    GUARD_STACK.append(guards)
+    try:
+        yield guards
+    finally:
+        GUARD_STACK.pop()
+
+
+@contextlib.contextmanager
 def guards_suspended() -> Iterator[None]:
     GUARD_STACK.append(None)
     try:

@@ -22,6 +22,14 @@ def check_definition(defn: ast.Definition, lookup: Lookup, module_name: str) -> 
     return checker.diagnostics()
 
 
+def build_scope(defn: ast.Definition, lookup: Lookup | None = None, module_name: str = "") -> Scope:
+    """The complete declaration table of a definition (runs the checker; diagnostics dropped).
+    It lives here, above scope.py, so that scope never imports the checker that builds on it."""
+    checker = Checker(defn, lookup or (lambda _name: None), module_name)
+    checker.run()
+    return checker.root
+
+
 class Checker(LowerChecks, ComposeChecks):
     """Checks one definition. `run()` builds the declaration table (see scope.ScopeBuilder) and
     then checks @assert, @lower, @compose, @update and @quantize."""
