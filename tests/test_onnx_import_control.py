@@ -164,5 +164,5 @@ def test_loop_scan_output_with_condition_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DiagnosticError) as info:
         skriptnd.import_model(model, tmp_path / "m")
     text = str(info.value)
-    assert "E0807" in text and "'loop'" in text and "scan outputs" in text
+    assert "E0808" in text and "'loop'" in text and "scan outputs" in text
     assert not (tmp_path / "m").exists()
