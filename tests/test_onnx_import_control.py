@@ -166,3 +166,54 @@ def test_loop_scan_output_with_condition_is_refused(tmp_path: Path) -> None:
     text = str(info.value)
     assert "E0808" in text and "'loop'" in text and "scan outputs" in text
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("name", ["Branches", "Conditions", "Loops"])
+def test_round_trip_of_exported_control_flow(name: str, tmp_path: Path) -> None:
+    """SkriptND graphs with dynamic ifs (elif chains, block branches) and loops (counts, bounds,
+    while/do-while conditions, the iteration index) exported as ONNX If/Loop by the exporter, imported
+    back, run by skriptnd and compared with onnxruntime on the exported model."""
+    from test_onnx_export_models import CONTROL_FEEDS, _control_flow_model
+
+    from skriptnd.interop.onnx_export import to_onnx
+
+    model = to_onnx(_control_flow_model(tmp_path).compose(graph=name))
+    composed = skriptnd.load(skriptnd.import_model(model, tmp_path / "back")).compose()
+    rng = np.random.default_rng(1)
+    for i in range(4):  # both branches, zero and several iterations
+        feeds = {k: np.asarray(v, np.float32) if np.asarray(v).dtype == np.float64 else np.asarray(v)
+                 for k, v in CONTROL_FEEDS[name](rng, i).items()}
+        expected = _ort(model, feeds)
+        actual = list(composed.run(feeds).values())
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected, strict=True):
+            _compare(a, e)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_condition_of_one_element_and_count_of_one_element(flag: bool, tmp_path: Path) -> None:
+    """ONNX allows a one-element tensor as If's condition and Loop's trip count."""
+    h = _helper()
+    then_g = h.make_graph([h.make_node("Neg", ["x"], ["a1"])], "then", [], [_vi("a1", FLOAT, [4])])
+    else_g = h.make_graph([h.make_node("Exp", ["x"], ["a2"])], "else", [], [_vi("a2", FLOAT, [4])])
+    body = [h.make_node("Add", ["v_in", "p"], ["v_out"]), h.make_node("Identity", ["cin"], ["cout"])]
+    nodes = [h.make_node("If", ["c"], ["p"], name="pick", then_branch=then_g, else_branch=else_g),
+             _loop(body, [_vi("i", INT64, []), _vi("cin", BOOL, []), _vi("v_in", FLOAT, [4])],
+                   [_vi("cout", BOOL, []), _vi("v_out", FLOAT, [4])], ["M", "", "x"], ["y"])]
+    check(nodes, {"x": rand(4), "c": np.array([flag]), "M": np.array([3], np.int64)},
+          {"y": (FLOAT, [4])}, tmp_path / "m")
+
+
+def test_if_branches_of_different_shapes_are_refused(tmp_path: Path) -> None:
+    h = _helper()
+    then_g = h.make_graph([h.make_node("Identity", ["x"], ["a1"])], "then", [], [_vi("a1", FLOAT, [4])])
+    else_g = h.make_graph([h.make_node("Concat", ["x", "x"], ["a2"], axis=0)], "else", [], [_vi("a2", FLOAT, [8])])
+    node = h.make_node("If", ["c"], ["y"], name="pick", then_branch=then_g, else_branch=else_g)
+    model = _model([node], {"x": rand(4), "c": np.array(True)}, ["y"])
+    del model.graph.output[:]
+    model.graph.output.extend([_vi("y", FLOAT, [None])])
+    with pytest.raises(DiagnosticError) as info:
+        skriptnd.import_model(model, tmp_path / "m")
+    text = str(info.value)
+    assert "E0807" in text and "'pick'" in text and ("[4] vs [8]" in text or "[8] vs [4]" in text)
+    assert not (tmp_path / "m").exists()

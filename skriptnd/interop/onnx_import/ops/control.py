@@ -123,9 +123,10 @@ def _loop(ctx: Context, node: Node) -> None:
     carried0 = node.inputs[2:]
     n = len(carried0)
     scans = list(body.output[1 + n:])
-    cond_value = ctx.const(cond)
-    count_only = not cond or (cond_value is not None and bool(np.asarray(cond_value).reshape(-1)[0])
-                              and _passes_condition(body))
+    # an omitted condition starts true; the body's condition output decides the next iteration either
+    # way (onnxruntime's reading of the spec), unless the body passes its condition input through
+    cond_value = ctx.const(cond) if cond else np.array(True)
+    count_only = cond_value is not None and bool(np.asarray(cond_value).reshape(-1)[0]) and _passes_condition(body)
     if cond_value is not None and not bool(np.asarray(cond_value).reshape(-1)[0]):
         for k in range(n):  # never runs: the outputs are the initial values
             ctx.emit("math.iden", [ctx.arg(carried0[k])], outputs=ctx.out(k))
@@ -159,7 +160,7 @@ def _loop(ctx: Context, node: Node) -> None:
     head = ""
     if not count_only:
         g = ctx.fresh("go")
-        decls.append(f"{g} = {_scalar(ctx, cond, 'cond')}")
+        decls.append(f"{g} = {_scalar(ctx, cond, 'cond') if cond else ctx.literal_arg(np.array(True), 'go')}")
         bind[body.input[1].name] = g
         head = f" while {g}"
     elif body.input[1].name:
