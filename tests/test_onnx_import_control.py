@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_onnx_import import _compare, _model, _ort, _sknd, rand
 from test_onnx_import import check as _check_untyped
 
@@ -217,3 +219,40 @@ def test_if_branches_of_different_shapes_are_refused(tmp_path: Path) -> None:
     text = str(info.value)
     assert "E0807" in text and "'pick'" in text and ("[4] vs [8]" in text or "[8] vs [4]" in text)
     assert not (tmp_path / "m").exists()
+
+
+def test_loop_with_a_false_constant_condition_gives_the_initial_values(tmp_path: Path) -> None:
+    h = _helper()
+    body = [h.make_node("Mul", ["v_in", "v_in"], ["v_out"]), h.make_node("Identity", ["cin"], ["cout"])]
+    loop = _loop(body, [_vi("i", INT64, []), _vi("cin", BOOL, []), _vi("v_in", FLOAT, [3])],
+                 [_vi("cout", BOOL, []), _vi("v_out", FLOAT, [3])], ["M", "never", "x"], ["y"])
+    check([loop], {"x": rand(3)}, {"y": (FLOAT, [3])}, tmp_path / "m",
+          initializers={"M": np.array(4, np.int64), "never": np.array(False)})
+
+
+def test_loop_without_count_or_condition_is_refused(tmp_path: Path) -> None:
+    h = _helper()
+    body = [h.make_node("Neg", ["v_in"], ["v_out"]), h.make_node("Identity", ["cin"], ["cout"])]
+    loop = _loop(body, [_vi("i", INT64, []), _vi("cin", BOOL, []), _vi("v_in", FLOAT, [3])],
+                 [_vi("cout", BOOL, []), _vi("v_out", FLOAT, [3])], ["", "", "x"], ["y"])
+    model = _model([loop], {"x": rand(3)}, ["y"])
+    del model.graph.output[:]
+    model.graph.output.extend([_vi("y", FLOAT, [3])])
+    with pytest.raises(DiagnosticError) as info:
+        skriptnd.import_model(model, tmp_path / "m")
+    assert "E0807" in str(info.value) and "'loop'" in str(info.value) and "never ends" in str(info.value)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(0, 6), bound=st.floats(-4.0, 40.0, width=32), start=st.floats(0.5, 3.0, width=32))
+def test_loop_count_and_condition_property(m: int, bound: float, start: float, tmp_path: Path) -> None:
+    """x <- 2x + i while x < bound, at most m times, for any count and bound (also zero iterations)."""
+    h = _helper()
+    body = [h.make_node("Cast", ["i"], ["fi"], to=FLOAT), h.make_node("Mul", ["v_in", "two"], ["d"]),
+            h.make_node("Add", ["d", "fi"], ["v_out"]), h.make_node("Less", ["v_out", "bound"], ["cout"])]
+    loop = _loop(body, [_vi("i", INT64, []), _vi("cin", BOOL, []), _vi("v_in", FLOAT, [])],
+                 [_vi("cout", BOOL, []), _vi("v_out", FLOAT, [])], ["M", "c0", "v0"], ["v"])
+    feeds = {"v0": np.array(start, np.float32), "bound": np.array(bound, np.float32), "M": np.array(m, np.int64)}
+    nodes = [h.make_node("Less", ["v0", "bound"], ["c0"]), loop]
+    check(nodes, feeds, {"v": (FLOAT, [])}, tmp_path / f"m{len(list(tmp_path.iterdir()))}",
+          initializers={"two": np.array(2.0, np.float32)})
