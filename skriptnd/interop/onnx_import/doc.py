@@ -16,7 +16,7 @@ _FAMILY_TITLES = {"elementwise": "Element-wise arithmetic, comparison, logic", "
                   "conv": "Convolution", "pool": "Pooling", "norm": "Normalization and softmax",
                   "linalg": "Matrix products", "reduce": "Reductions", "shape": "Layout and shape",
                   "index": "Indexing", "recurrent": "Recurrent", "image": "Image", "quant": "Quantization",
-                  "misc": "Other"}
+                  "misc": "Other", "control": "Control flow"}
 
 
 def render() -> str:
@@ -61,6 +61,20 @@ def render() -> str:
              "E0807 an attribute combination that is not supported (naming the node), E0808 a value needed at "
              "import time, E0809 a bad `--input-shape`, E0810 a data type SkriptND has no type for (float8, "
              "int4, strings). Types: float16/32/64 and bfloat16 are `real`, all integers `int`, bool `bool`.",
+             "",
+             "### Control flow",
+             "",
+             "An `If` whose condition is known at import time (exported models branch on shapes) is inlined: "
+             "the taken branch's nodes are converted in place. A condition computed at run time becomes a "
+             "SkriptND `if c then { ... yield ...; } else { ... yield ...; }` (spec §2.10.1) whose blocks hold "
+             "the branches' nodes, converted by the same converters; a subgraph reads outer-scope tensors by "
+             "their SkriptND names. Both branches must give the same shapes (E0807 otherwise). A `Loop` becomes "
+             "`with v = v0, ... while g do..(i -> M) { ... yield ...; }`: the loop-carried values are carried "
+             "values, `iter_num` is the iteration index, the trip count the count and the condition a carried "
+             "`bool` (left out when the body passes it through unchanged and it is true). Scan outputs become a "
+             "pack stacked after the loop, so they need a trip count known at import time and no condition "
+             "(E0808 otherwise: their length would be known only at run time); a loop with neither a count "
+             "nor a condition (E0807), are refused; sequences and optionals have no SkriptND type (their operators are E0806).",
              "",
              "### Quantization (QDQ)",
              "",

@@ -14,7 +14,7 @@ from typing import Any
 
 #: The operator-family modules under ops/, in the order of the documentation's table.
 FAMILIES = ["elementwise", "activation", "conv", "pool", "norm", "linalg", "reduce", "shape", "index",
-            "recurrent", "image", "quant", "misc"]
+            "recurrent", "image", "quant", "misc", "control"]
 
 
 @dataclass(frozen=True)

@@ -156,32 +156,3 @@ def _grid_sample(ctx: Context, node: Node) -> None:
                "padding": _GRID_PADDING[node.attr("padding_mode", "zeros")],
                "aligned": bool(node.attr("align_corners", 0))}
     ctx.emit("image.grid_sample", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
-
-
-@converter("If", target="the taken branch, inline (the condition must be known at import time)",
-           caveats="a condition computed at run time is refused (E0808)")
-def _if(ctx: Context, node: Node) -> None:
-    """Exported models branch on shapes (known at import): the taken branch's nodes are converted in
-    place and its outputs become the If's outputs."""
-    from ..context import value_of
-    from ..fold import fold
-    from ..registry import registry
-
-    cond = ctx.need_const(node.input(0), "condition")
-    branch = node.attr("then_branch") if bool(np.asarray(cond).reshape(-1)[0]) else node.attr("else_branch")
-    outer = ctx.node
-    for vi in [*branch.value_info, *branch.output]:
-        if vi.name not in ctx.values or ctx.values[vi.name].shape is None:
-            ctx.values[vi.name] = value_of(vi)
-    entries = registry()
-    for proto in branch.node:
-        inner = Node.of(proto)
-        ctx.node, ctx._label_used = inner, False
-        if not fold(ctx, inner, False):
-            entries[inner.op_type].convert(ctx, inner)
-    ctx.node, ctx._label_used = outer, False
-    for k, vi in enumerate(branch.output):
-        if vi.name in ctx.consts and vi.name not in ctx.bound:
-            ctx.consts[node.outputs[k]] = ctx.consts[vi.name]
-            continue
-        ctx.emit("math.iden", [ctx.arg(vi.name)], outputs=ctx.out(k))

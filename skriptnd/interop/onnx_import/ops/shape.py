@@ -29,6 +29,9 @@ def _reshape(ctx: Context, node: Node) -> None:
     out = ctx.values.get(node.outputs[0])
     if out is not None and out.shape is not None and all(isinstance(d, int) for d in out.shape):
         shape = list(out.shape)
+    if not dims and not shape:  # a scalar kept a scalar (layout.reshape needs a rank of at least 1)
+        ctx.emit("math.iden", [ctx.arg(node.input(0))])
+        return
     ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [ctx.extent(d) for d in shape]})
 
 
