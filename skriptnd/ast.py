@@ -540,3 +540,27 @@ class Module(Node):
     path: str = field(default="<string>", compare=False)
 
 
+
+
+def _fast_unpickling(namespace: dict[str, object]) -> None:
+    """Frozen slotted dataclasses unpickle through dataclasses' ``__setstate__``, which calls ``fields()`` for
+    every node: a third of loading the standard library from the parse cache (skriptnd.syntax.cache). The
+    same state (the field values in field order), restored from field names computed once per class."""
+    import dataclasses
+
+    for cls in list(namespace.values()):
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and "__slots__" in cls.__dict__:
+            names = tuple(f.name for f in dataclasses.fields(cls))
+
+            def __setstate__(self: object, state: list[object], names: tuple[str, ...] = names) -> None:
+                for name, value in zip(names, state, strict=True):
+                    object.__setattr__(self, name, value)
+
+            def __getstate__(self: object, names: tuple[str, ...] = names) -> list[object]:
+                return [getattr(self, name) for name in names]
+
+            cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+            cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+
+
+_fast_unpickling(globals())

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from . import __version__, cli_bench, cli_graph
-from .checking import check_paths, expand_paths
 from .cli_export import export_command
 from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from .fileio import read_source, write_atomic
@@ -65,7 +64,7 @@ def check(paths: Annotated[list[str] | None, typer.Argument(
           verbose: Annotated[bool, typer.Option("--verbose", help="Also note assertions that depend on dynamic "
                                                 "extents.")] = False) -> None:
     """Check SkriptND modules and report every problem found (graphs are composed for their defaults)."""
-    from .checking import shown
+    from .checking import check_paths, shown
 
     result = check_paths(paths or [])
     diags = shown(result.diagnostics, strict=strict, verbose=verbose)
@@ -82,6 +81,7 @@ def fmt(
     color: ColorOpt = Color.auto,
 ) -> None:
     """Format SkriptND modules in place (comments are kept)."""
+    from .checking import expand_paths
     from .syntax import parse_module
     from .syntax.printer import format_module
 

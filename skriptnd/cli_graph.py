@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from .diagnostics import Diagnostic, DiagnosticError, print_diagnostics
 from .fileio import write_atomic
 from .source import SourceFile
+
+if TYPE_CHECKING:  # numpy is imported by the commands that use it: `sknd --help` starts fast
+    import numpy as np
 
 
 class GraphFormat(StrEnum):
@@ -36,6 +39,9 @@ def _color(choice: str) -> bool | None:
     return {"auto": None, "always": True, "never": False}[choice]
 
 
+_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
 def parse_attribs(items: list[str] | None) -> dict[str, Any]:
     """`name=value` pairs; the value is a SkriptND compile-time expression."""
     from .semantics.evaluate import EvalError, evaluate
@@ -46,6 +52,9 @@ def parse_attribs(items: list[str] | None) -> dict[str, Any]:
         name, sep, text = item.partition("=")
         if not sep or not name.strip().isidentifier():
             raise typer.BadParameter(f"'{item}' is not name=value", param_hint="--attrib")
+        if _INT.fullmatch(text.strip()):  # the common case (-a height=224) without building the parser
+            out[name.strip()] = int(text)
+            continue
         expr, diags = parse_expr(text, f"--attrib {name}")
         if expr is None or diags:
             raise typer.BadParameter(f"cannot read the value of '{name}': {diags[0].message if diags else text}",
@@ -162,6 +171,8 @@ def _tosa_coverage(graph: Any) -> None:
 
 
 def _load_array(spec: str, name: str) -> np.ndarray:
+    import numpy as np
+
     path = Path(spec)
     if not path.is_file():
         raise typer.BadParameter(f"no such file: {spec}", param_hint=f"--input {name}")
@@ -176,6 +187,8 @@ def _load_array(spec: str, name: str) -> np.ndarray:
 
 
 def _random_input(rng: np.random.Generator, t: Any) -> np.ndarray:
+    import numpy as np
+
     shape = tuple(d if d is not None else (b or 1) for d, b in zip(t.shape, t.bounds or (None,) * t.rank,
                                                                   strict=False))
     if t.dtype == "real":
@@ -215,6 +228,8 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                                       "where, compiled or cached.")] = False,
                 color: ColorOpt = "auto") -> None:
     """Run a model's graph on inputs and write or show its outputs."""
+    import numpy as np
+
     from . import backends
 
     try:
@@ -280,12 +295,15 @@ def _has_quantize(graph: Any) -> bool:
 def _save(path: Path, array: np.ndarray) -> None:
     import io
 
+    import numpy as np
+
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     write_atomic(path, buffer.getvalue())
 
 
 def _show(outputs: dict[str, Any]) -> None:
+    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
@@ -315,6 +333,8 @@ def _show(outputs: dict[str, Any]) -> None:
 
 
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:
+    import numpy as np
+
     failed = False
     for name, value in outputs.items():
         ref_path = folder / f"{name}.npy"
