@@ -134,8 +134,10 @@ class OnnxFileRunner(Runner):
 
 
 #: A backend to time: its registry name, or (row label, registry name, its options) to time variants of one
-#: backend (e.g. IREE compiler flags) side by side.
-Entry = str | tuple[str, str, Options]
+#: backend (e.g. IREE compiler flags) side by side, or (row label, a prepared Runner) to time something
+#: outside the registry (benchmarks/models.py: PyTorch eager, onnxruntime on a hand-built ONNX graph) the
+#: same way, interleaved with the rest.
+Entry = str | tuple[str, str, Options] | tuple[str, Runner]
 
 
 def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
@@ -153,12 +155,14 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
         return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
 
     default = with_threads(options or Options())
-    entries: dict[str, tuple[str, Options]] = {}
+    entries: dict[str, tuple[str, Options] | Runner] = {}
     for b in backends:
         if isinstance(b, str):
             entries[canonical(b)] = (canonical(b), default)
+        elif len(b) == 2:
+            entries[b[0]] = b[1]  # type: ignore[misc]
         else:
-            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))
+            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))  # type: ignore[misc]
     if reference and reference not in entries:
         entries[reference] = (reference, default)
     names = list(entries)
@@ -173,10 +177,13 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
                 progress(f"preparing {name}", i, len(names))
             start = time.perf_counter()
             try:
-                if name == reference and onnx_file:
-                    runner: Runner = OnnxFileRunner(graph, onnx_file, threads)
+                entry = entries[name]
+                if isinstance(entry, Runner):
+                    runner: Runner = entry
+                elif name == reference and onnx_file:
+                    runner = OnnxFileRunner(graph, onnx_file, threads)
                 else:
-                    runner = prepare(graph, *entries[name])
+                    runner = prepare(graph, *entry)
                 out = runner.run(inputs)
             except Exception as err:  # a backend that cannot run this graph is a row with its reason
                 from ..diagnostics import DiagnosticError
