@@ -117,6 +117,8 @@ def _show(report: Any, compare: str | None) -> None:
                   f"{' '.join(env['isa']) or 'no AVX2'}), threads {report.threads or 'default'}")
     console.print(f"numpy {env['numpy']} BLAS {escape(env['numpy_blas'])}; thread pools: {escape(str(pools_text))}")
     console.print("BLAS environment: " + (escape(" ".join(f"{k}={v}" for k, v in env["env"].items())) or "none set"))
+    if env.get("blas_note"):
+        console.print(f"[yellow]note[/]: {escape(env['blas_note'])}")
     table = Table(title="latency (median)")
     for col in ("backend", "prepare (s)", "median (ms)", "runs", f"/ {compare}" if compare else "", "max rel. diff"):
         if col:

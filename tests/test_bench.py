@@ -153,3 +153,14 @@ def test_a_prepared_runner_is_timed_beside_the_backends() -> None:
     assert by["doubled"].runs == 4 and len(calls) == 1 + 2 * (1 + 2)  # the check, then per round 1 + 2
     assert by["doubled"].median_ms is not None and by["doubled"].median_ms > 0
     assert by["doubled"].ratio_vs_onnxruntime is None  # no reference
+
+
+def test_blas_note_names_a_coretype_that_holds_openblas_below_the_cpu() -> None:
+    from skriptnd.backends.bench import blas_note
+
+    pools = [{"internal_api": "openblas", "architecture": "Haswell"}]
+    note = blas_note("Haswell", ["avx2", "avx512f"], pools)
+    assert note is not None and "OPENBLAS_CORETYPE=Haswell" in note and "AVX-512" in note
+    assert blas_note("SkylakeX", ["avx2", "avx512f"], pools) is None  # already the AVX-512 kernels
+    assert blas_note("Haswell", ["avx2"], pools) is None  # the CPU has nothing better
+    assert blas_note(None, ["avx2", "avx512f"], pools) is None  # OpenBLAS picks by itself
