@@ -1,6 +1,7 @@
-"""Model-zoo latency: skriptnd (TOSA programs and native kernels) vs onnxruntime vs PyTorch eager.
+"""Model-zoo latency: skriptnd's backends (numpy, kernels, iree) vs onnxruntime vs PyTorch eager, timed by
+`sknd bench`'s machinery (skriptnd.backends.bench).
 
-    python benchmarks/models.py [--threads 1 2] [--repeat 20] [--budget 3] [--gap 0.3] [--sequential]
+    python benchmarks/models.py [--threads 1 2] [--rounds 5] [--per-turn 3] [--gap 0.3] [--iree-all]
                                 [--models resnet18 ...] [--no-write] [--no-sgemm] [--baseline]
 
 For ResNet-18 (224x224, batch 1), MobileNetV2 (224x224, batch 1), the LSTM and the Transformer
@@ -8,10 +9,11 @@ For ResNet-18 (224x224, batch 1), MobileNetV2 (224x224, batch 1), the LSTM and t
 LSTM with seq 128, batch 8, input and hidden 256), in one process, on the same weights (each
 model's make_weights.py, written to a temporary folder) and with the same thread count:
 
-* skriptnd: `Executor(graph, variables)`, the default backend (runs of legalizable operations
-  compiled into TOSA programs, skriptnd.execute.tosa_backend);
-* kernels: skriptnd's native numpy kernels (`sknd run --via kernels`,
-  `skriptnd.execute.backends.kernels_for("kernels")`), no TOSA;
+* skriptnd numpy: the default backend (`--via numpy`: runs of legalizable operations compiled into TOSA
+  programs on numpy, skriptnd.execute.tosa_backend);
+* skriptnd kernels: the native numpy kernels (`--via kernels`), no TOSA;
+* skriptnd iree: `--via iree`, the graph's TOSA programs compiled by IREE (compiled once per model into a
+  temporary cache; not for lstm-large unless `--iree-all`: its 128 unrolled steps take ~1 min to compile);
 * onnxruntime: the ONNX reference graph of tests/test_model_zoo.py's builders, CPU execution
   provider, `intra_op_num_threads` = threads;
 * PyTorch eager, when torch imports: functional implementations in this file (`TORCH`: conv2d +
@@ -19,18 +21,14 @@ model's make_weights.py, written to a temporary folder) and with the same thread
   `scaled_dot_product_attention` for the transformer), `torch.inference_mode()`,
   `torch.set_num_threads(threads)`; without torch its column shows "–".
 
-Every implementation's outputs are first compared with skriptnd's (max |difference| / max |skriptnd|
-over all outputs, printed); one that differs by more than 1e-4 is not timed. The implementations
-are then timed interleaved, round by round, so load changes on a shared machine hit all alike
-(`--sequential`: one after the other); the table gives the medians. With one thread: one run of
-each per round, at least `--repeat` rounds, more while they fit in `--budget` seconds. With more
-threads the thread pools (OpenBLAS, onnxruntime, PyTorch's OpenMP) spin-wait after a run and slow
-down whatever runs next on the same cores (2-10x measured on 2 CPUs), so each implementation's
-turn in a round starts with `--gap` seconds of sleep and an untimed run, then times runs for at
-least 0.1 s; at least 3 rounds and `--repeat` timed runs each. numpy's BLAS is limited with
-threadpoolctl. Each row also records how many CPUs other processes kept busy meanwhile
-(/proc/stat): two-thread rows measured while another process ran are not meaningful. `--baseline` also times skriptnd on the @lower plans only (no
-kernels, no TOSA). "peak run MB" is the largest amount of memory numpy allocated during one
+skriptnd.backends.bench prepares every implementation, compares its outputs with the first's (skriptnd
+numpy; max |difference| / max |numpy|; one that differs by more than 1e-4 is not shown), then times them
+interleaved, round by round (each implementation's turn: `--gap` seconds of sleep with several threads,
+since spinning thread pools slow down whatever runs next on the same cores, one untimed run, then
+`--per-turn` timed runs); the table gives the medians. numpy's BLAS is limited with threadpoolctl. Each
+row also records how many CPUs other processes kept busy meanwhile (/proc/stat): two-thread rows
+measured while another process ran are not meaningful. `--baseline` also times skriptnd on the @lower
+plans only (`--via lower`). "peak run MB" is the largest amount of memory numpy allocated during one
 skriptnd run (tracemalloc), on top of the weights the executor holds.
 
 Unless `--no-sgemm`, the ResNet-18 rows are followed by a measurement of numpy's sgemm (OpenBLAS)
@@ -68,33 +66,29 @@ import test_model_zoo as zoo  # noqa: E402  (the ONNX reference builders)
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import skriptnd  # noqa: E402
-from skriptnd.backends import kernels_for  # noqa: E402
-from skriptnd.execute import Executor  # noqa: E402
+from skriptnd.backends import Options  # noqa: E402
+from skriptnd.backends.base import Runner  # noqa: E402
+from skriptnd.backends.bench import bench  # noqa: E402
 
 #: The LSTM configuration of issue #7 (target: within 2x of onnxruntime's LSTM operator)
 LSTM_LARGE = {"seq": 128, "batch": 8, "input": 256, "hidden": 256}
 #: Largest relative difference from skriptnd's outputs for an implementation to be timed
 TOLERANCE = 1e-4
 #: Implementations (row keys) and their column titles, in table and chart order
-IMPLS = {"sknd": "skriptnd", "kernels": "skriptnd kernels", "ort": "onnxruntime", "torch": "PyTorch eager"}
-CHART_LABELS = {"sknd": "skriptnd (default: TOSA programs)", "kernels": "skriptnd --via kernels",
-                "ort": "onnxruntime", "torch": "PyTorch eager"}
+IMPLS = {"numpy": "skriptnd numpy", "kernels": "skriptnd kernels", "iree": "skriptnd iree", "ort": "onnxruntime",
+         "torch": "PyTorch eager"}
+CHART_LABELS = {"numpy": "skriptnd --via numpy (default: TOSA programs)", "kernels": "skriptnd --via kernels",
+                "iree": "skriptnd --via iree", "ort": "onnxruntime", "torch": "PyTorch eager"}
+#: row keys -> the labels skriptnd.backends.bench reports them under
+BENCH_NAMES = {"numpy": "numpy", "kernels": "kernels", "iree": "iree", "ort": "onnxruntime", "torch": "torch"}
+#: models the iree backend is not timed on by default: lstm-large unrolls 128 steps (~1 min of iree-compile)
+NO_IREE = {"lstm-large"}
 Outputs = dict[str, np.ndarray]
 
 
-def _median_ms(fn: Callable[[], Any], repeat: int, gap: float = 0.0) -> float:
-    time.sleep(gap)  # another thread pool may still be spinning (see _interleaved_ms)
-    fn()  # warm-up (plans, ORT allocations)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000.0 * statistics.median(times)
-
-
 def _interleaved_ms(fns: list[Callable[[], Any]], repeat: int, budget: float = 0.0, gap: float = 0.0) -> list[float]:
-    """Median latency of each function, timed alternately.
+    """Median latency of each function, timed alternately (only the sgemm measurement: the models are timed
+    by skriptnd.backends.bench).
 
     gap 0 (one thread): one run of each per round, at least `repeat` rounds, more (up to 10x) while
     they fit in `budget` seconds. gap > 0 (several threads, where thread pools spin-wait after a
@@ -385,58 +379,68 @@ def _cases(folder: Path) -> list[dict[str, Any]]:
     return cases
 
 
-def _executor(model: Any, case: dict[str, Any], via: str) -> Callable[[], Outputs]:
-    """A fresh composition of the case's graph on the `via` backend's kernels (first run done)."""
-    graph = model.compose(case["graph"], attribs=case["attribs"])
-    kernels, optimize = kernels_for(via)
-    executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables},
-                        kernels=kernels, optimize=optimize)
-    run = lambda: executor.run(case["inputs"])  # noqa: E731
-    run()
-    return run
+class _FnRunner(Runner):
+    """A function of no arguments (its inputs bound) as a bench entry: PyTorch eager, an onnxruntime session."""
+
+    def __init__(self, fn: Callable[[], Outputs], plan: str) -> None:
+        self.fn, self.plan = fn, [plan]
+
+    def run(self, inputs: Any, progress: Any = None) -> dict[str, Any]:
+        return self.fn()
 
 
-def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any) -> dict[str, Any]:
+def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any, cache: Path) -> dict[str, Any]:
+    """One model at one thread count, timed by skriptnd.backends.bench (what `sknd bench` runs): skriptnd's
+    backends, onnxruntime on the reference ONNX graph and PyTorch eager, interleaved round by round."""
     snapshot = _cpu_snapshot()
     start = time.perf_counter()
     model = skriptnd.load(case["path"])
     graph = model.compose(case["graph"], attribs=case["attribs"])
-    result = graph.run(case["inputs"])  # builds the execution plan (TOSA programs, kernels, @lower plans)
+    graph.run(case["inputs"])  # builds the execution plan (TOSA programs, kernels, @lower plans)
     setup = time.perf_counter() - start
-    runs: dict[str, Callable[[], Outputs] | None] = {"sknd": lambda: graph.run(case["inputs"])}
-    runs["kernels"] = _executor(model, case, "kernels")
     builder = case["build"](case["params"])
-    runs["ort"] = _session(ort, builder, case["inputs"], case["outputs"](builder), threads)
-    runs["torch"] = TORCH[case["name"]](case["params"], case["inputs"], threads)
-    errors: dict[str, float] = {}
-    for key, run in list(runs.items()):
-        if key == "sknd" or run is None:
-            continue
-        errors[key] = _relative_difference(run(), result)
-        ok = errors[key] <= TOLERANCE
-        print(f"  {case['name']}: {IMPLS[key]} vs skriptnd, max relative difference {errors[key]:.1e}"
-              + ("" if ok else f"  > {TOLERANCE:g}: NOT TIMED"), flush=True)
-        if not ok:
-            runs[key] = None
-    timed = {k: fn for k, fn in runs.items() if fn is not None}
-    gap = args.gap if threads > 1 else 0.0
-    if args.sequential:
-        ms = {k: _median_ms(fn, args.repeat, gap) for k, fn in timed.items()}
-    else:
-        ms = dict(zip(timed, _interleaved_ms(list(timed.values()), args.repeat, args.budget, gap), strict=True))
-    peak = _peak_mb(runs["sknd"])
-    weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
-    base = None
+    entries: list[Any] = ["numpy", "kernels"]
+    if case["name"] not in NO_IREE or args.iree_all:
+        entries.append("iree")
     if args.baseline:
-        base = _median_ms(_executor(model, case, "lower"), max(3, args.repeat // 4))
+        entries.append("lower")
+    entries.append(("onnxruntime", _FnRunner(_session(ort, builder, case["inputs"], case["outputs"](builder), threads),
+                                             "onnxruntime on tests/test_model_zoo.py's ONNX graph")))
+    torch_run = TORCH[case["name"]](case["params"], case["inputs"], threads)
+    if torch_run is not None:
+        entries.append(("torch", _FnRunner(torch_run, "PyTorch eager")))
+    report = bench(graph, entries, case["inputs"], threads=threads, rounds=args.rounds, per_turn=args.per_turn,
+                   gap=args.gap if threads > 1 else 0.0, options=Options(cache_dir=str(cache)), model=case["name"])
+    by = {r.backend: r for r in report.results}
+    ms: dict[str, float | None] = {}
+    errors: dict[str, float] = {}
+    for key, name in BENCH_NAMES.items():
+        r = by.get(name)
+        if r is None or r.median_ms is None:
+            if r is not None and r.error:
+                print(f"  {case['name']}: {IMPLS[key]}: {r.error}", flush=True)
+            ms[key] = None
+            continue
+        ms[key] = r.median_ms
+        if r.deviation is not None:
+            errors[key] = r.deviation
+            if r.deviation > TOLERANCE:
+                print(f"  {case['name']}: {IMPLS[key]} differs from skriptnd numpy by {r.deviation:.1e} > "
+                      f"{TOLERANCE:g}: not shown", flush=True)
+                ms[key] = None
+    lower = by.get("lower")
+    base = lower.median_ms if lower is not None else None
+    peak = _peak_mb(lambda: graph.run(case["inputs"]))
+    weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
+    iree = by.get("iree")
     r = {"model": case["name"], "threads": threads,
          "shape": " ".join("x".join(map(str, v.shape)) for v in case["inputs"].values()),
-         **{k: ms.get(k) for k in IMPLS}, "base": base, "setup": setup, "peak": peak, "weights": weights,
-         "errors": errors, "graph": graph, "others": _others_cpus(snapshot)}
+         **ms, "base": base, "setup": setup, "peak": peak, "weights": weights, "errors": errors, "graph": graph,
+         "iree_prepare": iree.prepare_s if iree is not None else None, "others": _others_cpus(snapshot),
+         "environment": report.environment}
     print(f"{r['model']:12s} threads {threads}  "
           + "   ".join(f"{IMPLS[k]} {_ms(r[k])}" + (" ms" if r[k] is not None else "") for k in IMPLS)
-          + f"   skriptnd/ORT {_ratio(r['sknd'], r['ort'])}   kernels/ORT {_ratio(r['kernels'], r['ort'])}"
-          f"   skriptnd/PyTorch {_ratio(r['sknd'], r['torch'])}"
+          + f"   numpy/ORT {_ratio(r['numpy'], r['ort'])}   iree/ORT {_ratio(r['iree'], r['ort'])}"
           + (f"   @lower plans {base:8.2f} ms" if base is not None else "")
           + f"   compose+plans {setup:5.2f} s   peak run {peak:6.1f} MB (weights {weights:.1f} MB)"
           + ("" if r["others"] is None else f"   other processes {r['others']:.2f} CPUs"), flush=True)
@@ -503,13 +507,13 @@ def _sgemm(graph: Any, threads: int, repeat: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=20, help="minimum number of timed rounds")
-    parser.add_argument("--budget", type=float, default=3.0,
-                        help="seconds per model and thread count: more rounds (up to 10x --repeat) while they fit")
-    parser.add_argument("--sequential", action="store_true", help="time the implementations one after the other")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (skriptnd.backends.bench)")
+    parser.add_argument("--per-turn", type=int, default=3, help="timed runs of each implementation per round")
     parser.add_argument("--gap", type=float, default=0.3,
-                        help="with several threads: seconds of sleep before each implementation's runs in a "
+                        help="with several threads: seconds of sleep before each implementation's turn in a "
                              "round (the previous one's thread pool stops spinning)")
+    parser.add_argument("--iree-all", action="store_true", help="also iree on lstm-large (128 unrolled steps: "
+                        "about a minute of iree-compile)")
     parser.add_argument("--baseline", action="store_true", help="also time the @lower plans (no kernels, no TOSA)")
     parser.add_argument("--no-sgemm", action="store_true", help="skip the sgemm measurement on ResNet-18's shapes")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/performance.md (.png)")
@@ -522,10 +526,10 @@ def main() -> None:
         cases = [c for c in _cases(Path(tmp)) if not args.models or c["name"] in args.models]
         for threads in args.threads:
             with threadpool_limits(threads):
-                for case in cases:
-                    rows.append(_measure(case, threads, args, ort))
+                for case in cases:  # iree compiles each model once (a cache shared by the thread counts)
+                    rows.append(_measure(case, threads, args, ort, Path(tmp) / "iree-cache"))
                     if case["name"] == "resnet18" and not args.no_sgemm:
-                        sgemm.append(_sgemm(rows[-1]["graph"], threads, args.repeat))
+                        sgemm.append(_sgemm(rows[-1]["graph"], threads, args.rounds * args.per_turn))
     if not args.no_write:  # rows by thread count (`--threads 2 1` measures the load-sensitive rows first)
         if rows:
             rows[0]["first"] = True
@@ -585,27 +589,29 @@ def _write(rows: list[dict[str, Any]], threads: list[int], sgemm: list[dict[str,
     except (OSError, StopIteration):
         pass
     base = any(r["base"] is not None for r in rows)
+    env: dict[str, Any] = rows[0]["environment"] if rows else {}
     now = datetime.datetime.now(datetime.UTC)
     lines = [
         "# Performance",
         "",
         f"Measured {now:%Y-%m-%d %H:%M} UTC with `python benchmarks/models.py` on {cpu}, "
         f"{os.cpu_count()} logical CPUs (a shared VM; load average {load:.1f} at the end of the run), "
-        f"{' and '.join(map(str, threads))} threads (the same for numpy's BLAS via threadpoolctl, onnxruntime "
-        f"{ort.__version__}'s `intra_op_num_threads` and `torch.set_num_threads`); numpy {np.__version__}"
-        f"{_torch_version()}. Median latency; the implementations are timed "
-        + ("one after the other (with several threads each after" if args.sequential else
-           "interleaved round by round (one thread: one run of each per round; several threads: each "
-           "implementation's turn in a round starts with")
-        + f" {args.gap:g} s of sleep and an untimed run, since the thread pools of OpenBLAS, onnxruntime and "
-        "PyTorch spin-wait after a run and slow down whatever runs next on the same cores); batch 1 unless "
-        "the shape says otherwise; all on the same weights in one process.",
+        f"{' and '.join(map(str, threads))} threads (the same for numpy's BLAS via threadpoolctl, IREE's workers, "
+        f"onnxruntime {ort.__version__}'s `intra_op_num_threads` and `torch.set_num_threads`); numpy "
+        f"{np.__version__} ({env.get('numpy_blas', '?')}; BLAS environment: "
+        f"{' '.join(f'`{k}={v}`' for k, v in env.get('env', {}).items()) or 'none set'})"
+        f"{_torch_version()}, IREE {env.get('iree', '–')}. Median latency of interleaved rounds "
+        f"(skriptnd.backends.bench, what `sknd bench` runs: {args.rounds} rounds of {args.per_turn} timed runs "
+        f"after an untimed one; with several threads each turn starts with {args.gap:g} s of sleep, since the "
+        "thread pools of OpenBLAS, IREE, onnxruntime and PyTorch spin-wait after a run and slow down whatever "
+        "runs next on the same cores); batch 1 unless the shape says otherwise; all on the same weights in one "
+        "process.",
         "",
-        "Columns: **skriptnd** is the default backend (`Executor(graph, variables)`: runs of legalizable "
-        "operations compiled into TOSA programs on numpy); **skriptnd kernels** the native numpy kernels "
-        "(`sknd run --via kernels`, no TOSA); **onnxruntime** the ONNX reference graph of "
-        "tests/test_model_zoo.py (CPU provider); **PyTorch eager** the functional implementations in "
-        "benchmarks/models.py (`torch.inference_mode()`); "
+        "Columns: **numpy** is skriptnd's default backend (`--via numpy`: runs of legalizable operations "
+        "compiled into TOSA programs on numpy); **kernels** the native numpy kernels (`--via kernels`, no "
+        "TOSA); **iree** the TOSA programs compiled by IREE (`--via iree`; 'iree compile' is its prepare: iree-compile at the model's first thread count, a cache hit at the next); "
+        "**onnxruntime** the ONNX reference graph of tests/test_model_zoo.py (CPU provider); **PyTorch eager** "
+        "the functional implementations in benchmarks/models.py (`torch.inference_mode()`); "
         + ("**@lower plans only** the operators' own `@lower` formulas (`--via lower`); " if base else "")
         + "'compose + plans': load, compose and first run of the default backend"
         + "".join(f" (the {r['model']} row with {r['threads']} thread{'s' if r['threads'] > 1 else ''}, "
@@ -613,26 +619,28 @@ def _write(rows: list[dict[str, Any]], threads: list[int], sgemm: list[dict[str,
         + "; 'peak run MB': memory numpy allocates during one skriptnd run "
         "(tracemalloc), besides the weights; 'other processes': the average number of CPUs other "
         "processes kept busy while the row was measured (/proc/stat; rows above ~0.2 are suspect on 2 CPUs, "
-        "two-thread rows most). Every implementation's outputs agree with skriptnd's to "
+        "two-thread rows most). Every implementation's outputs agree with skriptnd numpy's to "
         f"{max((e for r in rows for e in r['errors'].values()), default=0.0):.0e} relative or better "
         f"(checked before timing; above {TOLERANCE:.0e} a column would show '–').",
         "",
-        "Targets (from the issues): ResNet-18 at most 1.25x onnxruntime and faster than PyTorch eager; "
+        "Targets (from the issues): ResNet-18 and MobileNetV2 at 2 threads: the fastest skriptnd backend at most 1.25x onnxruntime, the numpy default at most 2x (issue 14); "
         "composition + plan build under 0.5 s. Issue #7: the LSTM with seq 128, batch 8, input and hidden 256 "
         "(`lstm-large`, two layers) at most 2x onnxruntime's LSTM operator.",
         "",
-        "| model | input | threads | skriptnd (ms) | skriptnd kernels (ms) | "
+        "| model | input | threads | numpy (ms) | kernels (ms) | iree (ms) | "
         + ("@lower plans only (ms) | " if base else "")
-        + "onnxruntime (ms) | PyTorch eager (ms) | skriptnd / ORT | kernels / ORT | skriptnd / PyTorch | "
-        "compose + plans (s) | peak run MB (weights MB) | other processes (CPUs) |",
-        "|---|---|---:|---:|---:|" + ("---:|" if base else "") + "---:|---:|---:|---:|---:|---:|---:|---:|",
+        + "onnxruntime (ms) | PyTorch eager (ms) | numpy / ORT | iree / ORT | numpy / PyTorch | "
+        "compose + plans (s) | iree compile (s) | peak run MB (weights MB) | other processes (CPUs) |",
+        "|---|---|---:|---:|---:|---:|" + ("---:|" if base else "") + "---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['shape']} | {r['threads']} | {_ms(r['sknd'])} | {_ms(r['kernels'])} | "
+        lines.append(f"| {r['model']} | {r['shape']} | {r['threads']} | {_ms(r['numpy'])} | {_ms(r['kernels'])} | "
+                     f"{_ms(r['iree'])} | "
                      + (f"{_ms(r['base'])} | " if base else "")
-                     + f"{_ms(r['ort'])} | {_ms(r['torch'])} | {_ratio(r['sknd'], r['ort'])} | "
-                     f"{_ratio(r['kernels'], r['ort'])} | {_ratio(r['sknd'], r['torch'])} | {r['setup']:.2f} | "
-                     f"{r['peak']:.1f} ({r['weights']:.1f}) | "
+                     + f"{_ms(r['ort'])} | {_ms(r['torch'])} | {_ratio(r['numpy'], r['ort'])} | "
+                     f"{_ratio(r['iree'], r['ort'])} | {_ratio(r['numpy'], r['torch'])} | {r['setup']:.2f} | "
+                     + (f"{r['iree_prepare']:.1f}" if r["iree_prepare"] is not None else "–")
+                     + f" | {r['peak']:.1f} ({r['weights']:.1f}) | "
                      + ("–" if r["others"] is None else f"{r['others']:.2f}") + " |")
     lines.append("")
     if chart is not None:
@@ -642,7 +650,7 @@ def _write(rows: list[dict[str, Any]], threads: list[int], sgemm: list[dict[str,
         parts = []
         for s in sgemm:
             r = resnet[s["threads"]]
-            implied = ", ".join(f"{IMPLS[k]} {s['flops'] / r[k] / 1e6:.0f}" for k in ("ort", "torch", "sknd")
+            implied = ", ".join(f"{IMPLS[k]} {s['flops'] / r[k] / 1e6:.0f}" for k in ("ort", "torch", "iree", "numpy")
                                 if r[k] is not None)
             parts.append(f"{s['threads']} thread{'s' if s['threads'] > 1 else ''}: {s['min']:.0f}–{s['max']:.0f} "
                          f"GFLOP/s per shape, the 20 GEMMs alone {s['total_ms']:.1f} ms ({s['rate']:.0f} GFLOP/s); "

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from . import __version__, cli_bench, cli_graph
-from .checking import check_paths, expand_paths
 from .cli_export import export_command
 from .cli_help import TidyGroup
 from .cli_import import import_command
@@ -83,7 +82,7 @@ def check(paths: Annotated[list[str] | None, typer.Argument(
     """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
 
     Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
-    from .checking import shown
+    from .checking import check_paths, shown
 
     result = check_paths(paths or [])
     diags = shown(result.diagnostics, strict=strict, verbose=verbose)
@@ -102,6 +101,7 @@ def fmt(
     """Format SkriptND modules in place (comments are kept).
 
     Example: sknd fmt --check models/digits/main.sknd"""
+    from .checking import expand_paths
     from .syntax import parse_module
     from .syntax.printer import format_module
 

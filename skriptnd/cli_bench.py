@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from .cli_graph import (
@@ -22,6 +21,9 @@ from .cli_graph import (
     load_and_compose,
     parse_attribs,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
@@ -47,6 +49,8 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
                   color: Annotated[str, typer.Option("--color")] = "auto") -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime)."""
+    import numpy as np
+
     from . import backends
     from .backends.bench import REFERENCE
     from .diagnostics import DiagnosticError
@@ -113,6 +117,8 @@ def _show(report: Any, compare: str | None) -> None:
                   f"{' '.join(env['isa']) or 'no AVX2'}), threads {report.threads or 'default'}")
     console.print(f"numpy {env['numpy']} BLAS {escape(env['numpy_blas'])}; thread pools: {escape(str(pools_text))}")
     console.print("BLAS environment: " + (escape(" ".join(f"{k}={v}" for k, v in env["env"].items())) or "none set"))
+    if env.get("blas_note"):
+        console.print(f"[yellow]note[/]: {escape(env['blas_note'])}")
     table = Table(title="latency (median)")
     for col in ("backend", "prepare (s)", "median (ms)", "runs", f"/ {compare}" if compare else "", "max rel. diff"):
         if col:

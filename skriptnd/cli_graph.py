@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from .diagnostics import Diagnostic, DiagnosticError, print_diagnostics
 from .source import SourceFile
+
+if TYPE_CHECKING:  # numpy is imported by the commands that use it: `sknd --help` starts fast
+    import numpy as np
 
 
 class GraphFormat(StrEnum):
@@ -35,6 +38,9 @@ def _color(choice: str) -> bool | None:
     return {"auto": None, "always": True, "never": False}[choice]
 
 
+_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
 def parse_attribs(items: list[str] | None) -> dict[str, Any]:
     """`name=value` pairs; the value is a SkriptND compile-time expression."""
     from .semantics.evaluate import EvalError, evaluate
@@ -45,6 +51,9 @@ def parse_attribs(items: list[str] | None) -> dict[str, Any]:
         name, sep, text = item.partition("=")
         if not sep or not name.strip().isidentifier():
             raise typer.BadParameter(f"'{item}' is not name=value", param_hint="--attrib")
+        if _INT.fullmatch(text.strip()):  # the common case (-a height=224) without building the parser
+            out[name.strip()] = int(text)
+            continue
         expr, diags = parse_expr(text, f"--attrib {name}")
         if expr is None or diags:
             raise typer.BadParameter(f"cannot read the value of '{name}': {diags[0].message if diags else text}",
@@ -177,6 +186,8 @@ def _tosa_coverage(graph: Any) -> None:
 
 
 def _random_input(rng: np.random.Generator, t: Any) -> np.ndarray:
+    import numpy as np
+
     shape = tuple(d if d is not None else (b or 1) for d, b in zip(t.shape, t.bounds or (None,) * t.rank,
                                                                   strict=False))
     if t.dtype == "real":
@@ -226,6 +237,8 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
     """Run a model's graph on inputs and write or show its outputs.
 
     Example: sknd run models/digits --input image=models/digits/samples/3.npy"""
+    import numpy as np
+
     from . import backends, cli_io
 
     try:
@@ -336,6 +349,8 @@ def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int |
 
 
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:
+    import numpy as np
+
     failed = False
     for name, value in outputs.items():
         ref_path = folder / f"{name}.npy"

@@ -81,3 +81,43 @@ def test_cli_via_and_tosa_coverage(tmp_path: Path) -> None:
     quantized = sknd("compose", str(ROOT / "models" / "digits_int8"), "--tosa")
     assert quantized.returncode == 0 and "@quantize: runs as an integer TOSA graph of" in quantized.stdout
     assert "RESCALE" in quantized.stdout and "CONV2D" in quantized.stdout
+
+
+def test_iree_cache_trusts_unchanged_files_and_hashes_changed_ones(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached start does not re-hash an entry's files whose size, mtime and inode are those recorded when
+    it was published; a changed or pre-stats entry is checked by its SHA-256 (and then gains the stats)."""
+    import hashlib
+    import json
+    import os
+
+    from skriptnd.backends import iree_cache
+
+    def build(folder: Path) -> None:
+        (folder / iree_cache.MODULE).write_bytes(b"module" * 100)
+        (folder / iree_cache.PARAMS).write_bytes(b"weights" * 1000)
+
+    entry = iree_cache.lookup_or_build(tmp_path, "k", build)
+    assert entry.compiled
+    manifest = json.loads((entry.folder / iree_cache.MANIFEST).read_text())
+    assert manifest["files"][iree_cache.PARAMS] == hashlib.sha256(b"weights" * 1000).hexdigest()
+    real_digest = iree_cache._digest
+    hashed: list[str] = []
+    monkeypatch.setattr(iree_cache, "_digest", lambda p: hashed.append(p.name) or real_digest(p))
+    assert not iree_cache.lookup_or_build(tmp_path, "k", build).compiled
+    assert hashed == []  # unchanged files: trusted by their stats
+    # an entry written before the stats were recorded: hashed once, then trusted
+    manifest.pop("stats")
+    (entry.folder / iree_cache.MANIFEST).write_text(json.dumps(manifest))
+    assert not iree_cache.lookup_or_build(tmp_path, "k", build).compiled
+    assert sorted(hashed) == [iree_cache.MODULE, iree_cache.PARAMS]
+    hashed.clear()
+    assert not iree_cache.lookup_or_build(tmp_path, "k", build).compiled and hashed == []
+    # the weights overwritten in place with as many bytes: the new mtime makes it hashed, and corrupt
+    params = entry.folder / iree_cache.PARAMS
+    before = params.stat().st_mtime_ns
+    params.write_bytes(b"WEIGHTS" * 1000)
+    os.utime(params, ns=(before + 10**9, before + 10**9))  # whatever the file system's clock resolution
+    with pytest.warns(RuntimeWarning, match="params.irpa does not match its checksum"):
+        assert iree_cache.lookup_or_build(tmp_path, "k", build).compiled
+    assert params.read_bytes() == b"weights" * 1000

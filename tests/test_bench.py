@@ -124,3 +124,43 @@ def test_bench_compares_with_the_models_own_onnx_export() -> None:
     rows = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
     assert list(rows) == ["numpy", "onnxruntime"] and rows["onnxruntime"]["error"] is None
     assert rows["onnxruntime"]["deviation"] < 1e-4 and rows["numpy"]["ratio_vs_onnxruntime"] > 0
+
+
+def test_a_prepared_runner_is_timed_beside_the_backends() -> None:
+    """A (label, Runner) entry (benchmarks/models.py: PyTorch eager, a hand-built onnxruntime session) is
+    checked against the first backend and timed with the rest; here it doubles the numpy backend's
+    outputs, so its deviation is max|2y - y| / max|y| = 1 exactly."""
+    from skriptnd import backends
+    from skriptnd.backends.base import Runner
+    from skriptnd.backends.bench import bench
+
+    graph = skriptnd.load(ROOT / "models" / "digits").compose()
+    x = {"image": np.random.default_rng(0).random((1, 1, 8, 8)).astype(np.float32)}
+    numpy_runner = backends.prepare(graph, "numpy")
+    calls = []
+
+    class Doubled(Runner):
+        plan = ["twice the numpy backend"]
+
+        def run(self, inputs: Any, progress: Any = None) -> dict[str, Any]:
+            calls.append(1)
+            return {k: 2 * np.asarray(v) for k, v in numpy_runner.run(inputs).items()}
+
+    report = bench(graph, ["numpy", ("doubled", Doubled())], x, reference=None, rounds=2, per_turn=2)
+    by = {r.backend: r for r in report.results}
+    assert list(by) == ["numpy", "doubled"]
+    assert by["doubled"].deviation == pytest.approx(1.0)
+    assert by["doubled"].runs == 4 and len(calls) == 1 + 2 * (1 + 2)  # the check, then per round 1 + 2
+    assert by["doubled"].median_ms is not None and by["doubled"].median_ms > 0
+    assert by["doubled"].ratio_vs_onnxruntime is None  # no reference
+
+
+def test_blas_note_names_a_coretype_that_holds_openblas_below_the_cpu() -> None:
+    from skriptnd.backends.bench import blas_note
+
+    pools = [{"internal_api": "openblas", "architecture": "Haswell"}]
+    note = blas_note("Haswell", ["avx2", "avx512f"], pools)
+    assert note is not None and "OPENBLAS_CORETYPE=Haswell" in note and "AVX-512" in note
+    assert blas_note("SkylakeX", ["avx2", "avx512f"], pools) is None  # already the AVX-512 kernels
+    assert blas_note("Haswell", ["avx2"], pools) is None  # the CPU has nothing better
+    assert blas_note(None, ["avx2", "avx512f"], pools) is None  # OpenBLAS picks by itself

@@ -89,6 +89,9 @@ def environment(threads: int | None) -> dict[str, Any]:
                                                      "threading_layer")} for p in threadpool_info()]
     except ImportError:
         env["threadpools"] = "threadpoolctl not installed"
+    note = blas_note(env["env"].get("OPENBLAS_CORETYPE"), isa, env.get("threadpools"))
+    if note:
+        env["blas_note"] = note
     for module in ("onnxruntime", "iree.compiler.version"):
         try:
             import importlib
@@ -98,6 +101,25 @@ def environment(threads: int | None) -> dict[str, Any]:
         except ImportError:
             pass
     return env
+
+
+#: OpenBLAS core types whose kernels stop short of AVX-512 (OPENBLAS_CORETYPE names one of them)
+PRE_AVX512_CORES = {"prescott", "core2", "penryn", "dunnington", "nehalem", "sandybridge", "haswell", "atom",
+                    "barcelona", "bobcat", "bulldozer", "piledriver", "steamroller", "excavator", "zen"}
+
+
+def blas_note(coretype: str | None, isa: list[str], pools: Any) -> str | None:
+    """Why numpy may be slow here: ``OPENBLAS_CORETYPE`` forcing pre-AVX-512 kernels on an AVX-512 CPU.
+    skriptnd cannot change it at run time (OpenBLAS reads it when numpy loads) and does not override a
+    setting someone made on purpose (it also works around CPU-detection problems): it says so. Measured
+    on this project's 2-vCPU AMD EPYC machine: unsetting ``Haswell`` made the numpy backend's ResNet-18
+    1.4x faster at one thread, 2.3x at two (docs/performance.md)."""
+    if not coretype or coretype.lower() not in PRE_AVX512_CORES or "avx512f" not in isa:
+        return None
+    arch = next((p.get("architecture") for p in pools if p.get("internal_api") == "openblas"), None) \
+        if isinstance(pools, list) else None
+    return (f"OPENBLAS_CORETYPE={coretype} keeps OpenBLAS on its {arch or coretype} code although this CPU has "
+            "AVX-512; unset it (or set SkylakeX) for numpy's faster GEMMs")
 
 
 def blas_limit(threads: int | None) -> AbstractContextManager[Any]:
@@ -134,8 +156,10 @@ class OnnxFileRunner(Runner):
 
 
 #: A backend to time: its registry name, or (row label, registry name, its options) to time variants of one
-#: backend (e.g. IREE compiler flags) side by side.
-Entry = str | tuple[str, str, Options]
+#: backend (e.g. IREE compiler flags) side by side, or (row label, a prepared Runner) to time something
+#: outside the registry (benchmarks/models.py: PyTorch eager, onnxruntime on a hand-built ONNX graph) the
+#: same way, interleaved with the rest.
+Entry = str | tuple[str, str, Options] | tuple[str, Runner]
 
 
 def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
@@ -153,12 +177,14 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
         return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
 
     default = with_threads(options or Options())
-    entries: dict[str, tuple[str, Options]] = {}
+    entries: dict[str, tuple[str, Options] | Runner] = {}
     for b in backends:
         if isinstance(b, str):
             entries[canonical(b)] = (canonical(b), default)
+        elif len(b) == 2:
+            entries[b[0]] = b[1]  # type: ignore[misc]
         else:
-            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))
+            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))  # type: ignore[misc]
     if reference and reference not in entries:
         entries[reference] = (reference, default)
     names = list(entries)
@@ -173,10 +199,13 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
                 progress(f"preparing {name}", i, len(names))
             start = time.perf_counter()
             try:
-                if name == reference and onnx_file:
-                    runner: Runner = OnnxFileRunner(graph, onnx_file, threads)
+                entry = entries[name]
+                if isinstance(entry, Runner):
+                    runner: Runner = entry
+                elif name == reference and onnx_file:
+                    runner = OnnxFileRunner(graph, onnx_file, threads)
                 else:
-                    runner = prepare(graph, *entries[name])
+                    runner = prepare(graph, *entry)
                 out = runner.run(inputs)
             except Exception as err:  # a backend that cannot run this graph is a row with its reason
                 from ..diagnostics import DiagnosticError

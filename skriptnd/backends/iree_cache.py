@@ -10,7 +10,8 @@ An entry is ``module.vmfb`` (the compiled program), ``params.irpa`` (the weights
 archive, when the compiler exported any) and ``manifest.json`` (the SHA-256 of both). An entry is
 published by renaming a finished temporary folder, so a crash mid-compile leaves no half entry; an entry
 whose files no longer match its manifest (a truncated or overwritten file) is removed with a warning and
-rebuilt, never loaded.
+rebuilt, never loaded. (A file with the size, modification time and inode recorded at publication is
+taken as unchanged without re-hashing it, so that a cached start does not read the weights twice.)
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..fileio import write_atomic
 
 MANIFEST = "manifest.json"
 MODULE = "module.vmfb"
@@ -91,19 +94,42 @@ class Entry:
         return p if p.is_file() else None
 
 
+def _stat(path: Path) -> list[int]:
+    """What changes when a file is rewritten, truncated or replaced: size, modification time, inode."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
 def _valid(folder: Path) -> str | None:
-    """Why the entry cannot be used (None: it can)."""
+    """Why the entry cannot be used (None: it can). A file whose size, modification time and inode are those
+    recorded when the entry was published is not hashed again (hashing ResNet-18's 47 MB of parameters would
+    be a fifth of a cached start); any other file is checked against its SHA-256."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         files = manifest["files"]
+        stats = manifest.get("stats", {})
         if MODULE not in files:
             return "no compiled module"
+        hashed = False
         for name, digest in files.items():
+            if stats.get(name) == _stat(folder / name):
+                continue
             if _digest(folder / name) != digest:
                 return f"{name} does not match its checksum"
-    except (OSError, ValueError, KeyError, TypeError) as err:
+            hashed = True
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         return f"unreadable manifest ({err})"
+    if hashed:  # an entry from before the stats were recorded, or copied: record them for the next start
+        try:
+            _write_manifest(folder, files)
+        except OSError:  # a read-only cache still works: it is only hashed at every start
+            pass
     return None
+
+
+def _write_manifest(folder: Path, files: dict[str, str]) -> None:
+    stats = {name: _stat(folder / name) for name in files}
+    write_atomic(folder / MANIFEST, json.dumps({"files": files, "stats": stats}))
 
 
 def lookup_or_build(root: Path, key: str, build: Callable[[Path], None]) -> Entry:
@@ -122,7 +148,7 @@ def lookup_or_build(root: Path, key: str, build: Callable[[Path], None]) -> Entr
     try:
         build(tmp)
         files = {name: _digest(tmp / name) for name in (MODULE, PARAMS) if (tmp / name).is_file()}
-        (tmp / MANIFEST).write_text(json.dumps({"files": files}), encoding="utf-8")
+        _write_manifest(tmp, files)  # renaming the folder keeps the files' stats
         try:
             os.replace(tmp, folder)
         except OSError:  # another process published it first: use theirs

@@ -142,6 +142,8 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
 
 def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
     """TOSA 1.0 MLIR (generic form) of ``graph``; ``variables`` by name (default: the model's files).
+    The graph is written as one simplified program (skriptnd.tosa.program.graph_program: constants folded,
+    filters re-laid out, inverse transpose pairs cancelled), as the iree backend compiles it.
     Large constants are ``dense_resource`` blobs unless ``inline_constants``.
     Raises :class:`DiagnosticError` when the graph cannot be exported."""
     diags = check_exportable(graph)
@@ -149,6 +151,24 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+    from .program import graph_program
+    from .program_mlir import NotCompilable, program_to_mlir
+
+    program = graph_program(graph, variables)  # the simplified program the iree backend compiles
+    if program is not None:
+        inputs = [(tuple(int(d) for d in t.shape), np.dtype(np.bool_ if t.dtype == "bool" else np.float32))
+                  for t in graph.inputs]
+        try:
+            return program_to_mlir(program, inputs, inline_constants=inline_constants,
+                                   header=f"// TOSA 1.0 export of graph {graph.name} (skriptnd)")
+        except NotCompilable:
+            pass
+    return _to_mlir_by_operation(graph, variables, inline_constants)
+
+
+def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_constants: bool) -> str:
+    """The graph written operation by operation, each legalized subgraph as it is (with its own layout
+    transposes): for what :func:`skriptnd.tosa.program.graph_program` does not take."""
     lines: list[str] = []
     ssa: dict[int, str] = {}  # id(tensor) -> SSA name
     vals: dict[int, np.ndarray] = {}  # id(tensor) -> value (for types)

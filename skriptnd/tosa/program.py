@@ -91,6 +91,8 @@ class Program:
     outputs: list[str] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    #: constant -> the graph tensor it holds (maybe re-laid out), for readable names in exports
+    hints: dict[str, str] = field(default_factory=dict, repr=False)
     _steps: list[_Step] | None = field(default=None, repr=False)
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -213,10 +215,15 @@ class Builder:
         self.program.inputs.append(name)
         return name
 
-    def constant(self, value: np.ndarray) -> str:
+    def constant(self, value: np.ndarray, hint: str | None = None) -> str:
         name = self._fresh("c")
         self.program.constants[name] = np.asarray(value)
+        if hint:
+            self.program.hints[name] = hint
         return name
+
+    def _hint(self, names: Sequence[str]) -> str | None:
+        return next((self.program.hints[n] for n in names if n in self.program.hints), None)
 
     def output(self, name: str) -> str:
         """``name`` as a program output (a pending transpose is materialized)."""
@@ -260,7 +267,7 @@ class Builder:
             if inner is not None:
                 perms = tuple(inner[p] for p in perms)
             if base in consts:
-                return self.constant(np.ascontiguousarray(np.transpose(consts[base], perms)))
+                return self.constant(np.ascontiguousarray(np.transpose(consts[base], perms)), self._hint([base]))
             if perms == tuple(range(len(perms))):
                 return base
             out = self._fresh()
@@ -275,7 +282,7 @@ class Builder:
             return sunk
         inputs = [self._real(i) for i in inputs]
         if all(i in consts for i in inputs):
-            return self.constant(_evaluate(name, [consts[i] for i in inputs], attrs))
+            return self.constant(_evaluate(name, [consts[i] for i in inputs], attrs), self._hint(inputs))
         out = self._append(name, inputs, attrs)
         if name == WIDEN:
             self._widened[out] = inputs[0]
@@ -304,7 +311,8 @@ class Builder:
                 if lazy[i] is not None:
                     new[i] = lazy[i][0]  # type: ignore[index]
                 elif inputs[i] in consts and consts[inputs[i]].ndim == len(p):
-                    new[i] = self.constant(np.ascontiguousarray(np.transpose(consts[inputs[i]], inv)))
+                    new[i] = self.constant(np.ascontiguousarray(np.transpose(consts[inputs[i]], inv)),
+                                           self._hint([inputs[i]]))
                 else:
                     return None
             if any(lazy[i] is not None for i in range(len(inputs)) if i not in data):
@@ -333,7 +341,56 @@ class Builder:
                 needed.update(o.inputs)
         prog.ops = kept[::-1]
         prog.constants = {k: v for k, v in prog.constants.items() if k in needed}
+        prog.hints = {k: v for k, v in prog.hints.items() if k in prog.constants}
         return prog
+
+
+def graph_program(graph: Any, variables: dict[str, Any]) -> Program | None:
+    """A whole composed float graph as one simplified program (what the exports write: `sknd export
+    --tosa-mlir` and `--spirv`, as the iree backend compiles): every operation's legalized subgraph
+    (skriptnd.tosa.legalize) spliced in order by a :class:`Builder`, so constants are folded, filters
+    re-laid out once and the NCHW ↔ NHWC transpose pairs between operations cancelled. Inputs and outputs
+    are the graph's, in order; ``variables`` by name. The caller has checked that every operation
+    legalizes (skriptnd.tosa.export.check_exportable). None when the graph has what a program does not
+    take (an operation with pack outputs) or keeps SkriptND int (int64) values between operations (the
+    program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then write it operation
+    by operation."""
+    from .legalize import legalize
+
+    builder = Builder()
+    names: dict[int, str] = {}
+
+    def name_of(t: Any) -> str:
+        if id(t) not in names:
+            if t.kind == "variable":
+                a = variables[t.name]
+            elif t.kind == "constant":
+                a = t.value
+            else:
+                raise ValueError(f"tensor '{t.name}' is used before it is computed")
+            a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
+            names[id(t)] = builder.constant(a, t.name)
+        return names[id(t)]
+
+    for t in graph.inputs:
+        names[id(t)] = builder.input()
+    for k, op in enumerate(graph.operations):
+        if any(isinstance(v, list) for v in op.outputs):
+            return None
+        sg, _ = legalize(op)
+        if sg is None:
+            return None
+        builder.origin = k
+        args = [None if v is None else [name_of(t) for t in v] if isinstance(v, list) else name_of(v)
+                for v in op.inputs]
+        for t, name in zip(op.outputs, builder.splice(sg, args), strict=True):
+            names[id(t)] = name
+    for t in graph.outputs:
+        builder.output(name_of(t))
+    program = builder.finish()
+    if any(o.name in BOUNDARY for o in program.ops):
+        return None
+    return program
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:

@@ -40,8 +40,10 @@ def check_compilable(program: Program) -> None:
 
 
 def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dtype]], name: str = "main",
-                    comment: str = "") -> str:
-    """MLIR of ``program`` whose inputs have the ``(shape, dtype)`` of ``inputs``; one ``func.func @main``."""
+                    comment: str = "", *, inline_constants: bool = False, header: str | None = None) -> str:
+    """MLIR of ``program`` whose inputs have the ``(shape, dtype)`` of ``inputs``; one ``func.func @main``.
+    Large constants are ``dense_resource`` blobs (named after the graph tensor they hold, ``Program.hints``)
+    unless ``inline_constants``; ``header``: the first line's comment (default: names the program)."""
     lines: list[str] = []
     ssa: dict[str, str] = {}
     vals: dict[str, np.ndarray] = {}
@@ -68,8 +70,8 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
                          f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
         else:
             _check(a, f"constant {n}")
-            if a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
-                key = _resource_key(n, keys)
+            if not inline_constants and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
+                key = _resource_key(program.hints.get(n, n), keys)
                 blobs.append((key, _resource_blob(a)))
                 lines.append(f'    {v} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> '
                              f"{_type(a)}")
@@ -99,16 +101,23 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
         lines.append(f'    {v} = "tosa.{o.name.lower()}"({", ".join(ssa[i] for i in o.inputs)}){attrs} : '
                      f"({in_types}) -> {_type(result)}")
         ssa[o.output], vals[o.output] = v, result
+    results = []
     for o in program.outputs:
         if vals[o].dtype == np.int64:
             raise NotCompilable("an output is a shape value")
+        if o in program.constants or o in program.inputs:  # a function result must be an operation's value
+            v = fresh()
+            lines.append(f'    {v} = "tosa.identity"({ssa[o]}) : ({_type(vals[o])}) -> {_type(vals[o])}')
+            results.append(v)
+        else:
+            results.append(ssa[o])
     res_types = ", ".join(_type(vals[o]) for o in program.outputs)
     in_types = ", ".join(_type(vals[n]) for n in program.inputs)
     head = (f'  "func.func"() <{{function_type = ({in_types}) -> ({res_types}), sym_name = "{name}"}}> ({{\n'
             f'  ^bb0({", ".join(args)}):')
-    ret = f'    "func.return"({", ".join(ssa[o] for o in program.outputs)}) : ({res_types}) -> ()'
-    text = "\n".join([f"// TOSA 1.0 program {comment} (skriptnd)", '"builtin.module"() ({', head, *lines, ret,
-                      "  }) : () -> ()", "}) : () -> ()", ""])
+    ret = f'    "func.return"({", ".join(results)}) : ({res_types}) -> ()'
+    text = "\n".join([header or f"// TOSA 1.0 program {comment} (skriptnd)", '"builtin.module"() ({', head, *lines,
+                      ret, "  }) : () -> ()", "}) : () -> ()", ""])
     if not blobs:
         return text
     parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]

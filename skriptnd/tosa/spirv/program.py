@@ -1,8 +1,9 @@
 """The flat TOSA program a SPIR-V module holds: graph inputs, constants, TOSA operators, graph outputs.
 
 :func:`from_graph` takes it from the same lowering the MLIR export uses: for a graph with ``@quantize``
-entries the integer graph of :mod:`skriptnd.tosa.quantized`, otherwise each operation's legalized subgraph
-(:mod:`skriptnd.tosa.legalize`) spliced in order, as :func:`skriptnd.tosa.export.to_mlir` walks them (so the
+entries the integer graph of :mod:`skriptnd.tosa.quantized`, otherwise the graph's simplified TOSA program
+(:func:`skriptnd.tosa.program.graph_program`: each operation's legalized subgraph spliced in order, constants
+folded, inverse transpose pairs cancelled), which :func:`skriptnd.tosa.export.to_mlir` writes too (so the
 two exports hold the same operators with the same attributes). Every value's type comes from running the
 program once on the numpy TOSA operators, as the MLIR export does.
 """
@@ -100,6 +101,28 @@ def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> To
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+    from ..program import graph_program
+
+    program = graph_program(graph, variables)  # the simplified program --tosa-mlir writes
+    if program is not None:
+        p = TosaProgram(name=graph.name, inputs=list(program.inputs), outputs=list(program.outputs),
+                        ops=[TosaOp(o.name, list(o.inputs), dict(o.attrs), o.output) for o in program.ops],
+                        constants=dict(program.constants),
+                        shapes={n for n, a in program.constants.items() if np.asarray(a).dtype == np.int64},
+                        input_names=[t.name for t in graph.inputs], output_names=[t.name for t in graph.outputs])
+        for o in program.ops:
+            span = _span(graph.operations[o.origin]) if o.origin >= 0 else None
+            if span is not None:
+                p.spans[o.output] = span
+        infer_types(p, [np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32)
+                        for t in graph.inputs])
+        return p
+    return _from_float_graph_by_operation(graph, variables)
+
+
+def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray]) -> TosaProgram:
+    """Each operation's legalized subgraph spliced as it is, for what graph_program does not take (as the
+    MLIR export does)."""
     p = TosaProgram(name=graph.name, inputs=[], outputs=[], input_names=[t.name for t in graph.inputs],
                     output_names=[t.name for t in graph.outputs])
     names: dict[int, str] = {}  # id(tensor) -> value name
