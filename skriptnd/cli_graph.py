@@ -316,6 +316,7 @@ SOFTMAX_OPS = frozenset({"nn.softmax"})
 
 
 def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int | None = None) -> None:
+    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
