@@ -43,10 +43,11 @@ def test_names_are_sanitized_and_unique() -> None:
     names = Names(["y"])
     assert names("/conv1/Conv_output_0") == "conv1_Conv_output_0"
     assert names("y") == "y_2"  # taken
-    assert names("nn") == "nn_"  # a module name would read as a member access
+    assert names("nn") == "nn"  # a module name is a valid tensor name: `nn.relu(nn)` calls the operator
+    assert names("type") == "type_"  # a reserved word is not
     assert names("1x") == "t_1x"
     assert names("/conv1/Conv_output_0") == "conv1_Conv_output_0"  # stable
-    assert names.renamed == {"/conv1/Conv_output_0": "conv1_Conv_output_0", "y": "y_2", "nn": "nn_", "1x": "t_1x"}
+    assert names.renamed == {"/conv1/Conv_output_0": "conv1_Conv_output_0", "y": "y_2", "type": "type_", "1x": "t_1x"}
 
 
 def test_literals() -> None:

@@ -150,9 +150,9 @@ def test_names_that_are_not_skriptnd_identifiers_are_renamed(tmp_path: Path) -> 
                                       "    type = neg(nn);\n}\n")
     out = import_nnef(src, tmp_path / "out")
     text = (out / "main.sknd").read_text()
-    assert "nn -> nn_" in text and "type -> type_" in text
+    assert "type -> type_" in text and "nn ->" not in text  # a module name is a valid tensor name
     x = _rand(2)
-    np.testing.assert_array_equal(skriptnd.load(out).compose().run({"nn_": x})["type_"], -x)
+    np.testing.assert_array_equal(skriptnd.load(out).compose().run({"nn": x})["type_"], -x)
 
 
 def test_outputs_that_are_declarations(tmp_path: Path) -> None:

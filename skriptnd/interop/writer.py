@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..resources import STDLIB_MODULES
 from ..source import Span
 
-#: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words, the
-#: operators `is`/`in`, and the standard module names (`layout.shape(x)` must not read as a member).
+#: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words and the
+#: operators `is`/`in`. Standard module names (`image`, `nn`) are fine: `image.resize(image)` calls the
+#: module's operator on the tensor (a call always names a module operator, see docs/spec-errata.md).
 _RESERVED = frozenset(
     "if then elif else with for while do unroll yield optional graph operator public version extension import "
-    "true false inf pi type arith num int real bool str is in".split()) | frozenset(STDLIB_MODULES)
+    "true false inf pi type arith num int real bool str is in".split())
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 register_codes({"E0790": "output path not usable"})
 

@@ -79,8 +79,8 @@ checks), and writing is atomic: on any error nothing is left in the output folde
   `min_max_linear_quantize` map to the `quant` operators of the same names, `linear_quantize` to
   `min_max_linear_quantize{{signed=false, symmetric=false}}`; per-channel parameters (one non-singleton axis)
   give `channel_axis`. `logarithmic_quantize` has no `@quantize` counterpart (a located E0835 on graph.quant).
-- Names that are not SkriptND identifiers (or are reserved words / standard module names, e.g. `image`)
-  are renamed (`image -> image_`); the renaming is listed in a comment at the top of `main.sknd`.
+- Names that are not SkriptND identifiers (or are reserved words, e.g. `type`) are renamed
+  (`type -> type_`); the renaming is listed in a comment at the top of `main.sknd`.
 
 Diagnostics: E0830 the `nnef` package is missing; E0831 a syntax error in graph.nnef (the parser's message,
 at its line and column); E0832 unsupported operations: **one** diagnostic listing every one with its count,
