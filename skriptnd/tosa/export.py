@@ -33,7 +33,7 @@ import numpy as np
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import Span
 from . import OPS
-from .legalize import coverage, legalize
+from .legalize import coverage, graph_constant, legalize
 
 register_codes({"E0750": "operation cannot be exported to TOSA"})
 
@@ -197,13 +197,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
     def value_of(t: Any) -> str:
         if id(t) in ssa:
             return ssa[id(t)]
-        if t.kind == "variable":
-            a = variables[t.name]
-        elif t.kind == "constant":
-            a = t.value
-        else:
-            raise ValueError(f"tensor '{t.name}' is used before it is computed")
-        a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
+        a = graph_constant(t, variables)
         ssa[id(t)], vals[id(t)] = emit_const(a, t.name), a
         return ssa[id(t)]
 

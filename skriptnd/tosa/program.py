@@ -355,21 +355,14 @@ def graph_program(graph: Any, variables: dict[str, Any]) -> Program | None:
     take (an operation with pack outputs) or keeps SkriptND int (int64) values between operations (the
     program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then write it operation
     by operation."""
-    from .legalize import legalize
+    from .legalize import graph_constant, legalize
 
     builder = Builder()
     names: dict[int, str] = {}
 
     def name_of(t: Any) -> str:
         if id(t) not in names:
-            if t.kind == "variable":
-                a = variables[t.name]
-            elif t.kind == "constant":
-                a = t.value
-            else:
-                raise ValueError(f"tensor '{t.name}' is used before it is computed")
-            a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
-            names[id(t)] = builder.constant(a, t.name)
+            names[id(t)] = builder.constant(graph_constant(t, variables), t.name)
         return names[id(t)]
 
     for t in graph.inputs:

@@ -35,9 +35,9 @@ from ...semantics.intrinsics import operator_kind
 from ...semantics.modules import stdlib_module
 from . import algo, elementwise, image, layout, reduce, tensor
 from .composite import composite_rule
-from .core import Builder, Rule, Subgraph, TosaOp, run_subgraph
+from .core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
 
-__all__ = ["TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
+__all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
            "run_subgraph", "coverage"]
 
 

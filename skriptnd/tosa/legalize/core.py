@@ -190,6 +190,19 @@ def ints(v: Any) -> list[int]:
     return [int(x) for x in v]
 
 
+def graph_constant(t: Any, variables: dict[str, Any]) -> np.ndarray:
+    """The value of a composed graph's variable (from ``variables``, by name) or constant tensor, as the
+    float32 / bool array a TOSA program holds (SkriptND int constants stay shape operands elsewhere).
+    A computed tensor has no value yet: asking for one means the operations are out of order."""
+    if t.kind == "variable":
+        a = variables[t.name]
+    elif t.kind == "constant":
+        a = t.value
+    else:
+        raise ValueError(f"tensor '{t.name}' is used before it is computed")
+    return np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
+
+
 def shape_of(t: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in t.shape)
 

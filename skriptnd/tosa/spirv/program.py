@@ -19,7 +19,7 @@ import numpy as np
 from ...diagnostics import DiagnosticError
 from ...source import Span
 from .. import OPS
-from ..legalize import legalize
+from ..legalize import graph_constant, legalize
 from ..legalize.core import Subgraph, TosaOp
 
 
@@ -136,14 +136,7 @@ def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray])
 
     def value_of(t: Any) -> str:
         if id(t) not in names:
-            if t.kind == "variable":
-                a = variables[t.name]
-            elif t.kind == "constant":
-                a = t.value
-            else:
-                raise ValueError(f"tensor '{t.name}' is used before it is computed")
-            a = np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
-            names[id(t)] = constant(a, t.name)
+            names[id(t)] = constant(graph_constant(t, variables), t.name)
         return names[id(t)]
 
     examples = []
