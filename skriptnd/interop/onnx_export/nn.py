@@ -103,23 +103,12 @@ def deconv(ctx: Context, op: Any) -> list[Any]:
 
 
 def _pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
-    s = shape(op.inputs[0])
-    rank = len(s)
-    axes = norm_axes(op.attribs["axes"], rank) if op.attribs.get("axes") is not None else list(range(2, rank))
-    k = len(axes)
-    size = per_dim(op.attribs["size"], k)
-    stride, dilation = per_dim(op.attribs.get("stride"), k), per_dim(op.attribs.get("dilation"), k)
-    paddings = ints(env(op, "paddings"))
-    if op.binding is not None and "offset" in op.binding.env:
-        offset = ints(env(op, "offset"))
-    elif op.attribs.get("padding") is not None:
-        offset = ints(op.attribs["padding"])[:k]
-    elif op.attribs.get("padding_align", "UPPER") == "UPPER":
-        offset = [p // 2 for p in paddings]
-    else:
-        offset = [-(-p // 2) for p in paddings]
-    outs = [shape(op.outputs[0])[a] for a in axes]
-    return axes, size, stride, dilation, offset, outs
+    """The window of a pooling operation (skriptnd.tosa.legalize's reading of the same attributes);
+    a dynamic input or output extent is Unsupported here."""
+    from ...tosa.legalize.tensor import pool_geometry
+
+    shape(op.inputs[0]), shape(op.outputs[0])
+    return pool_geometry(op)
 
 
 def _pool(ctx: Context, op: Any, op_type: str, fill: float | None = None, **attrs: Any) -> str:

@@ -313,7 +313,10 @@ def _deconv(op: Any) -> Subgraph:
 # -- pooling -------------------------------------------------------------------------------------
 
 
-def _pool_params(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+def pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """A composed pooling operation's window: pooled axes, size, stride, dilation, the padding before
+    each pooled axis (offset) and the output extents, from its attributes and binding (also what the
+    ONNX export writes)."""
     shape = shape_of(op.inputs[0])
     rank = len(shape)
     axes = norm_axes(op.attribs.get("axes"), rank) if op.attribs.get("axes") is not None else list(range(2, rank))
@@ -322,7 +325,7 @@ def _pool_params(op: Any) -> tuple[list[int], list[int], list[int], list[int], l
     stride = _per_dim(op.attribs.get("stride"), k)
     dilation = _per_dim(op.attribs.get("dilation"), k)
     paddings = ints(env(op, "paddings"))
-    if "offset" in op.binding.env:
+    if op.binding is not None and "offset" in op.binding.env:
         offset = ints(env(op, "offset"))
     elif op.attribs.get("padding") is not None:
         offset = ints(op.attribs["padding"])[:k]
@@ -337,7 +340,7 @@ def _pool2d_layout(op: Any) -> tuple[list[int], list[int]] | None:
     """(perm to N,H,W,C, merged shape) when the pooled axes (at most 2) can become H, W: the last
     non-pooled axis is C, the others merge into N."""
     shape = shape_of(op.inputs[0])
-    axes = _pool_params(op)[0]
+    axes = pool_geometry(op)[0]
     if len(axes) > 2 or len(axes) == 0:
         return None
     others = [a for a in range(len(shape)) if a not in axes]
@@ -351,7 +354,7 @@ def _pool2d_layout(op: Any) -> tuple[list[int], list[int]] | None:
 def _tosa_pool_check(op: Any) -> str | None:
     if _pool2d_layout(op) is None:
         return "more than 2 pooled axes (TOSA pools are 2-D)"
-    axes, size, stride, dilation, offset, outs = _pool_params(op)
+    axes, size, stride, dilation, offset, outs = pool_geometry(op)
     if any(d != 1 for d in dilation):
         return "dilated pooling (TOSA pools have no dilation)"
     shape = shape_of(op.inputs[0])
@@ -368,7 +371,7 @@ def _tosa_pool(op: Any) -> Subgraph:
     b = Builder(op)
     shape = shape_of(op.inputs[0])
     perm, nhwc = _pool2d_layout(op)
-    axes, size, stride, _, offset, outs = _pool_params(op)
+    axes, size, stride, _, offset, outs = pool_geometry(op)
     pads, start, crop = _geometry([shape[a] for a in axes], offset, size, stride, outs)
     if len(axes) == 1:
         size, stride, pads, start, crop, outs = [*size, 1], [*stride, 1], [*pads, 0, 0], [*start, 0], [*crop, 1], [*outs, 1]
@@ -397,7 +400,7 @@ _MAX_WINDOW = 256
 
 
 def _window_check(op: Any) -> str | None:
-    size = _pool_params(op)[1]
+    size = pool_geometry(op)[1]
     if int(np.prod(size, dtype=np.int64)) > _MAX_WINDOW:
         return f"window of {int(np.prod(size, dtype=np.int64))} elements (> {_MAX_WINDOW} strided SLICEs)"
     return None
@@ -410,7 +413,7 @@ def _window(op: Any) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     rank = len(shape)
-    axes, size, stride, dilation, offset, outs = _pool_params(op)
+    axes, size, stride, dilation, offset, outs = pool_geometry(op)
     is_max = op.op == "nn.max_pool"
     fill = b.const([-np.inf if is_max else 0.0])
     x = b.arg(0)
