@@ -16,13 +16,19 @@ from typer.core import TyperArgument, TyperGroup
 PLACEHOLDERS = {
     "input": "NAME=FILE", "attrib": "NAME=VALUE", "seed": "N", "rtol": "R", "atol": "A", "graph": "NAME",
     "save_inputs": "DIR", "output_dir": "DIR", "expect": "DIR", "output": "FILE", "tosa_mlir": "FILE",
-    "tosa_flatbuffer": "FILE", "max_memory": "SIZE", "via": "tosa|kernels|lower", "color": "auto|always|never",
-    "paths": "PATH", "path": "MODEL", "target": "[MODULE | MODULE.OPERATOR]",
+    "tosa_flatbuffer": "FILE", "max_memory": "SIZE", "via": "BACKEND", "color": "auto|always|never",
+    "paths": "PATH", "path": "MODEL", "target": "CPU",
+}
+#: Placeholders of a parameter whose meaning depends on the command: (command, parameter name) -> placeholder
+COMMAND_PLACEHOLDERS = {
+    ("bench", "via"): "BACKEND,...", ("compose", "target"): "nnapi|mli|tosa", ("doc", "target"): "[MODULE | MODULE.OPERATOR]",
 }
 _BY_TYPE = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT"}
 
 
-def _placeholder(param: Any, ctx: Any) -> str:
+def _placeholder(param: Any, ctx: Any, command: str = "") -> str:
+    if (command, param.name) in COMMAND_PLACEHOLDERS:
+        return COMMAND_PLACEHOLDERS[command, param.name]
     if param.name in PLACEHOLDERS:
         return PLACEHOLDERS[param.name]
     label = param.display_type(ctx).strip("<>")
@@ -35,10 +41,10 @@ def tidy(command: Any, ctx: Any) -> None:
         return
     for param in command.get_params(ctx):  # --help included
         if isinstance(param, TyperArgument) and param.metavar is None:
-            param.metavar = _placeholder(param, ctx)
+            param.metavar = _placeholder(param, ctx, command.name)
             param.display_type_rich = lambda ctx: None  # the name says it: no type column
         elif getattr(param, "metavar", 0) is None:
-            param.metavar = "" if getattr(param, "is_flag", False) else _placeholder(param, ctx)
+            param.metavar = "" if getattr(param, "is_flag", False) else _placeholder(param, ctx, command.name)
     command._sknd_tidy = True
 
 

@@ -81,31 +81,57 @@ def test_a_missing_package_is_a_diagnostic_naming_it(monkeypatch: pytest.MonkeyP
     assert diag.code == "E0780" and "no_such_package_for_sknd" in diag.message and "pip install" in diag.message
 
 
-@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2"])
-@pytest.mark.parametrize("backend", ["numpy", "kernels"])
-def test_numpy_backends_match_lower(model: str, backend: str) -> None:
-    graph = _compose(model)
-    x = _inputs(graph)
-    expected = graph.run(x, backend="lower")
-    got = graph.run(x, backend=backend)
+#: every model shipped in models/ (a new one is covered without editing this file)
+ALL_MODELS = sorted(p.name for p in MODELS.iterdir() if (p / "main.sknd").is_file())
+#: what keeps a backend from a model (none today: every backend runs every shipped model)
+NOT_APPLICABLE: dict[tuple[str, str], str] = {}
+_REFERENCE: dict[str, tuple[skriptnd.compose.ir.Graph, dict[str, np.ndarray], dict[str, np.ndarray]]] = {}
+
+
+def _reference(model: str) -> tuple[skriptnd.compose.ir.Graph, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(graph, inputs, the `lower` backend's outputs) of a model at its declared defaults, computed once per
+    session (AlexNet's @lower formulas take seconds)."""
+    if model not in _REFERENCE:
+        graph = _compose(model)
+        x = _inputs(graph)
+        _REFERENCE[model] = graph, x, graph.run(x, backend="lower")
+    return _REFERENCE[model]
+
+
+def test_the_model_list_is_the_models_folder() -> None:
+    assert {"alexnet", "digits", "digits_int8", "lstm", "mobilenetv2", "resnet18", "transformer",
+            "yolo_head"} <= set(ALL_MODELS)
+
+
+@pytest.mark.parametrize("model", ALL_MODELS)
+@pytest.mark.parametrize("backend", ["numpy", "kernels", "iree", "onnxruntime"])
+def test_every_backend_runs_every_model_like_lower(model: str, backend: str, cache: str) -> None:
+    """Each backend on each shipped model matches the operators' own @lower formulas (rtol 1e-4; integer
+    outputs exactly), output names, shapes and dtypes included."""
+    if (model, backend) in NOT_APPLICABLE:
+        pytest.skip(NOT_APPLICABLE[model, backend])
+    if backend == "iree":
+        require("iree.compiler", "iree.runtime")
+    if backend == "onnxruntime":
+        require("onnx", "onnxruntime")
+    graph, x, expected = _reference(model)
+    got = graph.run(x, backend=backend, **({"cache_dir": cache} if backend == "iree" else {"threads": 1}))
+    assert list(got) == list(expected)
     for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+        assert got[name].shape == value.shape and got[name].dtype == value.dtype, name
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
 # -- iree -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
-def test_iree_matches_lower(model: str, cache: str) -> None:
+@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm", "alexnet"])
+def test_iree_compiles_a_legalizing_graph_as_one_module(model: str, cache: str) -> None:
     require("iree.compiler", "iree.runtime")
-    graph = _compose(model)
-    x = _inputs(graph)
-    expected = graph.run(x, backend="lower")
-    got = graph.run(x, backend="iree", cache_dir=cache)
-    assert list(got) == list(expected)
-    for name, value in expected.items():
-        assert got[name].shape == value.shape and got[name].dtype == value.dtype
-        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
+    graph, _, _ = _reference(model)
     runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
     # the whole graph, one module (models/lstm: its two nn.lstm layers unrolled, skriptnd.tosa.legalize.unrolled)
     assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
@@ -114,11 +140,16 @@ def test_iree_matches_lower(model: str, cache: str) -> None:
         assert params is not None and runner.entry.module.stat().st_size < params.stat().st_size / 10
 
 
-def test_iree_runs_the_int8_graph_bit_exactly(cache: str) -> None:
-    """digits_int8 under iree: the same int8 logits as the integer TOSA graph on the numpy TOSA operators
-    (whose operators the TOSA reference model checks in test_tosa_quantized.py), bit for bit."""
+def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> None:
+    """digits_int8 under iree: the same int8 logits as the TOSA reference model (tosa-tools) running the
+    same integer TOSA graph, bit for bit, and as our integer TOSA graph on the numpy TOSA operators."""
     require("iree.compiler", "iree.runtime")
-    from skriptnd.tosa.quantized import lower_quantized
+    from tosa_oracle import require_tosa_opt, run_flatbuffer
+
+    from skriptnd.tosa.export import to_flatbuffer
+    from skriptnd.tosa.quantized import lower_quantized, to_mlir
+
+    require_tosa_opt()
 
     graph = skriptnd.load(MODELS / "digits_int8").compose(attribs={"batch": 10})
     images = np.concatenate([np.load(MODELS / "digits" / "samples" / f"{n}.npy") for n in range(10)])
@@ -134,6 +165,10 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str) -> None:
     runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
     assert isinstance(runner, IntegerRunner) and runner.integer is not None
     exact = _iree_int8_logits(integer, logits, images, cache)
+    reference = run_flatbuffer(to_flatbuffer(to_mlir(integer, outputs=[logits]), profile="pro_int"),
+                               integer.quantize_inputs({"image": images}), tmp_path)
+    assert reference.dtype == np.int8 and len(np.unique(reference)) > 10  # logits, not a saturated constant
+    np.testing.assert_array_equal(exact, reference)
     np.testing.assert_array_equal(exact, integer.run({"image": images}, outputs=[logits])[logits])
 
 
@@ -248,26 +283,6 @@ def test_cli_run_via_iree_shows_its_plan_and_caches(tmp_path: Path) -> None:
 # -- onnxruntime ------------------------------------------------------------------------------------
 
 
-def _require_onnx_export() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("skriptnd.interop.onnx_export") is None:
-        pytest.skip("the ONNX exporter (skriptnd.interop.onnx_export) is not in this branch yet")
-    require("onnx", "onnxruntime")
-
-
-@pytest.mark.parametrize("model", ["digits", "transformer", "mobilenetv2", "resnet18", "lstm"])
-def test_onnxruntime_matches_lower(model: str) -> None:
-    _require_onnx_export()
-    graph = _compose(model)
-    x = _inputs(graph)
-    expected = graph.run(x, backend="lower")
-    got = graph.run(x, backend="onnxruntime", threads=1)
-    assert list(got) == list(expected)
-    for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
-
-
 def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
     """nn.lstm without `steps` unrolls to TOSA (a second layer reading the first's Y too); with `steps`
     (LSTMSteps: the length is data) it does not; the TABLE (the numpy backend) keeps the native kernel."""
@@ -294,7 +309,7 @@ def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
 
 
 def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:
-    _require_onnx_export()
+    require("onnx", "onnxruntime")
     graph = _compose("digits")
     x = _inputs(graph)
     runner = backends.prepare(graph, "onnxruntime", Options(threads=1))
@@ -312,3 +327,56 @@ def test_iree_target_flags() -> None:
     cross = compile_flags(Options(target="aarch64-unknown-linux-gnu"))
     assert "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu" in cross
     assert "--iree-llvmcpu-target-cpu=generic" in cross
+
+
+def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_model(tmp_path: Path,
+                                                                                  cache: str) -> None:
+    """ResNet-18 quantized by onnxruntime's own quantizer (QDQ, int8, per-channel weights), imported with
+    `sknd import`, runs under iree as its whole integer TOSA graph: the outputs equal the TOSA reference
+    model's on the same integer graph bit for bit, and the top class is onnxruntime's on the QDQ model."""
+    require("iree.compiler", "iree.runtime")
+    require("onnx", "onnxruntime")
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx_models import resnet18_onnx
+    from onnxruntime import InferenceSession
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from test_model_zoo import _copy_with_weights
+    from tosa_oracle import require_tosa_opt, run_flatbuffer
+
+    from skriptnd.tosa.export import to_flatbuffer
+    from skriptnd.tosa.quantized import lower_quantized, to_mlir
+
+    require_tosa_opt()
+    _, params = _copy_with_weights("resnet18", tmp_path / "float")
+    b = resnet18_onnx(params)
+    graph = helper.make_graph([*b.nodes, helper.make_node("Identity", [b.logits], ["output"])], "resnet18",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 1000])], b.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", b.OPSET)])
+    model.ir_version = 10
+    onnx.save(model, str(tmp_path / "resnet18.onnx"))
+    rng = np.random.default_rng(3)
+    calibration = iter([{"input": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)} for _ in range(3)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(calibration, None)
+
+    qdq = tmp_path / "resnet18_int8.onnx"
+    quantize_static(str(tmp_path / "resnet18.onnx"), str(qdq), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True)
+    proc = sknd("import", str(qdq), "-o", str(tmp_path / "imported"))
+    assert proc.returncode == 0, proc.stderr
+    sknd_graph = skriptnd.load(tmp_path / "imported").compose()
+    x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
+    got = sknd_graph.run({"input": x}, backend="iree", cache_dir=cache)["output"]
+    integer = lower_quantized(sknd_graph)
+    reference = run_flatbuffer(to_flatbuffer(to_mlir(integer), profile="pro_int"),
+                               integer.quantize_inputs({"input": x}), tmp_path, timeout=600)
+    np.testing.assert_array_equal(got, reference)
+    assert len(np.unique(reference)) > 100  # 1000 logits on the int8 grid, not a saturated constant
+    expected = InferenceSession(str(qdq), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    assert int(got.argmax()) == int(expected.argmax())
+    step = float(np.abs(np.diff(np.unique(reference))).min())  # the output's quantization step
+    assert float(np.abs(got - expected).max()) <= 2 * step  # onnxruntime requantizes its own way: ≤ 2 steps

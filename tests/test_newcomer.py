@@ -73,6 +73,19 @@ def test_help_has_an_example_and_no_python_types(command: str) -> None:
     assert not noise, noise
 
 
+@pytest.mark.parametrize(("command", "option", "placeholder"), [
+    ("run", "--via", "BACKEND"), ("bench", "--via", "BACKEND,..."), ("run", "--target", "CPU"),
+    ("bench", "--target", "CPU"), ("compose", "--target", "nnapi|mli|tosa")])
+def test_help_placeholder_says_what_the_option_takes_in_that_command(command: str, option: str,
+                                                                     placeholder: str) -> None:
+    """One option name, different meanings: `--via` takes a list in bench, `--target` a CPU in run and
+    bench but a target operation set in compose."""
+    code, output = invoke(command, "--help")
+    assert code == 0
+    line = next(x for x in output.splitlines() if f" {option} " in x)
+    assert f" {placeholder} " in line, line
+
+
 def test_help_placeholders_do_not_hide_usage_errors() -> None:
     code, output = invoke("run", "models/digits", "--seed", "many")
     assert code == 2 and "'--seed'" in output

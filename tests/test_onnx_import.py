@@ -613,6 +613,33 @@ def test_lone_quantize_dequantize(tmp_path: Path) -> None:
     check(nodes, {"x": x}, ["qi", "y"], tmp_path, {"s": np.array(0.25, np.float32), "z": np.array(-2, np.int8)})
 
 
+def test_a_one_element_scale_is_per_tensor_whatever_the_axis(tmp_path: Path) -> None:
+    """onnxruntime's quantizer writes biases as DequantizeLinear(int32[n], scale float[1], zero_point int32[1])
+    with the default axis 1, which a rank-1 tensor does not have: a one-element scale is per-tensor (as
+    onnxruntime runs it). Once an internal error (IndexError) importing a quantized ResNet-18."""
+    from onnx import helper
+
+    b = RNG.integers(-300, 300, 6).astype(np.int32)
+    nodes = [helper.make_node("DequantizeLinear", ["b", "s", "z"], ["bd"], name="dq_b"),
+             helper.make_node("Add", ["x", "bd"], ["y"], name="add")]
+    check(nodes, {"x": rand(2, 6)}, ["y"], tmp_path,
+          {"b": b, "s": np.array([0.01], np.float32), "z": np.array([3], np.int32)})
+
+
+def test_a_per_axis_scale_along_a_missing_axis_is_a_diagnostic(tmp_path: Path) -> None:
+    from onnx import helper
+
+    nodes = [helper.make_node("DequantizeLinear", ["b", "s", "z"], ["bd"], name="dq_b", axis=2),
+             helper.make_node("Add", ["x", "bd"], ["y"], name="add")]
+    model = _model(nodes, {"x": rand(2, 2)}, ["y"], {"b": np.array([1, 2], np.int8),
+                                                     "s": np.array([0.5, 0.25], np.float32),
+                                                     "z": np.array([0, 0], np.int8)})
+    proc = _cli("import", str(_save(model, tmp_path / "m.onnx")), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert "E0807" in proc.stderr and "'dq_b'" in proc.stderr and "axis 2 of a tensor of rank 1" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(("axis", "index_shape"), [(0, (2, 3)), (1, (3, 2)), (-1, (2, 4))], ids=str)
 def test_gather_elements(axis: int, index_shape: tuple, tmp_path: Path) -> None:
     data = rand(3, 4)

@@ -33,7 +33,18 @@ def _params(ctx: Context, node: Node, dtype: np.dtype | None) -> tuple[np.ndarra
     zp = np.zeros_like(scale, np.int64) if zp is None else zp.astype(np.int64)
     if node.attr("block_size", 0):
         raise ImportProblem("E0807", f"{node.where}: blocked quantization (block_size) is not supported")
+    if scale.size == 1 and zp.size == 1:  # a one-element 1-D scale is per-tensor (onnxruntime's quantizer
+        scale, zp = scale.reshape(()), zp.reshape(())  # writes them for biases, whose default axis 1 is no axis)
     return scale, zp, int(node.attr("axis", 1)), np.dtype(dtype or np.uint8)
+
+
+def _channel_axis(where: str, axis: int, rank: int) -> int:
+    """The per-axis quantization axis of a rank-``rank`` tensor; E0807 when the model's ``axis`` is not one."""
+    if not -rank <= axis < rank:
+        raise ImportProblem("E0807", f"{where}: per-axis quantization along axis {axis} of a tensor of "
+                            f"rank {rank}: no such axis", hint="give the node an 'axis' attribute within the "
+                            "tensor's rank, or a scalar scale and zero point for per-tensor quantization")
+    return norm_axis(axis, rank)
 
 
 def _entry(name: str, scale: np.ndarray, zp: np.ndarray, axis: int, rank: int, dtype: np.dtype,
@@ -46,7 +57,7 @@ def _entry(name: str, scale: np.ndarray, zp: np.ndarray, axis: int, rank: int, d
     if not signed:
         attribs["signed"] = False
     if scale.ndim:
-        attribs["channel_axis"] = norm_axis(axis, rank)
+        attribs["channel_axis"] = _channel_axis(where, axis, rank)
     return Quantize(name, "quant.zero_point_linear_quantize", attribs)
 
 
@@ -77,7 +88,7 @@ def _quantize(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
     shape = [1] * rank
     if scale.ndim:
-        shape[norm_axis(axis, rank)] = -1
+        shape[_channel_axis(node.where, axis, rank)] = -1
     s = ctx.literal_arg(scale.reshape(shape).astype(np.float32), "scale")
     z = ctx.literal_arg(zp.reshape(shape).astype(np.float32), "zero_point")
     _emit_quantize(ctx, node, s, z, dtype)
@@ -91,7 +102,7 @@ def _runtime_quantize(ctx: Context, node: Node) -> None:
     shape = [1] * rank
     per_axis = ctx.rank(node.input(1)) == 1
     if per_axis:
-        shape[norm_axis(int(node.attr("axis", 1)), rank)] = -1
+        shape[_channel_axis(node.where, int(node.attr("axis", 1)), rank)] = -1
 
     def broadcastable(name: str) -> str:
         arg = ctx.arg(name)
@@ -154,7 +165,7 @@ def _dequantize(ctx: Context, node: Node) -> None:
     rank = ctx.rank(src)
     shape = [1] * rank
     if scale.ndim:
-        shape[norm_axis(axis, rank)] = -1
+        shape[_channel_axis(node.where, axis, rank)] = -1
     if value is not None:  # weights: the real values, quantized again by their @quantize entry
         real = ((value.astype(np.float64) - zp.reshape(shape)) * scale.reshape(shape)).astype(np.float32)
         if node.outputs[0] in ctx.graph_outputs:  # the output declaration copies it
