@@ -155,8 +155,8 @@ def _tosa_coverage(graph: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from .compose.quantization import has_quantization
     from .execute import KERNELS
-    from .execute.quantize import has_quantization
     from .tosa.legalize import coverage
 
     rows = coverage(graph)
@@ -300,7 +300,7 @@ def _run_with_progress(graph: Any, runner: Any, inputs: dict[str, np.ndarray]) -
 
 
 def _has_quantize(graph: Any) -> bool:
-    from .execute.quantize import has_quantization
+    from .compose.quantization import has_quantization
 
     return has_quantization(graph)
 

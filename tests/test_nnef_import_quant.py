@@ -42,9 +42,9 @@ EXPLICIT = """graph G( x ) -> ( y )
 
 
 def _fake_quantized_run(folder: Path, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    from skriptnd.backends import kernels_for
+    from skriptnd.compose.quantization import fake_quantize
     from skriptnd.execute import Executor
-    from skriptnd.execute.backends import kernels_for
-    from skriptnd.execute.quantize import fake_quantize
 
     graph = fake_quantize(skriptnd.load(folder).compose())
     kernels, optimize = kernels_for("kernels")

@@ -2,7 +2,7 @@
 
 - RESCALE parameters (``rescale_parameters``) against values derived by hand and exact rational
   arithmetic (``fractions``), and RESCALE with them against exact rounding of ``v * S``;
-- the quant operators' numpy semantics (``skriptnd.execute.quantize``) against the operators' own
+- the quant operators' numpy semantics (``skriptnd.compose.quantization``) against the operators' own
   @lower formulas run by the executor (fake quantization);
 - models/digits_int8: the integer graph against the float graph with fake quantization (the @lower
   semantics of the quantize operators, ``--via lower``): every quantized tensor within one quantization
@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 
 import skriptnd
 from skriptnd.backends import kernels_for
+from skriptnd.compose.quantization import dequantize, fake_quantize, qparams, quantize
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.execute import Executor
-from skriptnd.execute.quantize import dequantize, fake_quantize, qparams, quantize
 from skriptnd.tosa import OPS
 from skriptnd.tosa.export import to_flatbuffer
 from skriptnd.tosa.quantized import lower_quantized, rescale_parameters, to_mlir

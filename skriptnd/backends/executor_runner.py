@@ -29,12 +29,12 @@ class ExecutorRunner(Runner):
 
 def fake_quantized(graph: Any) -> Any:
     """The float graph with every quantized tensor through its quantize operator (spec §2.14)."""
-    from ..execute.quantize import fake_quantize
+    from ..compose.quantization import fake_quantize
 
     return fake_quantize(graph)
 
 
 def has_quantization(graph: Any) -> bool:
-    from ..execute.quantize import has_quantization as has
+    from ..compose.quantization import has_quantization as has
 
     return has(graph)

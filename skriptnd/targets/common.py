@@ -18,8 +18,8 @@ def quant(t: Any) -> Any:
     """The tensor's :class:`QParams`, or None (no @quantize entry, or one that is not affine)."""
     if t is None or getattr(t, "quant", None) is None:
         return None
+    from ..compose.quantization import qparams
     from ..diagnostics import DiagnosticError
-    from ..execute.quantize import qparams
 
     try:
         return qparams(t)

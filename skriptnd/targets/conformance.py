@@ -36,9 +36,9 @@ class VectorResult:
 
 def run_graph(graph: Any, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
     """Run a composed graph as ``sknd run`` does (see the module docstring); ``(outputs, path)``."""
+    from ..backends.kernel_maps import kernels_for
+    from ..compose.quantization import fake_quantize, has_quantization
     from ..execute import Executor
-    from ..execute.backends import kernels_for
-    from ..execute.quantize import fake_quantize, has_quantization
 
     variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
     if has_quantization(graph):

@@ -202,7 +202,7 @@ def _fully_connected(b: _Builder) -> str:
     if b.case["config"].get("bias_includes_input_zero_point_term"):
         # the _ext_bias kernels take bias - zp_in * sum(w_q) (the input zero point's term folded in): the
         # linear operation's own bias is that plus zp_in * s_in * sum over the inputs of the weights
-        from ..execute.quantize import dequantize, quantize
+        from ..compose.quantization import dequantize, quantize
         from .mli_run import qparams_of
 
         wq = qparams_of(b.t("weights")["quant"], list(w.shape))
@@ -260,7 +260,7 @@ def _axes(b: _Builder) -> dict[str, Any]:
 
 def _slope(b: _Builder) -> float:
     """The slope as MLI's kernel sees it: its quantized value."""
-    from ..execute.quantize import dequantize, quantize
+    from ..compose.quantization import dequantize, quantize
     from .mli_run import qparams_of
 
     t = b.t("slope_coeff")

@@ -26,9 +26,9 @@ EPS = 1e-18
 
 def qparams_of(quant: dict[str, Any], shape: list[int] | None = None) -> Any:
     """The :class:`QParams` of an MLI ``quant`` object (None for fp32), through the quant operator's own
-    reading (:func:`skriptnd.execute.quantize.qparams`)."""
+    reading (:func:`skriptnd.compose.quantization.qparams`)."""
     from ..compose.ir import Tensor
-    from ..execute.quantize import qparams
+    from ..compose.quantization import qparams
     from .mli_import import quant_spec
 
     spec = quant_spec(quant)
@@ -121,7 +121,7 @@ class CaseResult:
 
 
 def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> CaseResult:
-    from ..execute.quantize import quantize
+    from ..compose.quantization import quantize
     from ..model import load
     from .conformance import run_graph
     from .mli_import import to_sknd
@@ -166,14 +166,14 @@ def _output_quant(case: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deq(q: np.ndarray, qp: Any) -> np.ndarray:
-    from ..execute.quantize import dequantize
+    from ..compose.quantization import dequantize
 
     return np.asarray(dequantize(q, qp), np.float64)
 
 
 def _crc(case: dict[str, Any], out_codes: np.ndarray) -> tuple[bool, str]:
     """Whether the CRC32 of the covered buffers matches MLI's default build or a variant (and which)."""
-    from ..execute.quantize import quantize
+    from ..compose.quantization import quantize
 
     tensors = case["tensors"]
     pattern = int(str(case.get("config", {}).get("mem_fill_pattern", "0xDEADBEEF")), 16)

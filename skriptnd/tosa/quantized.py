@@ -2,7 +2,7 @@
 
 :func:`lower_quantized` turns a graph whose tensors carry ``@quantize`` entries (the quant module's
 ``zero_point_linear_quantize`` / ``min_max_linear_quantize``, read as affine :class:`QParams` by
-:mod:`skriptnd.execute.quantize`) into one flat TOSA graph (:class:`IntegerGraph`) in which every
+:mod:`skriptnd.compose.quantization`) into one flat TOSA graph (:class:`IntegerGraph`) in which every
 quantized tensor is an int8 (or int16) tensor holding exactly the integers its quantize operator
 computes (up to the rounding of the requantizations, see below). It runs on the numpy TOSA operators
 (:meth:`IntegerGraph.run`, ``sknd run --via tosa``) and is written as TOSA MLIR by :func:`to_mlir`
@@ -68,8 +68,8 @@ from typing import Any
 import numpy as np
 
 from ..compose.ir import Graph, Operation, Tensor
+from ..compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..execute.quantize import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from ..source import NO_SPAN, Span
 from . import OPS
 from .legalize import Subgraph, TosaOp, legalize, run_subgraph

@@ -5,7 +5,7 @@ value, which is what the quantize operator computes (``sknd run --via kernels`` 
 quantization; the integer TOSA graph of ``sknd run`` computes the same integers up to rounding ties):
 
 - variables and constants (weights, biases) are quantized here, with the operator's own numbers
-  (:func:`skriptnd.execute.quantize.quantize`: round half away from zero), and stored as int8 / int16 /
+  (:func:`skriptnd.compose.quantization.quantize`: round half away from zero), and stored as int8 / int16 /
   int32 initializers read through ``DequantizeLinear`` (per channel with ``axis``);
 - graph inputs and computed tensors go through ``QuantizeLinear`` → ``DequantizeLinear`` when their
   integer type is int8 (int16 from opset 21); a range narrower than the type (symmetric, fewer bits) is
@@ -28,8 +28,8 @@ _ONNX_INT = {"int8": 3, "int16": 5, "int32": 6}  # TensorProto.INT8, INT16, INT3
 
 
 def _qparams(t: Any) -> Any:
+    from ...compose.quantization import qparams
     from ...diagnostics import DiagnosticError
-    from ...execute.quantize import qparams
 
     try:
         return qparams(t)
@@ -84,7 +84,7 @@ def _fake_quantize(ctx: Context, x: str, t: Any, qp: Any) -> str:
 def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
     """Quantized variables and constants become integer initializers read through DequantizeLinear,
     quantized graph inputs go through a QDQ pair (ONNX names bound in ``ctx``)."""
-    from ...execute.quantize import quantize
+    from ...compose.quantization import quantize
 
     for t in graph.tensors:
         if t.quant is None:
@@ -101,7 +101,7 @@ def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
             ctx.initializers.remove(values)
             q = quantize(a, qp)
             if qp.dtype == "int16" and ctx.opset < 21:  # no int16 DequantizeLinear before opset 21
-                from ...execute.quantize import dequantize
+                from ...compose.quantization import dequantize
 
                 ctx.names[id(t)] = ctx.const(dequantize(q, qp), None, t.name)
                 continue

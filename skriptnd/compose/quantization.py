@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Graph, Operation, Tensor
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import NO_SPAN, Span
+from .ir import Graph, Operation, Tensor
 
 register_codes({"E0760": "unsupported quantization parameters"})
 
