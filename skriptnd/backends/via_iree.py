@@ -35,8 +35,10 @@ from .executor_runner import has_quantization
 #: Flags of every compilation (the input is TOSA; the device the local CPU).
 BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
-#: Optimisation flags on by default (see docs/performance.md for the sweep that chose them).
-DEFAULT_FLAGS: tuple[str, ...] = ()
+#: Optimisation flags on by default (see docs/performance.md for the sweep that chose them): data tiling and
+#: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
+#: than the convolutions they replace).
+DEFAULT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -148,9 +150,9 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from ..tosa import export, program_mlir
+        from ..tosa import conv_as_matmul, export, program_mlir
 
-        for module in (program_mlir, export):  # the MLIR writer's code is part of what the MLIR depends on
+        for module in (program_mlir, export, conv_as_matmul):  # the MLIR writer's code is part of what the MLIR depends on
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes
@@ -160,9 +162,11 @@ class ProgramSource:
             yield memoryview(a.reshape(-1).view(np.uint8))
 
     def mlir(self) -> str:
+        from ..tosa.conv_as_matmul import convs_as_matmuls
         from ..tosa.program_mlir import program_to_mlir
 
-        return program_to_mlir(self.program, self.inputs, comment=self.comment)
+        # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
+        return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment)
 
 
 class TextSource:
