@@ -270,9 +270,9 @@ class IreeKernels:
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        from ..tosa.legalize.unrolled import LstmUnroller
+        from ..tosa.legalize.recurrent import RecurrentLegalizer
 
-        for op in compile_segments(operations, known, keep, LstmUnroller()):
+        for op in compile_segments(operations, known, keep, RecurrentLegalizer()):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)

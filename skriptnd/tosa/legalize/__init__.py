@@ -171,13 +171,28 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
 
 def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
     """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
+    from .recurrent import RecurrentLegalizer
+
     result = []
+    recurrent = RecurrentLegalizer()  # in graph order: a layer reading a legalized layer's Y
     for op in graph.operations:
         if op.subgraphs:
             result.append((op, False, f"control flow ({op.op})"))
             for sub in op.subgraphs.values():
                 result.extend(coverage(sub))
             continue
+        if recurrent(op) is not None:
+            result.append((op, True, RECURRENT.format(k=recurrent.steps, k2=2 * recurrent.steps)))
+            continue
         sg, reason = legalize(op)
+        if op.op == "nn.lstm" and sg is None:
+            reason = STEPS_REASON if len(op.inputs) > 6 and op.inputs[6] is not None else reason
         result.append((op, sg is not None, reason))
     return result
+
+
+#: coverage's description of a static-length recurrent layer (not a TABLE rule: skriptnd.tosa.legalize.recurrent)
+RECURRENT = ("static length (skriptnd.tosa.legalize.recurrent): a WHILE_LOOP of {k}-step iterations, unrolled "
+             "below {k2} steps; for the exports and the iree backend, the numpy backend runs its native kernel")
+STEPS_REASON = ("'steps' ends the loop at a step count known only at run time, so Y has a dynamic length, which TOSA "
+                "cannot type: call nn.lstm without 'steps' (it then runs all of X's steps) to export it")
