@@ -80,6 +80,8 @@ def test_loop_subgraphs_equal_lower_for_two_stacked_layers(k4: None) -> None:
     body = next(o for o in sg1.ops if o.name == "WHILE_LOOP").attrs["body_graph"]
     assert [n.op for n in body.body].count("MATMUL") == 4 and {"GATHER", "SCATTER"} <= {n.op for n in body.body}
     assert legalizer.shape(layer1.outputs[0]) == (11, 3, 6)
+    # X·Wᵀ+B and Y one iteration per row: [1, rounds, k·b·4n] and [1, rounds, k·b·n]
+    assert body.inputs[3].shape == (1, 2, 4 * 3 * 4 * 6) and body.inputs[5].shape == (1, 2, 4 * 3 * 6)
     x = _x(graph)
     w = {t.name: graph.variable_source(t) for t in graph.variables}
     y1, h1, c1 = run_subgraph(sg1, [x, w["layer1_W"], w["layer1_R"], w["layer1_B"]])
@@ -171,6 +173,7 @@ def test_iree_backend_compiles_the_looping_graph_as_one_module(k4: None, tmp_pat
     runner = backends.prepare(graph, "iree", Options(cache_dir=str(tmp_path), threads=1))
     assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
     assert runner.modules[0].entry.compiled  # type: ignore[attr-defined]
+    assert "--iree-opt-data-tiling=true" in runner.modules[0].flags  # type: ignore[attr-defined]  # LOOP_FLAGS
     x = _x(graph)
     got, expected = runner.run({"X": x}), graph.run({"X": x}, backend="lower")
     for name, value in expected.items():

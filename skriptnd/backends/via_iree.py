@@ -37,6 +37,10 @@ BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
 #: Optimisation flags on by default (see docs/performance.md for the sweep that chose them).
 DEFAULT_FLAGS: tuple[str, ...] = ()
+#: Added for a program with a loop (a static-length recurrent layer: skriptnd.tosa.legalize.recurrent) unless
+#: the user's flags say otherwise: data tiling packs the recurrent weight once for the small per-step
+#: matmuls ([batch, n] x [n, 4n]); lstm-large 1 thread 21 -> 12.5 ms (docs/performance.md, Notes).
+LOOP_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling=true",)
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -179,7 +183,8 @@ class TextSource:
 class IreeModule:
     """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``."""
 
-    def __init__(self, source: ProgramSource | TextSource | str, options: Options) -> None:
+    def __init__(self, source: ProgramSource | TextSource | str, options: Options, extra: tuple[str, ...] = ()) -> None:
+        """``extra``: flags for this module, before the user's (``Options.flags``)."""
         import iree.runtime as rt
 
         from .iree_cache import cache_root, content_key, lookup_or_build
@@ -188,6 +193,9 @@ class IreeModule:
             source = TextSource(source)
         start = time.perf_counter()
         flags = compile_flags(options)
+        if extra:
+            user = len(options.flags)
+            flags = flags[:len(flags) - user] + list(extra) + flags[len(flags) - user:]
         self.flags = [f for f in flags if f not in BASE_FLAGS]
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
@@ -289,7 +297,9 @@ class IreeKernels:
                 check_compilable(program)
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
                                                  for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
-                module = IreeModule(source, self.options)  # writes the MLIR only when not cached
+                loop = any(o.name == "WHILE_LOOP" for o in program.ops)
+                extra = LOOP_FLAGS if loop and not any("data-tiling" in f for f in self.options.flags) else ()
+                module = IreeModule(source, self.options, extra)  # writes the MLIR only when not cached
             except NotCompilable as err:
                 result.append(op)
                 self.numpy_ops.extend(sources)

@@ -1,21 +1,24 @@
 """Recurrent layers of static length legalized to TOSA as a WHILE_LOOP (the exports and the iree backend).
 
 ``nn.lstm`` without ``steps`` runs exactly ``s`` steps (the first extent of X), so it maps to a TOSA graph
-of fixed shapes: one MATMUL for the input projection of all steps (X·Wᵀ + B, laid out ``[1, s, b·4n]``),
-then a ``WHILE_LOOP`` whose body runs :attr:`RecurrentLegalizer.steps` (k) steps of the recurrence per
-iteration: it reads the k steps' projections with one GATHER at the loop counter, runs per step a MATMUL
-with Rᵀ, the four gate SLICEs, SIGMOID / TANH, c' = σ(f)·c + σ(i)·tanh(g), h' = σ(o)·tanh(c'), and writes
-the k hidden states into the loop-carried Y with one SCATTER. TOSA 1.0's SLICE takes constant starts
-(shape operands), so GATHER / SCATTER are the dynamic-offset read and write. ``s mod k`` trailing steps
-run unrolled after the loop (their offsets are constants); a sequence of at most 2k steps is unrolled
-whole. The loop state is ``(counter int32[1,1], h, c, X·Wᵀ+B, Rᵀ, Y)``: a region sees only its inputs
-(TOSA's graphs are closed), and :class:`skriptnd.tosa.program.Builder` moves a constant that the body
-passes through unchanged (Rᵀ, the graph's variable) into the body as a constant.
+of fixed shapes: one MATMUL for the input projection of all steps (X·Wᵀ + B), then a ``WHILE_LOOP`` whose
+body runs :attr:`RecurrentLegalizer.STEPS` (k) steps of the recurrence per iteration: it reads the k steps'
+projections with one GATHER at the iteration counter, runs per step a MATMUL with Rᵀ, the four gate
+SLICEs, SIGMOID / TANH, c' = σ(f)·c + σ(i)·tanh(g), h' = σ(o)·tanh(c'), and writes the k hidden states
+into the loop-carried Y with one SCATTER. TOSA 1.0's SLICE takes constant starts (shape operands), so
+GATHER / SCATTER are the dynamic-offset read and write; X·Wᵀ+B and Y are laid out one iteration per row
+(``[1, rounds, k·b·4n]``, ``[1, rounds, k·b·n]``) so that each moves one contiguous row (writing Y step
+by step, or k rows of a ``[1, s, b·n]`` Y, made IREE's loop 1.6x slower). ``s mod k`` trailing steps run
+unrolled after the loop (their offsets are constants); a sequence shorter than 2k steps is unrolled
+whole, as is any sequence up to ``unrolled_up_to`` steps (the SPIR-V export: its graphs have no regions).
+The loop state is ``(i int32[1,1], h, c, X·Wᵀ+B, Rᵀ, Y)``: a region sees only its inputs (TOSA's graphs
+are closed), and :class:`skriptnd.tosa.program.Builder` moves a constant the body passes through unchanged
+(Rᵀ, from the graph's variable) into the body as a constant.
 
-Why a loop rather than the unrolled graph: issue 7's lstm-large (seq 128, two layers) unrolled is ~2,000
-TOSA operators that iree-compile takes ~54 s to compile; the loop with k = 8 compiles in a few seconds
-and runs faster (measured figures: docs/performance.md, Notes). k trades compile time (the body's size)
-for the per-iteration overhead of the loop.
+Why a loop: issue 7's lstm-large (seq 128, batch 8, two layers of 256) unrolled is ~2,000 TOSA operators
+and ~130 distinct IREE executables (each step's matmul reads X·Wᵀ+B at its own constant offset), which
+iree-compile takes 25–55 s to build; the loop with k = 16 compiles in ~2 s and runs as fast (k = 4..32
+measured: docs/performance.md, Notes). k trades compile time (the body's size) for per-iteration overhead.
 
 This is not a rule of the TABLE: the numpy backend keeps its native LSTM kernel
 (skriptnd.execute.recurrent: one GEMM per step, no per-operator overhead), which a TOSA program on numpy
@@ -60,8 +63,8 @@ class RecurrentLegalizer:
     """``legalizer(op)``: the TOSA subgraph of an ``nn.lstm`` operation of static length, else None.
     Call it on a graph's operations in order (it remembers the static lengths of the Ys it legalized)."""
 
-    #: recurrence steps per loop iteration (chosen by measurement on lstm-large: docs/performance.md)
-    STEPS = 8
+    #: recurrence steps per loop iteration (chosen by measurement on lstm-large: docs/performance.md, Notes)
+    STEPS = 16
     #: above this many steps the sequence is not legalized (the program holds X·Wᵀ+B and Y whole)
     MAX_STEPS = 1 << 20
     #: the longest sequence the SPIR-V export unrolls (its graphs have no loops)
@@ -127,22 +130,22 @@ def _steps_of(b: Builder, xs: str, count: int, start: int, total: int, h: str, c
     return hs, h, cell
 
 
-def _loop(s: int, bsz: int, n: int, k: int, rounds: int) -> tuple[Graph, Graph]:
-    """(cond, body) of the WHILE_LOOP over ``rounds`` iterations of ``k`` steps; state
-    ``(t, h, c, xw, rt, y)`` with ``t`` the first step of the iteration."""
-    names = ["t", "h", "c", "xw", "rt", "y"]
-    types = [((1, 1), "int32"), ((1, bsz, n), "fp32"), ((1, bsz, n), "fp32"), ((1, s, bsz * 4 * n), "fp32"),
-             ((1, n, 4 * n), "fp32"), ((1, rounds * k, bsz * n), "fp32")]
+def _loop(bsz: int, n: int, k: int, rounds: int) -> tuple[Graph, Graph]:
+    """(cond, body) of the WHILE_LOOP over ``rounds`` iterations of ``k`` steps; state ``(i, h, c, xw, rt, y)``
+    with ``i`` the iteration, and X·Wᵀ+B and Y laid out one iteration per row (``[1, rounds, k·b·4n]``,
+    ``[1, rounds, k·b·n]``), so that the GATHER and the SCATTER move one contiguous row."""
+    names = ["i", "h", "c", "xw", "rt", "y"]
+    types = [((1, 1), "int32"), ((1, bsz, n), "fp32"), ((1, bsz, n), "fp32"), ((1, rounds, k * bsz * 4 * n), "fp32"),
+             ((1, n, 4 * n), "fp32"), ((1, rounds, k * bsz * n), "fp32")]
     cond = _Region(names)
-    more = cond.emit("GREATER", cond.const([[rounds * k]], np.int32), "t")
+    more = cond.emit("GREATER", cond.const([[rounds]], np.int32), "i")
     cond_graph = cond.graph(types, [cond.emit("RESHAPE", more, cond.shape(()))], [((), "bool")])
     body = _Region(names)
-    index = body.emit("ADD", "t", body.const([list(range(k))], np.int32))  # [1, k]: this iteration's steps
-    xs = body.emit("GATHER", "xw", index)  # [1, k, b·4n]
+    xs = body.reshape(body.emit("GATHER", "xw", "i"), (1, 1, k * bsz * 4 * n), (1, k, bsz * 4 * n))
     hs, h, cell = _steps_of(body, xs, k, 0, k, "h", "c", "rt", bsz, n)
-    y = body.emit("SCATTER", "y", index, body.concat(hs, 1))
-    t = body.emit("ADD", "t", body.const([[k]], np.int32))
-    return cond_graph, body.graph(types, [t, h, cell, "xw", "rt", y])
+    y = body.emit("SCATTER", "y", "i", body.reshape(body.concat(hs, 1), (1, k, bsz * n), (1, 1, k * bsz * n)))
+    i = body.emit("ADD", "i", body.const([[1]], np.int32))
+    return cond_graph, body.graph(types, [i, h, cell, "xw", "rt", y])
 
 
 def _build(op: Any, s: int, bsz: int, c: int, n: int, h0_t: Any, c0_t: Any, k: int, unrolled: bool) -> Subgraph:
@@ -156,11 +159,13 @@ def _build(op: Any, s: int, bsz: int, c: int, n: int, h0_t: Any, c0_t: Any, k: i
     rounds = s // k if s >= 2 * k and not unrolled else 0
     parts = []
     if rounds:
-        cond, body = _loop(s, bsz, n, k, rounds)
-        state = [b.const([[0]], np.int32), h, cell, xw, rt, b.const(np.zeros((1, rounds * k, bsz * n), np.float32))]
+        cond, body = _loop(bsz, n, k, rounds)
+        rows = b.reshape(b.slice(xw, (1, s, bsz * 4 * n), (0, 0, 0), (1, rounds * k, bsz * 4 * n)),
+                         (1, rounds * k, bsz * 4 * n), (1, rounds, k * bsz * 4 * n))
+        state = [b.const([[0]], np.int32), h, cell, rows, rt, b.const(np.zeros((1, rounds, k * bsz * n), np.float32))]
         loop = b.emit("WHILE_LOOP", *state, cond_graph=cond, body_graph=body)  # its value: the output list
         h, cell, y = (b.emit(ITEM, loop, index=i) for i in (1, 2, 5))
-        parts.append(y)
+        parts.append(b.reshape(y, (1, rounds, k * bsz * n), (1, rounds * k, bsz * n)))
     hs, h, cell = _steps_of(b, xw, s - rounds * k, rounds * k, s, h, cell, rt, bsz, n)
     y = b.reshape(b.concat(parts + hs, 1), (1, s, bsz * n), (s, bsz, n))
     return b.done(y, b.reshape(h, (1, bsz, n), (bsz, n)), b.reshape(cell, (1, bsz, n), (bsz, n)))
