@@ -163,17 +163,24 @@ def test_flatbuffer_runs_in_the_tosa_reference_model(k4: None, tmp_path: Path) -
     np.testing.assert_allclose(y, graph.run({"X": x}, backend="lower")["Y"], rtol=1e-4, atol=1e-6)
 
 
-def test_iree_backend_compiles_the_looping_graph_as_one_module(k4: None, tmp_path: Path) -> None:
-    """A loop in each layer; the whole graph is one IREE module and matches lower."""
+@pytest.mark.parametrize("budget", [0, 20])
+def test_iree_backend_compiles_the_graph_as_one_module(k4: None, budget: int, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop in each layer (no unroll budget), or unrolled (a budget of 20 steps for the two layers of 10):
+    the whole graph is one IREE module, compiled with data tiling, and matches lower."""
     require("iree.compiler", "iree.runtime")
     from skriptnd import backends
-    from skriptnd.backends import Options
+    from skriptnd.backends import Options, via_iree
+
+    monkeypatch.setattr(via_iree, "UNROLL_BUDGET", budget)
 
     graph = _compose(seq=10, batch=2)
     runner = backends.prepare(graph, "iree", Options(cache_dir=str(tmp_path), threads=1))
     assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
     assert runner.modules[0].entry.compiled  # type: ignore[attr-defined]
-    assert "--iree-opt-data-tiling=true" in runner.modules[0].flags  # type: ignore[attr-defined]  # LOOP_FLAGS
+    assert "--iree-opt-data-tiling=true" in runner.modules[0].flags  # type: ignore[attr-defined]  # RECURRENT_FLAGS
+    program = runner.modules[0].source.program  # type: ignore[attr-defined]
+    assert sum(o.name == "WHILE_LOOP" for o in program.ops) == (2 if budget == 0 else 0)
     x = _x(graph)
     got, expected = runner.run({"X": x}), graph.run({"X": x}, backend="lower")
     for name, value in expected.items():
@@ -187,10 +194,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_sknd_export_writes_the_loop(tmp_path: Path) -> None:
     out = tmp_path / "lstm.mlir"
-    done = _cli("export", "models/lstm", "--random-weights", "-a", "seq=40", "--tosa-mlir", str(out))
+    done = _cli("export", "models/lstm", "--random-weights", "-a", "seq=70", "--tosa-mlir", str(out))
     assert done.returncode == 0, done.stderr
     text = out.read_text(encoding="utf-8")
-    assert text.count('"tosa.while_loop"') == 2 and '"tosa.yield"' in text and "tensor<40x1x32xf32>" in text
+    assert text.count('"tosa.while_loop"') == 2 and '"tosa.yield"' in text and "tensor<70x1x32xf32>" in text
 
 
 def test_dynamic_length_lstm_is_a_located_export_diagnostic() -> None:

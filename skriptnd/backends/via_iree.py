@@ -37,10 +37,15 @@ BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
 #: Optimisation flags on by default (see docs/performance.md for the sweep that chose them).
 DEFAULT_FLAGS: tuple[str, ...] = ()
-#: Added for a program with a loop (a static-length recurrent layer: skriptnd.tosa.legalize.recurrent) unless
-#: the user's flags say otherwise: data tiling packs the recurrent weight once for the small per-step
-#: matmuls ([batch, n] x [n, 4n]); lstm-large 1 thread 21 -> 12.5 ms (docs/performance.md, Notes).
-LOOP_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling=true",)
+#: Added for a program with a recurrent layer (skriptnd.tosa.legalize.recurrent) unless the user's flags say
+#: otherwise: data tiling packs the recurrent weight once for the small per-step matmuls ([batch, n] x [n, 4n]),
+#: and lets the steps share their executables; lstm-large 1 thread 21 -> 12.5 ms (docs/performance.md, Notes).
+RECURRENT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling=true",)
+#: Recurrent steps a graph's layers may unroll in all (RecurrentLegalizer's unroll_budget), beyond which they
+#: loop: IREE runs a loop's iterations with a host round trip each (lstm-large, 2 threads: 11.9 ms unrolled,
+#: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
+#: ~2.5 s; docs/performance.md, Notes). 0: always loop (from 2k steps on).
+UNROLL_BUDGET = 256
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -191,6 +196,7 @@ class IreeModule:
 
         if isinstance(source, str):
             source = TextSource(source)
+        self.source = source  # what was compiled (a ProgramSource's program: its TOSA operators)
         start = time.perf_counter()
         flags = compile_flags(options)
         if extra:
@@ -278,9 +284,9 @@ class IreeKernels:
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        from ..tosa.legalize.recurrent import RecurrentLegalizer
+        from ..tosa.legalize.recurrent import RECURRENT, RecurrentLegalizer
 
-        for op in compile_segments(operations, known, keep, RecurrentLegalizer()):
+        for op in compile_segments(operations, known, keep, RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)
@@ -297,8 +303,8 @@ class IreeKernels:
                 check_compilable(program)
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
                                                  for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
-                loop = any(o.name == "WHILE_LOOP" for o in program.ops)
-                extra = LOOP_FLAGS if loop and not any("data-tiling" in f for f in self.options.flags) else ()
+                recurrent = any(src.op in RECURRENT for src in sources)
+                extra = RECURRENT_FLAGS if recurrent and not any("data-tiling" in f for f in self.options.flags) else ()
                 module = IreeModule(source, self.options, extra)  # writes the MLIR only when not cached
             except NotCompilable as err:
                 result.append(op)

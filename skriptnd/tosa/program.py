@@ -385,7 +385,7 @@ class Builder:
         return prog
 
 
-def graph_program(graph: Any, variables: dict[str, Any], *, unrolled_up_to: int = 0) -> Program | None:
+def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
     """A whole composed float graph as one simplified program (what the exports write: `sknd export
     --tosa-mlir` and `--spirv`, as the iree backend compiles): every operation's legalized subgraph
     (skriptnd.tosa.legalize) spliced in order by a :class:`Builder`, so constants are folded, filters
@@ -399,8 +399,8 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unrolled_up_to: int 
     from .legalize.recurrent import RecurrentLegalizer
 
     builder = Builder()
-    # static-length nn.lstm: a WHILE_LOOP, unrolled up to ``unrolled_up_to`` steps (not a TABLE rule)
-    recurrent = RecurrentLegalizer(unrolled_up_to=unrolled_up_to)
+    # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)
+    recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)
     names: dict[int, str] = {}
 
     def name_of(t: Any) -> str:

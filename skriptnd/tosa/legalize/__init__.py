@@ -70,7 +70,8 @@ NOT_LEGALIZABLE: dict[str, str] = {
     "nn._jagged_lstm_loops": "a loop of lstm_loop loops over jagged sequence lengths (dynamic lengths, control "
                              "flow)",
     "nn.lstm": "lstm_loop or _jagged_lstm_loops: loops over the sequence with dynamic-length outputs (control "
-               "flow)",
+               "flow); without 'steps' it legalizes outside the TABLE, as a WHILE_LOOP (skriptnd.tosa.legalize."
+               "recurrent: the exports and the iree backend)",
 }
 
 for _name in COMPOSITES:

@@ -10,15 +10,19 @@ GATHER / SCATTER are the dynamic-offset read and write; X·Wᵀ+B and Y are laid
 (``[1, rounds, k·b·4n]``, ``[1, rounds, k·b·n]``) so that each moves one contiguous row (writing Y step
 by step, or k rows of a ``[1, s, b·n]`` Y, made IREE's loop 1.6x slower). ``s mod k`` trailing steps run
 unrolled after the loop (their offsets are constants); a sequence shorter than 2k steps is unrolled
-whole, as is any sequence up to ``unrolled_up_to`` steps (the SPIR-V export: its graphs have no regions).
+whole, and so are the layers that fit in the legalizer's ``unroll_budget`` of steps (the SPIR-V export,
+whose graphs have no regions; the iree backend, which runs an unrolled lstm-large faster at 2 threads).
 The loop state is ``(i int32[1,1], h, c, X·Wᵀ+B, Rᵀ, Y)``: a region sees only its inputs (TOSA's graphs
 are closed), and :class:`skriptnd.tosa.program.Builder` moves a constant the body passes through unchanged
 (Rᵀ, from the graph's variable) into the body as a constant.
 
-Why a loop: issue 7's lstm-large (seq 128, batch 8, two layers of 256) unrolled is ~2,000 TOSA operators
-and ~130 distinct IREE executables (each step's matmul reads X·Wᵀ+B at its own constant offset), which
-iree-compile takes 25–55 s to build; the loop with k = 16 compiles in ~2 s and runs as fast (k = 4..32
-measured: docs/performance.md, Notes). k trades compile time (the body's size) for per-iteration overhead.
+Why a loop: the exported program stays the size of one k-step body whatever the sequence length, and
+compiles fast. Issue 7's lstm-large (seq 128, batch 8, two layers of 256) unrolled is ~2,000 TOSA
+operators; iree-compile builds it in 25–55 s with its default flags (each step's matmul reads X·Wᵀ+B at
+its own constant offset: ~130 distinct executables), in ~7 s with data tiling (4 executables); the loop
+with k = 32 compiles in ~2.5 s. IREE runs the loop as fast on one thread but slower on two (a host round
+trip per iteration), so the iree backend unrolls up to a budget of steps (skriptnd.backends.via_iree,
+UNROLL_BUDGET). Measured figures for k = 1..64 and unrolled: docs/performance.md, Notes.
 
 This is not a rule of the TABLE: the numpy backend keeps its native LSTM kernel
 (skriptnd.execute.recurrent: one GEMM per step, no per-operator overhead), which a TOSA program on numpy
@@ -59,23 +63,27 @@ class _Region(Builder):
                               nodes, self.sg.constants)
 
 
+#: The operators :class:`RecurrentLegalizer` legalizes.
+RECURRENT = frozenset({"nn.lstm"})
+
+
 class RecurrentLegalizer:
     """``legalizer(op)``: the TOSA subgraph of an ``nn.lstm`` operation of static length, else None.
     Call it on a graph's operations in order (it remembers the static lengths of the Ys it legalized)."""
 
     #: recurrence steps per loop iteration (chosen by measurement on lstm-large: docs/performance.md, Notes)
-    STEPS = 16
+    STEPS = 32
     #: above this many steps the sequence is not legalized (the program holds X·Wᵀ+B and Y whole)
     MAX_STEPS = 1 << 20
-    #: the longest sequence the SPIR-V export unrolls (its graphs have no loops)
+    #: the steps the SPIR-V export unrolls in a graph (its graphs have no loops)
     MAX_UNROLLED = 1024
 
-    def __init__(self, steps: int | None = None, *, unrolled_up_to: int = 0) -> None:
-        """``steps``: k (default :attr:`STEPS`); ``unrolled_up_to``: sequences of at most this many steps
-        unroll whole (no WHILE_LOOP: the SPIR-V export, whose graphs have no regions, passes
-        :attr:`MAX_UNROLLED`); shorter than 2k steps always unroll."""
+    def __init__(self, steps: int | None = None, *, unroll_budget: int = 0) -> None:
+        """``steps``: k (default :attr:`STEPS`); ``unroll_budget``: how many steps, over all the layers this
+        legalizer is called on in graph order, may be unrolled whole rather than looped (a layer that fits
+        in what is left is unrolled and uses it up); a layer shorter than 2k steps is always unrolled."""
         self.steps = int(steps or self.STEPS)
-        self.unrolled_up_to = unrolled_up_to
+        self.unroll_budget = unroll_budget
         self._shapes: dict[int, tuple[int, ...]] = {}  # id(tensor) -> its actual shape (lstm outputs)
 
     def shape(self, t: Any) -> tuple[int, ...] | None:
@@ -87,7 +95,7 @@ class RecurrentLegalizer:
         return tuple(int(d) for d in t.shape)
 
     def __call__(self, op: Any) -> Subgraph | None:
-        if op.op != "nn.lstm" or any(isinstance(v, list) for v in op.inputs):
+        if op.op not in RECURRENT or any(isinstance(v, list) for v in op.inputs):
             return None
         inputs = list(op.inputs) + [None] * (7 - len(op.inputs))
         x_t, w_t, r_t, b_t, h0_t, c0_t, steps = inputs[:7]
@@ -99,7 +107,9 @@ class RecurrentLegalizer:
         (s, bsz, c), _, (_, n), _ = shapes  # type: ignore[misc]
         if s > self.MAX_STEPS or s < 1:
             return None
-        sg = _build(op, s, bsz, c, n, h0_t, c0_t, self.steps, s <= self.unrolled_up_to)
+        unrolled = s <= self.unroll_budget
+        self.unroll_budget -= s if unrolled else 0
+        sg = _build(op, s, bsz, c, n, h0_t, c0_t, self.steps, unrolled)
         self._shapes[id(op.outputs[0])] = (s, bsz, n)
         return sg
 

@@ -103,7 +103,7 @@ def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> To
     from ..program import graph_program
 
     # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
-    program = graph_program(graph, variables, unrolled_up_to=RecurrentLegalizer.MAX_UNROLLED)
+    program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     if program is not None:
         p = TosaProgram(name=graph.name, inputs=list(program.inputs), outputs=list(program.outputs),
                         ops=[TosaOp(o.name, list(o.inputs), dict(o.attrs), o.output) for o in program.ops],
@@ -144,7 +144,7 @@ def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray])
         names[id(t)] = f"in{i}"
         p.inputs.append(f"in{i}")
         examples.append(np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32))
-    recurrent = RecurrentLegalizer(unrolled_up_to=RecurrentLegalizer.MAX_UNROLLED)
+    recurrent = RecurrentLegalizer(unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     for k, op in enumerate(graph.operations):
         sg = recurrent(op) or legalize(op)[0]
         assert sg is not None  # check_exportable refused what does not legalize

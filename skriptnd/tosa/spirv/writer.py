@@ -259,8 +259,8 @@ class _Writer:
         where = self.p.spans.get(op.output)
         if op.name == "WHILE_LOOP":
             raise _fail("E0772", f"TOSA WHILE_LOOP (control flow) is not an instruction of {INSTRUCTION_SET}, and "
-                        "SPV_ARM_graph graphs have no regions: a recurrent layer is unrolled for SPIR-V up to "
-                        f"{RecurrentLegalizer.MAX_UNROLLED} steps, a longer one is a loop; export it with --tosa-mlir "
+                        "SPV_ARM_graph graphs have no regions: recurrent layers are unrolled for SPIR-V up to "
+                        f"{RecurrentLegalizer.MAX_UNROLLED} steps in all, longer ones are loops; export it with --tosa-mlir "
                         "or --tosa-flatbuffer (they write the loop)", where)
         if op.name not in tables.TOSA:
             raise _fail("E0771", f"TOSA operator {op.name} is not an instruction of {INSTRUCTION_SET}", where)
