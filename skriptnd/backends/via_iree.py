@@ -157,9 +157,9 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from ..tosa import export, program_mlir
+        from ..tosa import export, mlir_regions, program_mlir
 
-        for module in (program_mlir, export):  # the MLIR writer's code is part of what the MLIR depends on
+        for module in (program_mlir, export, mlir_regions):  # the MLIR writer's code is part of what the MLIR depends on
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes

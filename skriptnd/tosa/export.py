@@ -11,7 +11,9 @@ literal instead. Operand order is TOSA 1.0 (CONV2D: input, weight, bias, input_z
 PAD/RESHAPE/SLICE/TILE: shape values).
 Intermediate types come from running the subgraphs once on the TOSA numpy operators (inputs set to 1),
 so the exported graph is fully static. A non-legalized operation (or an unsupported input/output type,
-state updates, control flow) is reported as a located ``E0750`` diagnostic.
+state updates, control flow) is reported as a located ``E0750`` diagnostic. A static-length recurrent
+layer (nn.lstm without ``steps``) legalizes to a ``tosa.while_loop`` (skriptnd.tosa.legalize.recurrent,
+written by skriptnd.tosa.mlir_regions); with ``steps`` its length is data, and it is an E0750.
 
 :func:`to_flatbuffer` turns the MLIR into a TOSA flatbuffer with the ``tosa-opt`` of the tosa-tools wheel
 (``--tosa-attach-target``, ``--tosa-validate``, ``--tosa-serialize``); the flatbuffer's inputs are the

@@ -7,7 +7,8 @@ Written as MLIR it gives the compiler that graph rather than one subgraph per op
 its own layout transposes (what :func:`skriptnd.tosa.export.to_mlir` writes, operation by operation).
 
 Intermediate types come from evaluating the operators once on placeholder inputs (ones), as the
-exporter does. :func:`program_to_mlir` raises :class:`NotCompilable` for what MLIR TOSA cannot type: an
+exporter does; a WHILE_LOOP's results have its operands' types (it is not run), and its regions are
+written by skriptnd.tosa.mlir_regions. :func:`program_to_mlir` raises :class:`NotCompilable` for what MLIR TOSA cannot type: an
 int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype without a TOSA element type.
 """
 
