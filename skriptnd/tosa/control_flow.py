@@ -121,7 +121,8 @@ class Graph:
         consts = {n: (np.asarray(a).dtype.str, np.asarray(a).shape,
                       hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16])
                   for n, a in self.constants.items()}
-        nodes = "; ".join(f"{','.join(n.outputs)} = {n.op}({n.inputs}){n.attrs or ''}" for n in self.body)  # type: ignore[union-attr]
+        body: list[Node] = self.body  # type: ignore[assignment]
+        nodes = "; ".join(f"{','.join(n.outputs)} = {n.op}({n.inputs}){n.attrs or ''}" for n in body)
         return (f"Graph({list(zip(self.input_names, map(str, self.inputs), strict=True))} -> "
                 f"{self.output_names}: {nodes}; constants {consts})")
 

@@ -235,7 +235,8 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         for o in sg.ops:
             operands = [nv[i] for i in o.inputs]
             if o.name == ITEM:  # a result of a WHILE_LOOP (its value: the operand list)
-                env[o.output], nv[o.output] = f"{env[o.inputs[0]]}#{int(o.attrs['index'])}", operands[0][o.attrs["index"]]
+                index = int(o.attrs["index"])
+                env[o.output], nv[o.output] = f"{env[o.inputs[0]]}#{index}", operands[0][index]
                 continue
             if o.name == "WHILE_LOOP":
                 name = fresh()

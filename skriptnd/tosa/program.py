@@ -392,10 +392,10 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     re-laid out once and the NCHW ↔ NHWC transpose pairs between operations cancelled. Inputs and outputs
     are the graph's, in order; ``variables`` by name; static-length recurrent layers legalize through
     skriptnd.tosa.legalize.recurrent (a WHILE_LOOP, or unrolled within ``unroll_budget`` steps). The caller
-    has checked that every operation legalizes (skriptnd.tosa.export.check_exportable). None when the graph has what a program does not
-    take (an operation with pack outputs) or keeps SkriptND int (int64) values between operations (the
-    program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then write it operation
-    by operation."""
+    has checked that every operation legalizes (skriptnd.tosa.export.check_exportable). None when the graph
+    has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
+    between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
+    write it operation by operation."""
     from .legalize import graph_constant, legalize
     from .legalize.recurrent import RecurrentLegalizer
 

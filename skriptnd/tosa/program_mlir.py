@@ -8,8 +8,9 @@ its own layout transposes (what :func:`skriptnd.tosa.export.to_mlir` writes, ope
 
 Intermediate types come from evaluating the operators once on placeholder inputs (ones), as the
 exporter does; a WHILE_LOOP's results have its operands' types (it is not run), and its regions are
-written by skriptnd.tosa.mlir_regions. :func:`program_to_mlir` raises :class:`NotCompilable` for what MLIR TOSA cannot type: an
-int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype without a TOSA element type.
+written by skriptnd.tosa.mlir_regions. :func:`program_to_mlir` raises :class:`NotCompilable` for what
+MLIR TOSA cannot type: an int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype
+without a TOSA element type.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
             raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
         operands = [vals[i] for i in o.inputs]
         if o.name == ITEM:  # a result of the WHILE_LOOP whose output list it reads
-            ssa[o.output], vals[o.output] = f"{ssa[o.inputs[0]]}#{int(o.attrs['index'])}", operands[0][o.attrs["index"]]
+            index = int(o.attrs["index"])
+            ssa[o.output], vals[o.output] = f"{ssa[o.inputs[0]]}#{index}", operands[0][index]
             continue
         if o.name == "WHILE_LOOP":  # its results have its operands' types
             v = fresh()
