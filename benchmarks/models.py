@@ -13,7 +13,7 @@ model's make_weights.py, written to a temporary folder) and with the same thread
   programs on numpy, skriptnd.execute.tosa_backend);
 * skriptnd kernels: the native numpy kernels (`--via kernels`), no TOSA;
 * skriptnd iree: `--via iree`, the graph's TOSA programs compiled by IREE (compiled once per model into a
-  temporary cache; not for lstm-large unless `--iree-all`: its 128 unrolled steps take ~1 min to compile);
+  temporary cache; `NO_IREE` models only with `--iree-all`);
 * onnxruntime: the ONNX reference graph of tests/test_model_zoo.py's builders, CPU execution
   provider, `intra_op_num_threads` = threads;
 * PyTorch eager, when torch imports: functional implementations in this file (`TORCH`: conv2d +
@@ -81,8 +81,9 @@ CHART_LABELS = {"numpy": "skriptnd --via numpy (default: TOSA programs)", "kerne
                 "iree": "skriptnd --via iree", "ort": "onnxruntime", "torch": "PyTorch eager"}
 #: row keys -> the labels skriptnd.backends.bench reports them under
 BENCH_NAMES = {"numpy": "numpy", "kernels": "kernels", "iree": "iree", "ort": "onnxruntime", "torch": "torch"}
-#: models the iree backend is not timed on by default: lstm-large unrolls 128 steps (~1 min of iree-compile)
-NO_IREE = {"lstm-large"}
+#: models the iree backend is not timed on by default (none since lstm-large's nn.lstm layers became TOSA
+#: loops, skriptnd.tosa.legalize.recurrent: ~2 s of iree-compile instead of ~1 min for 128 unrolled steps)
+NO_IREE: set[str] = set()
 Outputs = dict[str, np.ndarray]
 
 
@@ -512,8 +513,7 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.3,
                         help="with several threads: seconds of sleep before each implementation's turn in a "
                              "round (the previous one's thread pool stops spinning)")
-    parser.add_argument("--iree-all", action="store_true", help="also iree on lstm-large (128 unrolled steps: "
-                        "about a minute of iree-compile)")
+    parser.add_argument("--iree-all", action="store_true", help="also iree on the NO_IREE models")
     parser.add_argument("--baseline", action="store_true", help="also time the @lower plans (no kernels, no TOSA)")
     parser.add_argument("--no-sgemm", action="store_true", help="skip the sgemm measurement on ResNet-18's shapes")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/performance.md (.png)")

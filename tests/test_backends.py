@@ -75,7 +75,10 @@ def test_cli_via_and_tosa_coverage(tmp_path: Path) -> None:
     assert sknd("run", str(DIGITS), "--random-inputs", "--via", "gpu").returncode == 2
     report = sknd("compose", str(DIGITS), "--tosa")
     assert report.returncode == 0 and "9 of 9 operations map to TOSA; 0 fall back" in report.stdout
-    lstm = sknd("compose", str(ROOT / "models" / "lstm"), "--tosa")
+    lstm = sknd("compose", str(ROOT / "models" / "lstm"), "--tosa")  # static length: skriptnd.tosa.legalize.recurrent
+    assert lstm.returncode == 0 and "4 of 4 operations map to TOSA; 0 fall back" in lstm.stdout
+    assert "WHILE_LOOP" in lstm.stdout
+    lstm = sknd("compose", str(ROOT / "models" / "lstm"), "--graph", "LSTMSteps", "--tosa")  # dynamic length
     assert lstm.returncode == 0 and "2 of 4 operations map to TOSA; 2 fall back" in lstm.stdout
     assert "no: native kernel" in lstm.stdout  # nn.lstm runs skriptnd/execute/recurrent.py
     quantized = sknd("compose", str(ROOT / "models" / "digits_int8"), "--tosa")

@@ -133,7 +133,7 @@ def test_iree_compiles_a_legalizing_graph_as_one_module(model: str, cache: str) 
     require("iree.compiler", "iree.runtime")
     graph, _, _ = _reference(model)
     runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
-    # the whole graph, one module (models/lstm: its two nn.lstm layers unrolled, skriptnd.tosa.legalize.unrolled)
+    # the whole graph, one module (models/lstm: its two nn.lstm layers, skriptnd.tosa.legalize.recurrent)
     assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
     if model == "resnet18":  # 47 MB of weights: those IREE packs for its micro-kernels at compile time (data
         # tiling) are in the module, the others in the parameter archive, none twice
@@ -287,17 +287,18 @@ def test_cli_run_via_iree_shows_its_plan_and_caches(tmp_path: Path) -> None:
 # -- onnxruntime ------------------------------------------------------------------------------------
 
 
-def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
-    """nn.lstm without `steps` unrolls to TOSA (a second layer reading the first's Y too); with `steps`
-    (LSTMSteps: the length is data) it does not; the TABLE (the numpy backend) keeps the native kernel."""
+def test_lstm_legalizes_only_for_a_static_length_and_not_for_numpy() -> None:
+    """nn.lstm without `steps` legalizes to TOSA (a second layer reading the first's Y too; 5 steps are fewer
+    than two loop iterations: unrolled); with `steps` (LSTMSteps: the length is data) it does not; the TABLE
+    (the numpy backend) keeps the native kernel. tests/test_tosa_recurrent.py tests the loop form."""
     from skriptnd.tosa.legalize import TABLE, legalize
     from skriptnd.tosa.legalize.core import run_subgraph
-    from skriptnd.tosa.legalize.unrolled import LstmUnroller
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     graph = _compose("lstm", seq=5, batch=2)
     layer1, layer2 = (op for op in graph.operations if op.op == "nn.lstm")
     assert legalize(layer1)[0] is None and "nn.lstm" not in TABLE
-    unroll = LstmUnroller()
+    unroll = RecurrentLegalizer()
     sg1, sg2 = unroll(layer1), unroll(layer2)
     assert sg1 is not None and sg2 is not None  # layer 2's input has a declared dynamic extent
     assert sum(o.name == "MATMUL" for o in sg1.ops) == 1 + 5  # the input projection, then one per step
@@ -309,7 +310,7 @@ def test_lstm_unrolls_only_for_a_static_length_and_only_for_iree() -> None:
     np.testing.assert_allclose(h, expected["hN"][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c, expected["cN"][0], rtol=1e-5, atol=1e-6)
     steps_graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
-    assert all(LstmUnroller()(op) is None for op in steps_graph.operations if op.op == "nn.lstm")
+    assert all(RecurrentLegalizer()(op) is None for op in steps_graph.operations if op.op == "nn.lstm")
 
 
 def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:

@@ -37,8 +37,14 @@ BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
 #: Optimisation flags on by default (see docs/performance.md for the sweep that chose them): data tiling and
 #: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
-#: than the convolutions they replace).
+#: than the convolutions they replace), and pack a recurrent layer's weight once for its small per-step
+#: products (lstm-large, 1 thread: 21 -> 12.5 ms; docs/performance.md, Notes).
 DEFAULT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+#: Recurrent steps a graph's layers may unroll in all (RecurrentLegalizer's unroll_budget), beyond which they
+#: loop: IREE runs a loop's iterations with a host round trip each (lstm-large, 2 threads: 11.9 ms unrolled,
+#: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
+#: ~2.5 s; docs/performance.md, Notes). 0: always loop (from 2k steps on).
+UNROLL_BUDGET = 256
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -150,9 +156,9 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from ..tosa import conv_as_matmul, export, program_mlir
+        from ..tosa import conv_as_matmul, export, mlir_regions, program_mlir
 
-        for module in (program_mlir, export, conv_as_matmul):  # the MLIR writer's code is part of what the MLIR depends on
+        for module in (program_mlir, export, mlir_regions, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes
@@ -190,6 +196,7 @@ class IreeModule:
 
         if isinstance(source, str):
             source = TextSource(source)
+        self.source = source  # what was compiled (a ProgramSource's program: its TOSA operators)
         start = time.perf_counter()
         flags = compile_flags(options)
         self.flags = [f for f in flags if f not in BASE_FLAGS]
@@ -274,9 +281,9 @@ class IreeKernels:
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        from ..tosa.legalize.unrolled import LstmUnroller
+        from ..tosa.legalize.recurrent import RecurrentLegalizer
 
-        for op in compile_segments(operations, known, keep, LstmUnroller()):
+        for op in compile_segments(operations, known, keep, RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)

@@ -14,13 +14,15 @@ from . import Mapping, SpecOp, Target, register
 
 def map_graph(graph: Any) -> list[Mapping]:
     from ..tosa.legalize import coverage, legalize
+    from ..tosa.legalize.recurrent import RecurrentLegalizer
 
     rows = []
+    recurrent = RecurrentLegalizer()
     for op, ok, reason in coverage(graph):
         if not ok:
             rows.append(Mapping(op, None, reason))
             continue
-        sg, _ = legalize(op)
+        sg = recurrent(op) or legalize(op)[0]
         names = list(dict.fromkeys(o.name for o in sg.ops)) if sg is not None else []
         rows.append(Mapping(op, ", ".join(names) or "(no operation)", reason, {"tosa_ops": names}))
     return rows

@@ -93,7 +93,7 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(repr=False)
 class Graph:
     """A ``tosa_graph_t``: declared input/output signatures and a body (a callable or a list of nodes)."""
 
@@ -111,6 +111,20 @@ class Graph:
             self.body = list(self.body)
             if len(self.input_names) != len(self.inputs) or len(self.output_names) != len(self.outputs):
                 raise ValueError("Graph: a node body needs one name per declared input and output")
+
+    def __repr__(self) -> str:
+        """Signatures, nodes and a digest of each constant (a program's text and cache key include it)."""
+        import hashlib
+
+        if callable(self.body):
+            return f"Graph({_show(self.inputs)} -> {_show(self.outputs)}, {self.body!r})"
+        consts = {n: (np.asarray(a).dtype.str, np.asarray(a).shape,
+                      hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16])
+                  for n, a in self.constants.items()}
+        body: list[Node] = self.body  # type: ignore[assignment]
+        nodes = "; ".join(f"{','.join(n.outputs)} = {n.op}({n.inputs}){n.attrs or ''}" for n in body)
+        return (f"Graph({list(zip(self.input_names, map(str, self.inputs), strict=True))} -> "
+                f"{self.output_names}: {nodes}; constants {consts})")
 
     @classmethod
     def of_nodes(cls, inputs: Sequence[tuple[str, Sequence[int], str]], outputs: Sequence[tuple[str, Sequence[int], str]],

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import OPS
 from .fast import specialise
+from .invoke import ITEM
 from .program import Op, Program
 
 #: Output positions (batch x height x width) up to which a convolution becomes a matrix product: ResNet-18's
@@ -37,6 +38,12 @@ def value_shapes(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dt
     scratch: dict[str, np.ndarray] = {}
     for o in program.ops:
         operands = [vals[i] for i in o.inputs]
+        if o.name == ITEM:  # one result of a WHILE_LOOP, whose value is its output list
+            vals[o.output] = operands[0][int(o.attrs["index"])]
+            continue
+        if o.name == "WHILE_LOOP":  # its results have its operands' types (not run: only shapes matter)
+            vals[o.output] = operands  # type: ignore[assignment]
+            continue
         with np.errstate(all="ignore"):
             if o.name == "CONCAT":
                 result = OPS[o.name](operands, **o.attrs)
@@ -46,7 +53,7 @@ def value_shapes(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dt
                 if result is NotImplemented:
                     result = OPS[o.name](*operands, **o.attrs)
         vals[o.output] = np.asarray(result)
-    return {n: a.shape for n, a in vals.items()}
+    return {n: a.shape for n, a in vals.items() if isinstance(a, np.ndarray)}
 
 
 def _eligible(o: Op, program: Program, shapes: dict[str, tuple[int, ...]], limit: int) -> bool:

@@ -11,7 +11,9 @@ literal instead. Operand order is TOSA 1.0 (CONV2D: input, weight, bias, input_z
 PAD/RESHAPE/SLICE/TILE: shape values).
 Intermediate types come from running the subgraphs once on the TOSA numpy operators (inputs set to 1),
 so the exported graph is fully static. A non-legalized operation (or an unsupported input/output type,
-state updates, control flow) is reported as a located ``E0750`` diagnostic.
+state updates, control flow) is reported as a located ``E0750`` diagnostic. A static-length recurrent
+layer (nn.lstm without ``steps``) legalizes to a ``tosa.while_loop`` (skriptnd.tosa.legalize.recurrent,
+written by skriptnd.tosa.mlir_regions); with ``steps`` its length is data, and it is an E0750.
 
 :func:`to_flatbuffer` turns the MLIR into a TOSA flatbuffer with the ``tosa-opt`` of the tosa-tools wheel
 (``--tosa-attach-target``, ``--tosa-validate``, ``--tosa-serialize``); the flatbuffer's inputs are the
@@ -32,7 +34,6 @@ import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import Span
-from . import OPS
 from .legalize import coverage, graph_constant, legalize
 
 register_codes({"E0750": "operation cannot be exported to TOSA"})
@@ -126,9 +127,14 @@ def _fail(message: str, span: Span | None) -> Diagnostic:
 
 def check_exportable(graph: Any) -> list[Diagnostic]:
     """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
+    from .legalize.recurrent import RecurrentLegalizer
+
+    recurrent = RecurrentLegalizer()  # knows the static length of a legalized nn.lstm's Y
+    for op in graph.operations:
+        recurrent(op)
     diags = []
     for t in list(graph.inputs) + list(graph.outputs):
-        if t.dtype not in ("real", "bool") or any(d is None for d in t.shape):
+        if t.dtype not in ("real", "bool") or recurrent.shape(t) is None:
             diags.append(_fail(f"graph {'input' if t in graph.inputs else 'output'} '{t.name}' is "
                                f"{t.dtype}{list(t.shape)} (only static real/bool tensors map to TOSA)", _span(t)))
     for name in getattr(graph, "updates", None) or {}:
@@ -180,18 +186,19 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         counter[0] += 1
         return f"%{counter[0] - 1}"
 
-    def emit_const(a: np.ndarray, hint: str = "const") -> str:
-        name = fresh()
+    def const_line(name: str, a: np.ndarray, hint: str) -> str:
         if not inline_constants and a.dtype not in (np.int64, np.bool_) and a.nbytes >= RESOURCE_MIN_BYTES:
             key = _resource_key(hint, keys)
             blobs.append((key, _resource_blob(a)))
-            lines.append(f'    {name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> '
-                         f"{_type(a)}")
-        elif a.dtype == np.int64:
-            lines.append(f'    {name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                         f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        else:
-            lines.append(f'    {name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}')
+            return f'{name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
+        if a.dtype == np.int64:
+            return (f'{name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
+                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
+        return f'{name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
+
+    def emit_const(a: np.ndarray, hint: str = "const") -> str:
+        name = fresh()
+        lines.append("    " + const_line(name, a, hint))
         return name
 
     def value_of(t: Any) -> str:
@@ -207,8 +214,13 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         vals[id(t)] = np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32)
         args.append(f"%arg{i}: {_type(vals[id(t)])}")
 
+    from . import mlir_regions
+    from .invoke import ITEM, apply
+    from .legalize.recurrent import RecurrentLegalizer
+
+    recurrent = RecurrentLegalizer()
     for op in graph.operations:
-        sg, _ = legalize(op)
+        sg = recurrent(op) or legalize(op)[0]
         assert sg is not None
         env: dict[str, str] = {}
         nv: dict[str, np.ndarray] = {}
@@ -222,9 +234,18 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
             env[n], nv[n] = emit_const(a, n), a
         for o in sg.ops:
             operands = [nv[i] for i in o.inputs]
+            if o.name == ITEM:  # a result of a WHILE_LOOP (its value: the operand list)
+                index = int(o.attrs["index"])
+                env[o.output], nv[o.output] = f"{env[o.inputs[0]]}#{index}", operands[0][index]
+                continue
+            if o.name == "WHILE_LOOP":
+                name = fresh()
+                lines.extend(mlir_regions.while_loop(name, [env[i] for i in o.inputs], operands, o.attrs, fresh,
+                                                     const_line, "    "))
+                env[o.output], nv[o.output] = name, operands  # type: ignore[assignment]
+                continue
             with np.errstate(all="ignore"):
-                result = OPS[o.name](operands, **o.attrs) if o.name == "CONCAT" else OPS[o.name](*operands, **o.attrs)
-            result = np.asarray(result)
+                result = np.asarray(apply(o.name, operands, o.attrs))
             in_types = ", ".join(f"!tosa.shape<{nv[i].size}>" if nv[i].dtype == np.int64 else _type(nv[i])
                                  for i in o.inputs)
             name = fresh()

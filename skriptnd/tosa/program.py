@@ -36,6 +36,7 @@ import numpy as np
 
 from . import OPS
 from .fast import Clamp, specialise
+from .invoke import ITEM, LIST_OPS, apply
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -173,10 +174,9 @@ class Program:
 def _generic(o: Op) -> Callable[..., Any]:
     if o.name in BOUNDARY:
         return BOUNDARY[o.name]
-    kernel = OPS[o.name]
-    if o.name == "CONCAT":
-        return lambda *xs: kernel(list(xs), **o.attrs)
-    return partial(kernel, **o.attrs)
+    if o.name in LIST_OPS or o.name == ITEM:
+        return lambda *xs: apply(o.name, list(xs), o.attrs)
+    return partial(OPS[o.name], **o.attrs)
 
 
 def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
@@ -201,6 +201,8 @@ class Builder:
         self._lazy: dict[str, tuple[str, tuple[int, ...]]] = {}
         self._materialized: dict[str, str] = {}
         self._widened: dict[str, str] = {}  # WIDEN output -> its int32 source
+        #: WHILE_LOOP output -> (the original input positions it kept, original position -> constant moved in)
+        self._loops: dict[str, tuple[list[int], dict[int, str]]] = {}
         #: recorded on the operators appended from now on (the caller's index of what it splices)
         self.origin = -1
 
@@ -275,6 +277,14 @@ class Builder:
             return out
         if name == "IDENTITY":
             return inputs[0]
+        if name == "WHILE_LOOP":
+            return self._while_loop([self._real(i) for i in inputs], attrs)
+        if name == ITEM and inputs[0] in self._loops:
+            kept, constant = self._loops[inputs[0]]
+            index = int(attrs["index"])
+            if index in constant:  # a constant the loop passed through: itself
+                return constant[index]
+            return self._append(ITEM, inputs, {"index": kept.index(index)})
         if name == NARROW and inputs[0] in self._widened:  # int32 -> int64 -> int32
             return self._widened[inputs[0]]
         sunk = self._sink(name, inputs, attrs)
@@ -286,6 +296,36 @@ class Builder:
         out = self._append(name, inputs, attrs)
         if name == WIDEN:
             self._widened[out] = inputs[0]
+        return out
+
+    def _while_loop(self, inputs: list[str], attrs: dict[str, Any]) -> str:
+        """A WHILE_LOOP whose loop-invariant constants (inputs the body passes through unchanged, e.g. a
+        recurrent weight) become constants of its regions: compilers then see the weight, not a loop-carried
+        value. Never evaluated at plan time (its value is a list; it may be long-running)."""
+        from .control_flow import Graph
+
+        cond, body = attrs["cond_graph"], attrs["body_graph"]
+        consts = self.program.constants
+        constant = {i: n for i, n in enumerate(inputs) if n in consts and isinstance(body.body, list)
+                    and isinstance(cond.body, list) and body.output_names[i] == body.input_names[i]}
+        if not constant:
+            out = self._append("WHILE_LOOP", inputs, attrs)
+            self._loops[out] = (list(range(len(inputs))), {})
+            return out
+        kept = [i for i in range(len(inputs)) if i not in constant]
+
+        def without(g: Graph, outputs: bool) -> Graph:
+            used = {x for node in g.body for i in node.inputs for x in (i if isinstance(i, list) else [i])}
+            used |= {g.output_names[i] for i in (kept if outputs else range(len(g.output_names)))}
+            values = {g.input_names[i]: consts[n] for i, n in constant.items() if g.input_names[i] in used}
+            return Graph([g.inputs[i] for i in kept], [g.outputs[i] for i in kept] if outputs else list(g.outputs),
+                         g.body, [g.input_names[i] for i in kept],
+                         [g.output_names[i] for i in kept] if outputs else list(g.output_names),
+                         {**g.constants, **values})
+
+        new = {"cond_graph": without(cond, False), "body_graph": without(body, True)}
+        out = self._append("WHILE_LOOP", [inputs[i] for i in kept], {**attrs, **new})
+        self._loops[out] = (kept, dict(constant))
         return out
 
     def _append(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
@@ -345,19 +385,23 @@ class Builder:
         return prog
 
 
-def graph_program(graph: Any, variables: dict[str, Any]) -> Program | None:
+def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
     """A whole composed float graph as one simplified program (what the exports write: `sknd export
     --tosa-mlir` and `--spirv`, as the iree backend compiles): every operation's legalized subgraph
     (skriptnd.tosa.legalize) spliced in order by a :class:`Builder`, so constants are folded, filters
     re-laid out once and the NCHW ↔ NHWC transpose pairs between operations cancelled. Inputs and outputs
-    are the graph's, in order; ``variables`` by name. The caller has checked that every operation
-    legalizes (skriptnd.tosa.export.check_exportable). None when the graph has what a program does not
-    take (an operation with pack outputs) or keeps SkriptND int (int64) values between operations (the
-    program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then write it operation
-    by operation."""
+    are the graph's, in order; ``variables`` by name; static-length recurrent layers legalize through
+    skriptnd.tosa.legalize.recurrent (a WHILE_LOOP, or unrolled within ``unroll_budget`` steps). The caller
+    has checked that every operation legalizes (skriptnd.tosa.export.check_exportable). None when the graph
+    has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
+    between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
+    write it operation by operation."""
     from .legalize import graph_constant, legalize
+    from .legalize.recurrent import RecurrentLegalizer
 
     builder = Builder()
+    # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)
+    recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)
     names: dict[int, str] = {}
 
     def name_of(t: Any) -> str:
@@ -370,7 +414,7 @@ def graph_program(graph: Any, variables: dict[str, Any]) -> Program | None:
     for k, op in enumerate(graph.operations):
         if any(isinstance(v, list) for v in op.outputs):
             return None
-        sg, _ = legalize(op)
+        sg = recurrent(op) or legalize(op)[0]
         if sg is None:
             return None
         builder.origin = k
@@ -406,6 +450,4 @@ BOUNDARY: dict[str, Callable[..., np.ndarray]] = {NARROW: _narrow, WIDEN: _widen
 def _evaluate(name: str, arrays: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
     if name in BOUNDARY:
         return BOUNDARY[name](*arrays)
-    if name == "CONCAT":
-        return np.asarray(OPS[name](arrays, **attrs))
-    return np.asarray(OPS[name](*arrays, **attrs))
+    return np.asarray(apply(name, arrays, attrs))

@@ -7,8 +7,10 @@ Written as MLIR it gives the compiler that graph rather than one subgraph per op
 its own layout transposes (what :func:`skriptnd.tosa.export.to_mlir` writes, operation by operation).
 
 Intermediate types come from evaluating the operators once on placeholder inputs (ones), as the
-exporter does. :func:`program_to_mlir` raises :class:`NotCompilable` for what MLIR TOSA cannot type: an
-int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype without a TOSA element type.
+exporter does; a WHILE_LOOP's results have its operands' types (it is not run), and its regions are
+written by skriptnd.tosa.mlir_regions. :func:`program_to_mlir` raises :class:`NotCompilable` for what
+MLIR TOSA cannot type: an int64 value (SkriptND ``int``: the program's NARROW / WIDEN edges) or a dtype
+without a TOSA element type.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import OPS
+from . import OPS, mlir_regions
 from .export import _ELEM, RESOURCE_MIN_BYTES, _attrs, _dense, _resource_blob, _resource_key, _type
 from .fast import specialise
+from .invoke import ITEM
 from .program import BOUNDARY, Program
 
 
@@ -62,26 +65,38 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
         _check(a, f"input {i}")
         ssa[n], vals[n] = f"%arg{i}", a
         args.append(f"%arg{i}: {_type(a)}")
+    def const(v: str, a: np.ndarray, hint: str) -> str:
+        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
+            return (f'{v} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
+                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
+        _check(a, f"constant {hint}")
+        if not inline_constants and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
+            key = _resource_key(hint, keys)
+            blobs.append((key, _resource_blob(a)))
+            return f'{v} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
+        return f'{v} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
+
     for n, a in program.constants.items():
         a = np.asarray(a)
         v = fresh()
-        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
-            lines.append(f'    {v} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                         f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        else:
-            _check(a, f"constant {n}")
-            if not inline_constants and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
-                key = _resource_key(program.hints.get(n, n), keys)
-                blobs.append((key, _resource_blob(a)))
-                lines.append(f'    {v} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> '
-                             f"{_type(a)}")
-            else:
-                lines.append(f'    {v} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}')
+        lines.append("    " + const(v, a, program.hints.get(n, n)))
         ssa[n], vals[n] = v, a
     for o in program.ops:
         if o.name in BOUNDARY:
             raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
         operands = [vals[i] for i in o.inputs]
+        if o.name == ITEM:  # a result of the WHILE_LOOP whose output list it reads
+            index = int(o.attrs["index"])
+            ssa[o.output], vals[o.output] = f"{ssa[o.inputs[0]]}#{index}", operands[0][index]
+            continue
+        if o.name == "WHILE_LOOP":  # its results have its operands' types
+            v = fresh()
+            try:
+                lines += mlir_regions.while_loop(v, [ssa[i] for i in o.inputs], operands, o.attrs, fresh, const, "    ")
+            except ValueError as err:
+                raise NotCompilable(str(err)) from None
+            ssa[o.output], vals[o.output] = v, operands  # type: ignore[assignment]
+            continue
         with np.errstate(all="ignore"):
             if o.name == "CONCAT":
                 result = np.asarray(OPS[o.name](operands, **o.attrs))

@@ -70,7 +70,8 @@ NOT_LEGALIZABLE: dict[str, str] = {
     "nn._jagged_lstm_loops": "a loop of lstm_loop loops over jagged sequence lengths (dynamic lengths, control "
                              "flow)",
     "nn.lstm": "lstm_loop or _jagged_lstm_loops: loops over the sequence with dynamic-length outputs (control "
-               "flow)",
+               "flow); without 'steps' it legalizes outside the TABLE, as a WHILE_LOOP (skriptnd.tosa.legalize."
+               "recurrent: the exports and the iree backend)",
 }
 
 for _name in COMPOSITES:
@@ -171,13 +172,28 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
 
 def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
     """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
+    from .recurrent import RecurrentLegalizer
+
     result = []
+    recurrent = RecurrentLegalizer()  # in graph order: a layer reading a legalized layer's Y
     for op in graph.operations:
         if op.subgraphs:
             result.append((op, False, f"control flow ({op.op})"))
             for sub in op.subgraphs.values():
                 result.extend(coverage(sub))
             continue
+        if recurrent(op) is not None:
+            result.append((op, True, RECURRENT.format(k=recurrent.steps, k2=2 * recurrent.steps)))
+            continue
         sg, reason = legalize(op)
+        if op.op == "nn.lstm" and sg is None:
+            reason = STEPS_REASON if len(op.inputs) > 6 and op.inputs[6] is not None else reason
         result.append((op, sg is not None, reason))
     return result
+
+
+#: coverage's description of a static-length recurrent layer (not a TABLE rule: skriptnd.tosa.legalize.recurrent)
+RECURRENT = ("static length (skriptnd.tosa.legalize.recurrent): a WHILE_LOOP of {k}-step iterations, unrolled "
+             "below {k2} steps; for the exports and the iree backend, the numpy backend runs its native kernel")
+STEPS_REASON = ("'steps' ends the loop at a step count known only at run time, so Y has a dynamic length, which TOSA "
+                "cannot type: call nn.lstm without 'steps' (it then runs all of X's steps) to export it")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import OPS
+from ..invoke import apply
 
 F32 = np.float32
 I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -65,11 +65,7 @@ def run_subgraph(sg: Subgraph, args: Sequence[Any]) -> list[Any]:
         elif name is not None:
             env[name] = _narrow(name, arg) if name in sg.int_values else arg
     for o in sg.ops:
-        operands = [env[i] for i in o.inputs]
-        if o.name == "CONCAT":
-            env[o.output] = OPS[o.name](operands, **o.attrs)
-        else:
-            env[o.output] = OPS[o.name](*operands, **o.attrs)
+        env[o.output] = apply(o.name, [env[i] for i in o.inputs], o.attrs)
 
     def out(n: str) -> Any:
         return env[n].astype(np.int64) if n in sg.int_values else env[n]

@@ -18,9 +18,10 @@ import numpy as np
 
 from ...diagnostics import DiagnosticError
 from ...source import Span
-from .. import OPS
+from ..invoke import apply
 from ..legalize import graph_constant, legalize
 from ..legalize.core import Subgraph, TosaOp
+from ..legalize.recurrent import RecurrentLegalizer
 
 
 @dataclass
@@ -55,9 +56,7 @@ class TosaProgram:
 
 
 def _apply(o: TosaOp, operands: list[Any]) -> Any:
-    if o.name == "CONCAT":
-        return OPS[o.name](operands, **o.attrs)
-    return OPS[o.name](*operands, **o.attrs)
+    return apply(o.name, operands, o.attrs)
 
 
 def infer_types(p: TosaProgram, examples: Sequence[np.ndarray]) -> None:
@@ -103,7 +102,8 @@ def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> To
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
     from ..program import graph_program
 
-    program = graph_program(graph, variables)  # the simplified program --tosa-mlir writes
+    # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
+    program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     if program is not None:
         p = TosaProgram(name=graph.name, inputs=list(program.inputs), outputs=list(program.outputs),
                         ops=[TosaOp(o.name, list(o.inputs), dict(o.attrs), o.output) for o in program.ops],
@@ -144,8 +144,9 @@ def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray])
         names[id(t)] = f"in{i}"
         p.inputs.append(f"in{i}")
         examples.append(np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32))
+    recurrent = RecurrentLegalizer(unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     for k, op in enumerate(graph.operations):
-        sg, _ = legalize(op)
+        sg = recurrent(op) or legalize(op)[0]
         assert sg is not None  # check_exportable refused what does not legalize
         env: dict[str, str] = {}
         for local, t in zip(sg.inputs, op.inputs, strict=False):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...diagnostics import Diagnostic, DiagnosticError, register_codes
 from ...source import Span
+from ..legalize.recurrent import RecurrentLegalizer
 from . import tables
 from .encoding import ATTRIBUTES, ELEMENTS, ENUMS, RESULT_TYPED, SHAPE_OPERANDS, default_attribute
 from .program import TosaProgram
@@ -33,6 +34,7 @@ from .program import TosaProgram
 register_codes({
     "E0770": "a TOSA value has no SPIR-V tensor type",
     "E0771": "a TOSA operator or attribute has no TOSA.001000.1 encoding",
+    "E0772": "TOSA control flow (a loop) has no SPIR-V graph form",
 })
 
 MAGIC = 0x07230203
@@ -255,6 +257,11 @@ class _Writer:
 
     def instruction(self, op: Any, tosa: int, ids: dict[str, int]) -> int:
         where = self.p.spans.get(op.output)
+        if op.name == "WHILE_LOOP":
+            raise _fail("E0772", f"TOSA WHILE_LOOP (control flow) is not an instruction of {INSTRUCTION_SET}, and "
+                        "SPV_ARM_graph graphs have no regions: recurrent layers are unrolled for SPIR-V up to "
+                        f"{RecurrentLegalizer.MAX_UNROLLED} steps in all, longer ones are loops; export it with --tosa-mlir "
+                        "or --tosa-flatbuffer (they write the loop)", where)
         if op.name not in tables.TOSA:
             raise _fail("E0771", f"TOSA operator {op.name} is not an instruction of {INSTRUCTION_SET}", where)
         opcode, names, variadic = tables.TOSA[op.name]
