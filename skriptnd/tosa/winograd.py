@@ -74,6 +74,8 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd import parallel
+
 F32 = np.float32
 
 #: Cook-Toom finite points per output tile size m (plus the point at infinity)
@@ -231,28 +233,6 @@ def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
     return out
 
 
-_BLAS: list[Any] = []  # [get_num_threads, set_num_threads] of OpenBLAS, or [] if unknown
-
-
-def _blas_threads() -> tuple[Any, Any] | None:
-    """OpenBLAS's (get, set) thread-count functions (looked up once through threadpoolctl)."""
-    if not _BLAS:
-        _BLAS.append(None)
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-                if getattr(lib, "threading_layer", "") != "openmp":
-                    get = lib._get_symbol("openblas_get_num_threads")
-                    put = lib._get_symbol("openblas_set_num_threads")
-                    if get is not None and put is not None:
-                        _BLAS[0] = (get, put)
-                        break
-        except Exception:  # noqa: BLE001 - no threadpoolctl / no OpenBLAS: run sequentially
-            pass
-    return _BLAS[0]
-
-
 class Winograd:
     """fp32 CONV2D NHWC x OHWI (3x3, stride 1, dilation 1, any pads) by Winograd F(m x m, 3 x 3).
 
@@ -368,9 +348,8 @@ class Winograd:
 
 
 def blas_threads() -> int:
-    """The number of threads OpenBLAS may use now (threadpoolctl's limit); 1 if unknown."""
-    blas = _blas_threads()
-    return int(blas[0]()) if blas is not None else 1
+    """The number of threads OpenBLAS may use now; 1 if unknown (skriptnd.parallel.blas_threads)."""
+    return parallel.blas_threads()
 
 
 def preferred(ic: int, oc: int, n: int, oh: int, ow: int) -> tuple[bool, bool]:

@@ -1,0 +1,214 @@
+"""A process-wide pool of worker threads for the numpy kernels: the numpy backend on several cores.
+
+numpy releases the GIL inside ufunc loops, copies and BLAS calls on large arrays, so Python threads
+each running numpy calls on their own part of a tensor (a band of output rows, a slice of channels)
+run in parallel. That is the only parallelism here: no C, no compiler, only chunks of vectorised
+numpy handed to threads.
+
+* :func:`parallel_for` ``(n, fn)`` calls ``fn(0) .. fn(n-1)``, spread over the current thread count
+  (the caller works too; chunks are taken from a shared counter, so a busy or nested pool never
+  deadlocks: whatever no worker took, the caller runs). With one thread, or from inside a chunk
+  (nesting), it is a plain loop.
+* :func:`split` cuts a range into near-equal contiguous chunks; :func:`worth` says whether a
+  piece of work is big enough for the hand-off (~10-30 us to wake a worker) to pay.
+* The thread count is per calling thread (:func:`using`, a context): the numpy backend sets it
+  from ``Options.threads`` (``sknd run/bench --threads N``), else :func:`default_threads`
+  (the CPUs this process may use).
+* BLAS: OpenBLAS has its own threads. A GEMM split into chunks over pool threads must run each
+  chunk on one BLAS thread (:func:`blas_single`), else 2 x 2 threads fight over 2 cores.
+
+Nothing here imports the executor or the TOSA operators: both use it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: Below this many bytes of output (or elements touched, for the caller's measure) a split does not
+#: pay on the measured machine (2-vCPU AMD EPYC): waking a worker costs ~20 us, a float32 pass over
+#: 64 KB ~5 us.
+MIN_BYTES = 1 << 17
+
+_local = threading.local()
+_lock = threading.Lock()
+_workers: list[threading.Thread] = []
+_jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def threads() -> int:
+    """The thread count for parallel work started from this thread (1 inside a chunk)."""
+    n = getattr(_local, "threads", None)
+    if n is None:
+        n = _local.threads = default_threads()
+    return n
+
+
+@contextmanager
+def using(n: int | None) -> Iterator[int]:
+    """Run parallel work started from this thread on ``n`` threads (None: :func:`default_threads`)."""
+    old = getattr(_local, "threads", None)
+    _local.threads = max(1, int(n)) if n else default_threads()
+    try:
+        yield _local.threads
+    finally:
+        _local.threads = old
+
+
+def worth(size: int, minimum: int = MIN_BYTES) -> int:
+    """How many threads a piece of work of ``size`` (bytes, or any measure ``minimum`` is in) should
+    use: all of :func:`threads` from ``minimum`` on (measured per kernel), else 1."""
+    t = threads()
+    return 1 if t == 1 or size < minimum else t
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``range(n)`` as at most ``parts`` contiguous non-empty (start, stop) chunks of near-equal size
+    (the first ``n % parts`` one longer); [] for n == 0."""
+    parts = max(1, min(parts, n))
+    base, extra = divmod(n, parts)
+    out, start = [], 0
+    for k in range(parts if n else 0):
+        stop = start + base + (k < extra)
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+class _Job:
+    """``fn(0) .. fn(n-1)``, taken index by index by whoever calls :meth:`work`."""
+
+    def __init__(self, fn: Callable[[int], Any], n: int) -> None:
+        self.fn, self.n = fn, n
+        self.next = itertools.count()  # next() is atomic under the GIL
+        self.done = 0
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        _local.inside = True
+        try:
+            while (i := next(self.next)) < self.n:
+                try:
+                    self.fn(i)
+                except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+                    if self.error is None:
+                        self.error = err
+                with self.lock:
+                    self.done += 1
+                    if self.done == self.n:
+                        self.finished.set()
+        finally:
+            _local.inside = False
+
+
+def _worker() -> None:
+    _local.threads = 1
+    while True:
+        _jobs.get().work()
+
+
+def _ensure(count: int) -> None:
+    if len(_workers) >= count:
+        return
+    with _lock:
+        while len(_workers) < count:
+            t = threading.Thread(target=_worker, name=f"skriptnd-worker-{len(_workers)}", daemon=True)
+            t.start()
+            _workers.append(t)
+
+
+def parallel_for(n: int, fn: Callable[[int], Any], workers: int | None = None) -> None:
+    """``fn(i)`` for i in range(n), on up to ``workers`` (default :func:`threads`) threads including
+    the caller; returns when all are done; the first exception of a chunk is raised here."""
+    t = threads() if workers is None else workers
+    if n <= 0:
+        return
+    if t <= 1 or n == 1 or getattr(_local, "inside", False):
+        for i in range(n):
+            fn(i)
+        return
+    helpers = min(t, n) - 1
+    _ensure(helpers)
+    job = _Job(fn, n)
+    for _ in range(helpers):
+        _jobs.put(job)
+    job.work()
+    job.finished.wait()
+    if job.error is not None:
+        raise job.error
+
+
+def parallel_chunks(n: int, fn: Callable[[int, int], Any], parts: int | None = None) -> None:
+    """``fn(start, stop)`` over :func:`split` ``(n, parts)`` chunks (default: one per thread) in parallel."""
+    chunks = split(n, threads() if parts is None else parts)
+    parallel_for(len(chunks), lambda k: fn(*chunks[k]))
+
+
+# --- OpenBLAS's own thread count -------------------------------------------------------------------
+
+_BLAS: list[Any] = []  # [(get_num_threads, set_num_threads)] of OpenBLAS, or [None] if unknown
+
+
+def blas_functions() -> tuple[Any, Any] | None:
+    """OpenBLAS's (get, set) thread-count functions (looked up once through threadpoolctl, when
+    installed; calling them is cheap, unlike threadpoolctl's context, which scans the libraries)."""
+    if not _BLAS:
+        found = None
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
+                if getattr(lib, "threading_layer", "") != "openmp":
+                    get = lib._get_symbol("openblas_get_num_threads")
+                    put = lib._get_symbol("openblas_set_num_threads")
+                    if get is not None and put is not None:
+                        found = (get, put)
+                        break
+        except Exception:  # noqa: BLE001 - no threadpoolctl / no OpenBLAS: nothing to control
+            pass
+        _BLAS.append(found)
+    return _BLAS[0]
+
+
+def blas_threads() -> int:
+    """The number of threads OpenBLAS may use now; 1 if unknown."""
+    blas = blas_functions()
+    return int(blas[0]()) if blas is not None else 1
+
+
+@contextmanager
+def blas_limit(n: int) -> Iterator[None]:
+    """OpenBLAS on at most ``n`` threads inside the block (no-op when it cannot be controlled)."""
+    blas = blas_functions()
+    if blas is None:
+        yield
+        return
+    old = int(blas[0]())
+    if old <= n:
+        yield
+        return
+    blas[1](n)
+    try:
+        yield
+    finally:
+        blas[1](old)
+
+
+def blas_single() -> Any:
+    """OpenBLAS on one thread inside the block: for GEMMs split over the pool's threads."""
+    return blas_limit(1)
