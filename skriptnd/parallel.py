@@ -159,6 +159,46 @@ def parallel_chunks(n: int, fn: Callable[[int, int], Any], parts: int | None = N
     parallel_for(len(chunks), lambda k: fn(*chunks[k]))
 
 
+# --- GEMMs on the pool's threads -------------------------------------------------------------------
+
+#: from this many multiply-adds a GEMM splits over threads (~0.1 ms of one core)
+MIN_GEMM_FLOPS = 1 << 21
+
+
+def gemm(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.matmul(a, b, out=out)`` for a [.., M, K] @ [.., K, N] product (``b`` 2-D or with ``a``'s
+    batch), split over the pool's threads when large: over the batch when it has enough items, else
+    over M's rows when there are enough of them, else over N's columns (ResNet-18's 7x7 layers: 49
+    rows). Each part is one BLAS call on one thread (the caller limits OpenBLAS, see
+    :func:`blas_single`: a BLAS pool spinning next to this one would take its cores)."""
+    import numpy as np
+
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    batch = int(np.prod(a.shape[:-2])) if a.ndim > 2 else 1
+    t = threads()
+    if t == 1 or batch * m * n * k < MIN_GEMM_FLOPS or getattr(_local, "inside", False):
+        return np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n),
+                       np.result_type(a.dtype, b.dtype))
+    if batch >= t and a.ndim == 3 and (b.ndim == 2 or b.shape[0] == batch):
+        def part(i: int, j: int) -> None:
+            np.matmul(a[i:j], b if b.ndim == 2 else b[i:j], out=out[i:j])
+        parallel_chunks(batch, part)
+    elif m >= 8 * t:
+        def part(i: int, j: int) -> None:
+            np.matmul(a[..., i:j, :], b, out=out[..., i:j, :])
+        parallel_chunks(m, part)
+    elif n >= 32 * t:
+        def part(i: int, j: int) -> None:
+            np.matmul(a, b[..., i:j], out=out[..., i:j])
+        parallel_chunks(n, part)
+    else:
+        np.matmul(a, b, out=out)
+    return out
+
+
 # --- OpenBLAS's own thread count -------------------------------------------------------------------
 
 _BLAS: list[Any] = []  # [(get_num_threads, set_num_threads)] of OpenBLAS, or [None] if unknown

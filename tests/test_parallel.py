@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_winograd import TOLERANCE, _bound, _tile_bound
 
 from skriptnd import parallel
 from skriptnd.tosa import OPS
 from skriptnd.tosa import fast as F
+from skriptnd.tosa import winograd as W
 from skriptnd.tosa.fast import Clamp, specialise
 
 EPS = float(np.finfo(np.float32).eps)
@@ -248,3 +250,50 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     np.testing.assert_array_equal(got, _run(fn, 1, *args))
     np.testing.assert_array_equal(got, OPS[name](*args, *([np.zeros(1, np.int8)] if name == "MUL" else []), **attrs))
     assert not np.shares_memory(got, a)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 3), st.integers(2, 13), st.integers(2, 13), st.integers(1, 6), st.integers(1, 6),
+       st.lists(st.integers(0, 2), min_size=4, max_size=4), st.integers(2, 5), st.integers(0, 2**16))
+def test_threaded_winograd_equals_serial_within_its_rounding(monkeypatch: pytest.MonkeyPatch, n: int, h: int, w: int,
+                                                             ic: int, oc: int, pads: list[int], threads: int,
+                                                             seed: int) -> None:
+    """Winograd F(2,3) with its tiles shared over threads (each share with its own buffers, bias and
+    clamp) against the serial banded form and the generic kernel, within test_winograd's bound."""
+    if h + pads[0] + pads[1] < 3 or w + pads[2] + pads[3] < 3:
+        return
+    monkeypatch.setattr(W, "PARALLEL_TILES", 0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, h, w, ic)).astype(np.float32)
+    wt = (rng.standard_normal((oc, 3, 3, ic)) / 3).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    conv = W.Winograd(wt, b, pads, m=2, clamp=(-1.0, 2.0), band_bytes=256, scratch={})
+    serial = _run(conv, 1, x)
+    threaded = _run(conv, threads, x)
+    tol = TOLERANCE[2] * _tile_bound(_bound(x, wt, b, pads), 2)
+    assert np.all(np.abs(threaded - serial) <= tol)
+    expected = np.clip(OPS["CONV2D"](x, wt, b, pad=pads, stride=[1, 1], dilation=[1, 1], acc_type="FP32"), -1, 2)
+    assert np.all(np.abs(threaded - expected) <= tol)
+    np.testing.assert_array_equal(_run(conv, threads, x), threaded)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((300, 40), (40, 70)),       # rows
+    ((5, 64), (64, 900)),        # few rows: columns
+    ((6, 50, 30), (6, 30, 40)),  # batch
+    ((3, 50, 30), (30, 40)),     # batch against one matrix
+    ((1, 3, 40), (1, 40, 2)),    # too small to split
+])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_gemm_splits_rows_columns_or_batch_like_one_matmul(monkeypatch: pytest.MonkeyPatch, a_shape: tuple,
+                                                           b_shape: tuple, threads: int) -> None:
+    monkeypatch.setattr(parallel, "MIN_GEMM_FLOPS", 0)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    with parallel.using(threads), parallel.blas_single():
+        got = parallel.gemm(a, b)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    bound = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(got - expected) <= 2 * a_shape[-1] * EPS * bound)

@@ -79,7 +79,7 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     if name == "AVG_POOL2D" and all(_zero(c) for c in consts[1:]):
         return _avg_pool(attrs)
     if name == "MATMUL" and all(_zero(c) for c in consts[2:]):
-        return _checked(lambda a, b, *zp: np.matmul(a, b))
+        return _checked(lambda a, b, *zp: parallel.gemm(a, b))
     if name == "CLAMP":
         bounds = Clamp(float(attrs["min_val"]), float(attrs["max_val"]), attrs.get("nan_mode") == "IGNORE")
         return _checked(lambda x: _split_elementwise(bounds.apply, x))
@@ -230,7 +230,7 @@ class _Conv2D:
             cols = self._columns()
             np.copyto(cols, self.windows)
             cols = cols.reshape(n * oh * ow, -1)
-        y = cols @ self.w
+        y = parallel.gemm(cols, self.w)
         y += self.b
         if self.clamp is not None:
             self.clamp.apply(y)

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .. import parallel
 from . import OPS
 from .fast import Clamp, specialise
 
@@ -114,6 +116,13 @@ class Program:
         values: list[Any] = [None] * (len(slots) + 1)
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
+        # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
+        # thread each: OpenBLAS's own threads, spinning between calls, would take the pool's cores
+        with parallel.blas_single() if parallel.threads() > 1 else nullcontext():
+            self._run_steps(values)
+        return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
+
+    def _run_steps(self, values: list[Any]) -> None:
         step = None
         try:
             for step in self._steps:  # type: ignore[union-attr]
@@ -127,7 +136,6 @@ class Program:
         except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
             assert step is not None
             raise ProgramError(step.op, err) from err
-        return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _plan(self) -> None:
         uses = Counter(i for o in self.ops for i in o.inputs) + Counter(self.outputs)

@@ -233,6 +233,10 @@ def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
     return out
 
 
+#: from this many tiles the transforms split over threads (ResNet-18's 14x14 layers have 49)
+PARALLEL_TILES = 40
+
+
 class Winograd:
     """fp32 CONV2D NHWC x OHWI (3x3, stride 1, dilation 1, any pads) by Winograd F(m x m, 3 x 3).
 
@@ -271,18 +275,19 @@ class Winograd:
             buf = self.scratch["winograd." + key] = np.empty(size, F32)
         return buf[:size].reshape(shape)
 
-    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int) -> list[Op]:
-        """Ops for the (image, first tile row, tile rows) ``items``."""
+    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int, part: str = "") -> list[Op]:
+        """Ops for the (image, first tile row, tile rows) ``items``, on buffers of their own per
+        ``part`` (a thread's share)."""
         m, a, oc = self.m, self.a, self.oc
         tx = (wp - 2) // m
-        u = self._buffer("u", (a, band, wp, ic))
-        tmp1, tmp2 = self._buffer("t1", (2, band, wp, ic))
-        v = self._buffer("v", (a * a, band * tx, ic))
-        tmp3, tmp4 = self._buffer("t2", (2, a, band, tx, ic))
-        mm = self._buffer("m", (a * a, band * tx, oc))
-        z = self._buffer("z", (a, band, tx, m, oc))
-        tmp5, tmp6 = self._buffer("t3", (2, a, band, tx, oc))
-        tmp7, tmp8 = self._buffer("t4", (2, band, tx, m, oc))
+        u = self._buffer("u" + part, (a, band, wp, ic))
+        tmp1, tmp2 = self._buffer("t1" + part, (2, band, wp, ic))
+        v = self._buffer("v" + part, (a * a, band * tx, ic))
+        tmp3, tmp4 = self._buffer("t2" + part, (2, a, band, tx, ic))
+        mm = self._buffer("m" + part, (a * a, band * tx, oc))
+        z = self._buffer("z" + part, (a, band, tx, m, oc))
+        tmp5, tmp6 = self._buffer("t3" + part, (2, a, band, tx, oc))
+        tmp7, tmp8 = self._buffer("t4" + part, (2, band, tx, m, oc))
         ops: list[Op] = []
         for i, b0, nb in items:
             src = self.padded[i, b0 * m:(b0 + nb) * m + 2]
@@ -296,7 +301,7 @@ class Winograd:
             cols = [ub[:, :, k:k + m * (tx - 1) + 1:m] for k in range(a)]
             ops += compile_1d(self.bt, cols, [v5[:, k] for k in range(a)], tmp3[:, :nb], tmp4[:, :nb])
             mb = mm[:, :nb * tx]
-            ops.append((np.matmul, (vb, self.w), mb))
+            ops.append((parallel.gemm, (vb, self.w), mb))  # the a*a GEMMs over threads
             # output transform: M [a*a, nb*tx, oc] -> columns: Z [a, nb, tx, m, oc] -> rows: Y tiles
             m5 = mb.reshape(a, a, nb, tx, oc)
             zb = z[:, :nb]
@@ -324,6 +329,26 @@ class Winograd:
         items = [(i, b0, min(band, ty - b0)) for i in range(n) for b0 in range(0, ty, band)]
         self.ops = self._compile(items, band, ic, wp)
         self._shape = shape
+        self._parts: list[tuple[list[Op], tuple[int, int, int, int]]] = []
+        self._parts_for = 0
+
+    def _split(self, parts: int) -> list[tuple[list[Op], tuple[int, int, int, int]]]:
+        """The tiles in ``parts`` shares (whole images, else bands of tile rows), each with its own
+        buffers, for as many threads: their transforms then run in parallel (not banded for cache:
+        fewer, larger numpy calls hand the GIL over less often)."""
+        n, _, _, ty, tx = self.dims
+        ic, wp = self.padded.shape[3], self.padded.shape[2]
+        if n >= parts:
+            shares = [[(i, 0, ty) for i in range(i0, i1)] for i0, i1 in parallel.split(n, parts)]
+            band = ty
+        else:
+            per = -(-parts // n)
+            band = -(-ty // per)
+            shares = [[(i, b0, min(band, ty - b0))] for i in range(n) for b0 in range(0, ty, band)]
+        oh = self.dims[1]
+        return [(self._compile(items, band, ic, wp, f".{k}"),
+                 (items[0][0], items[-1][0] + 1, items[0][1] * self.m, min(oh, (items[0][1] + items[0][2]) * self.m)))
+                for k, items in enumerate(shares)]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if x.shape != self._shape:
@@ -331,14 +356,32 @@ class Winograd:
         n, oh, ow, ty, tx = self.dims
         t, _, left, _ = self.pad
         self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
-        _run(self.ops)
-        y = np.add(self.ybuf[:, :oh, :ow], self.b)  # a new array: bias added while cropping
+        y = np.empty((n, oh, ow, self.oc), F32)
+        parts = parallel.worth(n * ty * tx, PARALLEL_TILES) if n * ty > 1 else 1
+        if parts == 1:
+            _run(self.ops)
+            self._finish(y, 0, n, 0, oh)
+            return y
+        if self._parts_for != parts:
+            self._parts, self._parts_for = self._split(parts), parts
+
+        def share(k: int) -> None:
+            ops, (i0, i1, r0, r1) = self._parts[k]
+            _run(ops)
+            self._finish(y, i0, i1, r0, r1)
+
+        parallel.parallel_for(len(self._parts), share)
+        return y
+
+    def _finish(self, y: np.ndarray, i0: int, i1: int, r0: int, r1: int) -> None:
+        """Output rows [r0, r1) of images [i0, i1): cropped from the tiles, plus bias, clamped."""
+        block = y[i0:i1, r0:r1]
+        np.add(self.ybuf[i0:i1, r0:r1, :y.shape[2]], self.b, out=block)
         if self.clamp is not None:  # (lo, hi) or an object applying itself in place
             if hasattr(self.clamp, "apply"):
-                self.clamp.apply(y)
+                self.clamp.apply(block)
             else:
-                np.clip(y, F32(self.clamp[0]), F32(self.clamp[1]), out=y)
-        return y
+                np.clip(block, F32(self.clamp[0]), F32(self.clamp[1]), out=block)
 
     def accepts(self, x: np.ndarray) -> bool:
         """Whether ``x`` is finite and small enough for the transforms. Winograd mixes each tile's
