@@ -2,9 +2,11 @@
 by one (batch 1, 224x224, fp32), grouped by operator and shape, at a given thread count.
 
     python benchmarks/numpy_steps.py [--models resnet18 mobilenetv2] [--threads 1 2] [--runs 20] [--top 25]
+                                     [--stat median|min]
 
-Each step's time is the median over ``--runs`` whole-network runs (so caches hold what they hold in a real
-run); BLAS is limited to the thread count with threadpoolctl, the backend's worker pool
+Each step's time is the median (or, on a machine other processes keep busy, the minimum: the run in
+which the step had the cores to itself) over ``--runs`` whole-network runs (so caches hold what they
+hold in a real run); BLAS is limited to the thread count with threadpoolctl, the backend's worker pool
 (skriptnd.parallel) gets the same count.
 """
 
@@ -43,7 +45,7 @@ def _label(step: Any, values: list[Any]) -> str:
     return f"{o.name} {shape}{extra}"
 
 
-def profile(name: str, threads: int, runs: int, top: int, folder: Path) -> None:
+def profile(name: str, threads: int, runs: int, top: int, folder: Path, stat: str = "median") -> None:
     path, _ = zoo._copy_with_weights(name, folder / name)
     graph = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
     x = {"input": np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)}
@@ -71,12 +73,13 @@ def profile(name: str, threads: int, runs: int, top: int, folder: Path) -> None:
             t0 = time.perf_counter()
             runner.run(x)
             totals.append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    pick = min if stat == "min" else statistics.median
+    med = {k: pick(v) * 1e3 for k, v in times.items()}
     groups: dict[str, list[float]] = defaultdict(list)
     for k, ms in med.items():
         groups[labels[k]].append(ms)
-    total = statistics.median(totals) * 1e3
-    print(f"\n{name}, {threads} thread(s): whole run {total:.2f} ms, program steps {sum(med.values()):.2f} ms")
+    total = pick(totals) * 1e3
+    print(f"\n{name}, {threads} thread(s), {stat}s: whole run {total:.2f} ms, program steps {sum(med.values()):.2f} ms")
     rows = sorted(groups.items(), key=lambda kv: -sum(kv[1]))
     for label, ms in rows[:top]:
         print(f"  {sum(ms):7.2f} ms  {len(ms):3d} x  {label}")
@@ -92,11 +95,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--stat", choices=["median", "min"], default="median")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sknd_steps_") as tmp:
         for name in args.models:
             for threads in args.threads:
-                profile(name, threads, args.runs, args.top, Path(tmp))
+                profile(name, threads, args.runs, args.top, Path(tmp), args.stat)
 
 
 if __name__ == "__main__":

@@ -210,7 +210,8 @@ class _Conv2D:
             return NotImplemented
         if x.shape != self._shape:
             self._setup(x.shape)
-        if self.winograd_ok[0] and self.winograd_ok[parallel.blas_threads() > 1 or parallel.threads() > 1]:
+        # on the pool (threads > 1) every part of either form runs on one BLAS thread: the one-thread rule
+        if self.winograd_ok[0] and self.winograd_ok[parallel.threads() == 1 and parallel.blas_threads() > 1]:
             if self.winograd is None:
                 self.winograd = winograd.Winograd(self.weight, self.bias, self.pad, m=2, clamp=self.clamp,
                                                   scratch=self.scratch)

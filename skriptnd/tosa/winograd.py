@@ -397,6 +397,8 @@ def blas_threads() -> int:
 
 def preferred(ic: int, oc: int, n: int, oh: int, ow: int) -> tuple[bool, bool]:
     """Whether F(2x2,3x3) beats im2col for this 3x3 stride-1 convolution, (with 1 BLAS thread, with 2+).
+    On skriptnd.parallel's threads both forms split into parts on one BLAS thread each, so the
+    first rule applies (skriptnd.tosa.fast).
 
     From benchmarks/winograd.py (see the module docstring): at least 49 tiles (ResNet-18's 56x56,
     28x28, 14x14 layers, not 7x7) and 64 channels with one thread; also 256 channels with two.
