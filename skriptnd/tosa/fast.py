@@ -431,8 +431,9 @@ def _pool_dims(x: np.ndarray, attrs: dict[str, Any]) -> tuple[list[int], list[in
     return kernel, stride, pad, oh, ow
 
 
-#: from this size (bytes of output) pooling and element-wise operators split over threads: a pass over
-#: 1 MB of float32 takes ~30-60 us, splitting it in two saves more than the hand-off (~10-30 us)
+#: from this size (bytes of input for pooling, of output for element-wise operators) they split over
+#: threads: a pass over 1 MB of float32 takes ~30-60 us, splitting it saves more than the hand-off
+#: (~10-30 us)
 _POOL_SPLIT_BYTES = 1 << 20
 _ELEMENTWISE_SPLIT_BYTES = 1 << 20
 
@@ -496,7 +497,7 @@ def _max_pool(attrs: dict[str, Any]) -> Fn:
             return NotImplemented
         *_, oh, ow = _pool_dims(x, attrs)
         out = np.empty((x.shape[0], oh, ow, x.shape[3]), F32)
-        parts = parallel.worth(out.nbytes, _POOL_SPLIT_BYTES) if oh > 1 else 1
+        parts = parallel.worth(x.nbytes, _POOL_SPLIT_BYTES) if oh > 1 else 1
         parallel.parallel_chunks(oh, lambda r0, r1: rows(x, out, r0, r1), parts)
         return out
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -117,8 +116,12 @@ class Program:
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
         # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
-        # thread each: OpenBLAS's own threads, spinning between calls, would take the pool's cores
-        with parallel.blas_single() if parallel.threads() > 1 else nullcontext():
+        # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores),
+        # and the pool's workers spin between the operators (parallel.hot) instead of sleeping
+        if parallel.threads() > 1:
+            with parallel.blas_single(), parallel.hot():
+                self._run_steps(values)
+        else:
             self._run_steps(values)
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 

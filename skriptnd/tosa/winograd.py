@@ -275,21 +275,32 @@ class Winograd:
             buf = self.scratch["winograd." + key] = np.empty(size, F32)
         return buf[:size].reshape(shape)
 
-    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int, part: str = "") -> list[Op]:
+    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int, part: str = "",
+                 shared: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
         """Ops for the (image, first tile row, tile rows) ``items``, on buffers of their own per
-        ``part`` (a thread's share)."""
+        ``part`` (a thread's share). With ``shared`` (V [a*a, all tiles, IC], M [a*a, all tiles, OC]):
+        the transforms only, as (input ops writing V's rows of the items, output ops reading M's),
+        for one GEMM over all tiles in between (split over the a*a products: each thread reads its
+        part of the transformed filter once)."""
         m, a, oc = self.m, self.a, self.oc
         tx = (wp - 2) // m
         u = self._buffer("u" + part, (a, band, wp, ic))
         tmp1, tmp2 = self._buffer("t1" + part, (2, band, wp, ic))
-        v = self._buffer("v" + part, (a * a, band * tx, ic))
+        if shared is None:
+            v = self._buffer("v" + part, (a * a, band * tx, ic))
         tmp3, tmp4 = self._buffer("t2" + part, (2, a, band, tx, ic))
-        mm = self._buffer("m" + part, (a * a, band * tx, oc))
+        if shared is None:
+            mm = self._buffer("m" + part, (a * a, band * tx, oc))
         z = self._buffer("z" + part, (a, band, tx, m, oc))
         tmp5, tmp6 = self._buffer("t3" + part, (2, a, band, tx, oc))
         tmp7, tmp8 = self._buffer("t4" + part, (2, band, tx, m, oc))
         ops: list[Op] = []
+        ops_out: list[Op] = []
+        ty = self.dims[3]
         for i, b0, nb in items:
+            if shared is not None:
+                at = (i * ty + b0) * tx
+                v, mm = shared[0][:, at:at + nb * tx], shared[1][:, at:at + nb * tx]
             src = self.padded[i, b0 * m:(b0 + nb) * m + 2]
             # input transform, rows: a outputs [nb, wp, ic]
             rows = [src[j:j + m * (nb - 1) + 1:m] for j in range(a)]
@@ -301,7 +312,10 @@ class Winograd:
             cols = [ub[:, :, k:k + m * (tx - 1) + 1:m] for k in range(a)]
             ops += compile_1d(self.bt, cols, [v5[:, k] for k in range(a)], tmp3[:, :nb], tmp4[:, :nb])
             mb = mm[:, :nb * tx]
-            ops.append((parallel.gemm, (vb, self.w), mb))  # the a*a GEMMs over threads
+            if shared is None:
+                ops.append((parallel.gemm, (vb, self.w), mb))  # the a*a GEMMs over threads
+            else:
+                ops, ops_out = ops_out, ops  # from here on: the output transform's ops
             # output transform: M [a*a, nb*tx, oc] -> columns: Z [a, nb, tx, m, oc] -> rows: Y tiles
             m5 = mb.reshape(a, a, nb, tx, oc)
             zb = z[:, :nb]
@@ -309,7 +323,9 @@ class Winograd:
                               tmp5[:, :nb], tmp6[:, :nb])
             y5 = self.ybuf[i, b0 * m:(b0 + nb) * m].reshape(nb, m, tx, m, oc)
             ops += compile_1d(self.at, list(zb), [y5[:, p] for p in range(m)], tmp7[:nb], tmp8[:nb])
-        return ops
+            if shared is not None:
+                ops, ops_out = ops_out, ops
+        return ops if shared is None else (ops, ops_out)
 
     def _setup(self, shape: tuple[int, ...]) -> None:
         n, ih, iw, ic = shape
@@ -329,10 +345,10 @@ class Winograd:
         items = [(i, b0, min(band, ty - b0)) for i in range(n) for b0 in range(0, ty, band)]
         self.ops = self._compile(items, band, ic, wp)
         self._shape = shape
-        self._parts: list[tuple[list[Op], tuple[int, int, int, int]]] = []
+        self._parts: list[tuple[tuple[list[Op], list[Op]], tuple[int, int, int, int]]] = []
         self._parts_for = 0
 
-    def _split(self, parts: int) -> list[tuple[list[Op], tuple[int, int, int, int]]]:
+    def _split(self, parts: int) -> list[tuple[tuple[list[Op], list[Op]], tuple[int, int, int, int]]]:
         """The tiles in ``parts`` shares (whole images, else bands of tile rows), each with its own
         buffers, for as many threads: their transforms then run in parallel (not banded for cache:
         fewer, larger numpy calls hand the GIL over less often)."""
@@ -345,8 +361,9 @@ class Winograd:
             per = -(-parts // n)
             band = -(-ty // per)
             shares = [[(i, b0, min(band, ty - b0))] for i in range(n) for b0 in range(0, ty, band)]
-        oh = self.dims[1]
-        return [(self._compile(items, band, ic, wp, f".{k}"),
+        oh, a = self.dims[1], self.a
+        self.vm = (self._buffer("V", (a * a, n * ty * tx, ic)), self._buffer("M", (a * a, n * ty * tx, self.oc)))
+        return [(self._compile(items, band, ic, wp, f".{k}", self.vm),
                  (items[0][0], items[-1][0] + 1, items[0][1] * self.m, min(oh, (items[0][1] + items[0][2]) * self.m)))
                 for k, items in enumerate(shares)]
 
@@ -365,12 +382,17 @@ class Winograd:
         if self._parts_for != parts:
             self._parts, self._parts_for = self._split(parts), parts
 
-        def share(k: int) -> None:
-            ops, (i0, i1, r0, r1) = self._parts[k]
+        def transform_in(k: int) -> None:
+            _run(self._parts[k][0][0])
+
+        def transform_out(k: int) -> None:
+            (_, ops), (i0, i1, r0, r1) = self._parts[k]
             _run(ops)
             self._finish(y, i0, i1, r0, r1)
 
-        parallel.parallel_for(len(self._parts), share)
+        parallel.parallel_for(len(self._parts), transform_in)
+        parallel.gemm(self.vm[0], self.w, out=self.vm[1])
+        parallel.parallel_for(len(self._parts), transform_out)
         return y
 
     def _finish(self, y: np.ndarray, i0: int, i1: int, r0: int, r1: int) -> None:
