@@ -50,6 +50,10 @@ preallocated buffers (terms grouped by coefficient magnitude; two rows u+v / u-v
 even and odd parts, as the rows of the points +-p do). The work runs in bands of tile rows (each
 band's transform-domain data fits in cache) when the transformed filter is small enough to be
 read once per band. Buffers are kept per input shape, shareable between convolutions (``scratch``).
+On skriptnd.parallel's threads (from :data:`PARALLEL_TILES` tiles) the tile rows split into shares,
+each with its own transform buffers: input transforms in parallel, then one GEMM split over the a*a
+products (each thread reads its half of the transformed filter once), then output transforms,
+bias and clamp in parallel (no banding: fewer, larger numpy calls pass the GIL less often).
 
 Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, batch 1, 2-CPU Xeon, best of
 N, interleaved): with one thread F(2,3) beats im2col by 10-30% at 56x56x64, 28x28x128 and
