@@ -219,7 +219,8 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                                                  "'tosa' is its former name), kernels, lower, iree (compiled by "
                                                  "IREE) or onnxruntime (the ONNX export)")] = "numpy",
                 threads: Annotated[int | None, typer.Option("--threads", min=1, help="Worker threads of the "
-                                                            "iree / onnxruntime backends.")] = None,
+                                                            "backend (numpy: its kernels' threads and "
+                                                            "OpenBLAS's; default: the usable CPUs).")] = None,
                 target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
                                                            "host; e.g. generic, znver4, or a target triple to "
                                                            "cross-compile).")] = None,

@@ -23,6 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
+from skriptnd import parallel
 from skriptnd.tosa import OPS
 from skriptnd.tosa import winograd as W
 from skriptnd.tosa.fast import specialise
@@ -128,7 +129,7 @@ def test_fast_conv2d_uses_winograd_where_measured_faster() -> None:
     attrs = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1]}
     expected = np.clip(OPS["CONV2D"](x, w, b, **attrs), 0.0, 6.0)
     tol = TOLERANCE[2] * _bound(x, w, b, [1, 1, 1, 1])
-    with threadpool_limits(1):
+    with threadpool_limits(1), parallel.using(1):
         fast = specialise("CONV2D", [None, w, b], attrs, (0.0, 6.0))
         assert np.all(np.abs(fast(x, w, b) - expected) <= tol)
         assert fast.winograd is not None  # 14x14x64 -> 64: F(2,3) with one thread
@@ -148,7 +149,7 @@ def test_non_finite_or_huge_inputs_take_the_direct_convolution() -> None:
     w = (rng.standard_normal((64, 3, 3, 64)) / 24).astype(np.float32)
     b = np.zeros(64, np.float32)
     attrs = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1]}
-    with threadpool_limits(1):
+    with threadpool_limits(1), parallel.using(1):
         fast = specialise("CONV2D", [None, w, b], attrs, None)
         fast(x, w, b)
         assert fast.winograd is not None and fast.winograd.accepts(x)

@@ -10,7 +10,11 @@ from .base import Progress, Runner
 
 
 class ExecutorRunner(Runner):
-    def __init__(self, graph: Any, kernels: Mapping[str, Any], optimize: bool, plan: list[str]) -> None:
+    """``threads``: the numpy kernels' worker threads (skriptnd.parallel) and OpenBLAS's limit while a run
+    lasts (None: the CPUs the process may use, OpenBLAS as it is)."""
+
+    def __init__(self, graph: Any, kernels: Mapping[str, Any], optimize: bool, plan: list[str],
+                 threads: int | None = None) -> None:
         from ..execute import Executor
 
         variables = ({t.name: graph.variable_source(t) for t in graph.variables}
@@ -18,11 +22,15 @@ class ExecutorRunner(Runner):
         self.executor = Executor(graph, variables, kernels=kernels, optimize=optimize)
         self.operations = len(graph.operations)
         self.plan = plan
+        self.threads = threads
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        from .. import parallel
+
         self.executor.on_operation = progress
         try:
-            return self.executor.run(dict(inputs))
+            with parallel.using(self.threads), parallel.blas_limit(self.threads or 1 << 30):
+                return self.executor.run(dict(inputs))
         finally:
             self.executor.on_operation = None
 

@@ -20,4 +20,5 @@ class KernelsBackend(Backend):
         quantized = has_quantization(graph)
         kernels, optimize = kernels_for("kernels")
         return ExecutorRunner(fake_quantized(graph) if quantized else graph, kernels, optimize,
-                              [f"{graph.name}: native numpy kernels" + (", fake quantization" if quantized else "")])
+                              [f"{graph.name}: native numpy kernels" + (", fake quantization" if quantized else "")],
+                              threads=options.threads)

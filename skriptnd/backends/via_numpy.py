@@ -37,4 +37,5 @@ class NumpyBackend(Backend):
             return IntegerRunner(graph)
         kernels, optimize = kernels_for("numpy")
         return ExecutorRunner(graph, kernels, optimize, [f"{graph.name}: TOSA programs on numpy, native kernels "
-                                                         "or @lower for the rest (sknd compose --tosa lists which)"])
+                                                         "or @lower for the rest (sknd compose --tosa lists which)"],
+                              threads=options.threads)

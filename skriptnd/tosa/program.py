@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import parallel
 from . import OPS
 from .fast import Clamp, specialise
 from .invoke import ITEM, LIST_OPS, apply
@@ -115,6 +116,17 @@ class Program:
         values: list[Any] = [None] * (len(slots) + 1)
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
+        # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
+        # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores),
+        # and the pool's workers spin between the operators (parallel.hot) instead of sleeping
+        if parallel.threads() > 1:
+            with parallel.blas_single(), parallel.hot():
+                self._run_steps(values)
+        else:
+            self._run_steps(values)
+        return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
+
+    def _run_steps(self, values: list[Any]) -> None:
         step = None
         try:
             for step in self._steps:  # type: ignore[union-attr]
@@ -128,7 +140,6 @@ class Program:
         except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
             assert step is not None
             raise ProgramError(step.op, err) from err
-        return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _plan(self) -> None:
         uses = Counter(i for o in self.ops for i in o.inputs) + Counter(self.outputs)

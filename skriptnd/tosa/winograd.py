@@ -50,6 +50,10 @@ preallocated buffers (terms grouped by coefficient magnitude; two rows u+v / u-v
 even and odd parts, as the rows of the points +-p do). The work runs in bands of tile rows (each
 band's transform-domain data fits in cache) when the transformed filter is small enough to be
 read once per band. Buffers are kept per input shape, shareable between convolutions (``scratch``).
+On skriptnd.parallel's threads (from :data:`PARALLEL_TILES` tiles) the tile rows split into shares,
+each with its own transform buffers: input transforms in parallel, then one GEMM split over the a*a
+products (each thread reads its half of the transformed filter once), then output transforms,
+bias and clamp in parallel (no banding: fewer, larger numpy calls pass the GIL less often).
 
 Measured (benchmarks/winograd.py, ResNet-18's 3x3 stride-1 layers, batch 1, 2-CPU Xeon, best of
 N, interleaved): with one thread F(2,3) beats im2col by 10-30% at 56x56x64, 28x28x128 and
@@ -73,6 +77,8 @@ from math import gcd, lcm
 from typing import Any
 
 import numpy as np
+
+from skriptnd import parallel
 
 F32 = np.float32
 
@@ -231,26 +237,8 @@ def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
     return out
 
 
-_BLAS: list[Any] = []  # [get_num_threads, set_num_threads] of OpenBLAS, or [] if unknown
-
-
-def _blas_threads() -> tuple[Any, Any] | None:
-    """OpenBLAS's (get, set) thread-count functions (looked up once through threadpoolctl)."""
-    if not _BLAS:
-        _BLAS.append(None)
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            for lib in ThreadpoolController().select(internal_api="openblas").lib_controllers:
-                if getattr(lib, "threading_layer", "") != "openmp":
-                    get = lib._get_symbol("openblas_get_num_threads")
-                    put = lib._get_symbol("openblas_set_num_threads")
-                    if get is not None and put is not None:
-                        _BLAS[0] = (get, put)
-                        break
-        except Exception:  # noqa: BLE001 - no threadpoolctl / no OpenBLAS: run sequentially
-            pass
-    return _BLAS[0]
+#: from this many tiles the transforms split over threads (ResNet-18's 14x14 layers have 49)
+PARALLEL_TILES = 40
 
 
 class Winograd:
@@ -291,20 +279,32 @@ class Winograd:
             buf = self.scratch["winograd." + key] = np.empty(size, F32)
         return buf[:size].reshape(shape)
 
-    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int) -> list[Op]:
-        """Ops for the (image, first tile row, tile rows) ``items``."""
+    def _compile(self, items: list[tuple[int, int, int]], band: int, ic: int, wp: int, part: str = "",
+                 shared: tuple[np.ndarray, np.ndarray] | None = None) -> Any:
+        """Ops for the (image, first tile row, tile rows) ``items``, on buffers of their own per
+        ``part`` (a thread's share). With ``shared`` (V [a*a, all tiles, IC], M [a*a, all tiles, OC]):
+        the transforms only, as (input ops writing V's rows of the items, output ops reading M's),
+        for one GEMM over all tiles in between (split over the a*a products: each thread reads its
+        part of the transformed filter once)."""
         m, a, oc = self.m, self.a, self.oc
         tx = (wp - 2) // m
-        u = self._buffer("u", (a, band, wp, ic))
-        tmp1, tmp2 = self._buffer("t1", (2, band, wp, ic))
-        v = self._buffer("v", (a * a, band * tx, ic))
-        tmp3, tmp4 = self._buffer("t2", (2, a, band, tx, ic))
-        mm = self._buffer("m", (a * a, band * tx, oc))
-        z = self._buffer("z", (a, band, tx, m, oc))
-        tmp5, tmp6 = self._buffer("t3", (2, a, band, tx, oc))
-        tmp7, tmp8 = self._buffer("t4", (2, band, tx, m, oc))
+        u = self._buffer("u" + part, (a, band, wp, ic))
+        tmp1, tmp2 = self._buffer("t1" + part, (2, band, wp, ic))
+        if shared is None:
+            v = self._buffer("v" + part, (a * a, band * tx, ic))
+        tmp3, tmp4 = self._buffer("t2" + part, (2, a, band, tx, ic))
+        if shared is None:
+            mm = self._buffer("m" + part, (a * a, band * tx, oc))
+        z = self._buffer("z" + part, (a, band, tx, m, oc))
+        tmp5, tmp6 = self._buffer("t3" + part, (2, a, band, tx, oc))
+        tmp7, tmp8 = self._buffer("t4" + part, (2, band, tx, m, oc))
         ops: list[Op] = []
+        ops_out: list[Op] = []
+        ty = self.dims[3]
         for i, b0, nb in items:
+            if shared is not None:
+                at = (i * ty + b0) * tx
+                v, mm = shared[0][:, at:at + nb * tx], shared[1][:, at:at + nb * tx]
             src = self.padded[i, b0 * m:(b0 + nb) * m + 2]
             # input transform, rows: a outputs [nb, wp, ic]
             rows = [src[j:j + m * (nb - 1) + 1:m] for j in range(a)]
@@ -316,7 +316,10 @@ class Winograd:
             cols = [ub[:, :, k:k + m * (tx - 1) + 1:m] for k in range(a)]
             ops += compile_1d(self.bt, cols, [v5[:, k] for k in range(a)], tmp3[:, :nb], tmp4[:, :nb])
             mb = mm[:, :nb * tx]
-            ops.append((np.matmul, (vb, self.w), mb))
+            if shared is None:
+                ops.append((parallel.gemm, (vb, self.w), mb))  # the a*a GEMMs over threads
+            else:
+                ops, ops_out = ops_out, ops  # from here on: the output transform's ops
             # output transform: M [a*a, nb*tx, oc] -> columns: Z [a, nb, tx, m, oc] -> rows: Y tiles
             m5 = mb.reshape(a, a, nb, tx, oc)
             zb = z[:, :nb]
@@ -324,7 +327,9 @@ class Winograd:
                               tmp5[:, :nb], tmp6[:, :nb])
             y5 = self.ybuf[i, b0 * m:(b0 + nb) * m].reshape(nb, m, tx, m, oc)
             ops += compile_1d(self.at, list(zb), [y5[:, p] for p in range(m)], tmp7[:nb], tmp8[:nb])
-        return ops
+            if shared is not None:
+                ops, ops_out = ops_out, ops
+        return ops if shared is None else (ops, ops_out)
 
     def _setup(self, shape: tuple[int, ...]) -> None:
         n, ih, iw, ic = shape
@@ -344,6 +349,27 @@ class Winograd:
         items = [(i, b0, min(band, ty - b0)) for i in range(n) for b0 in range(0, ty, band)]
         self.ops = self._compile(items, band, ic, wp)
         self._shape = shape
+        self._parts: list[tuple[tuple[list[Op], list[Op]], tuple[int, int, int, int]]] = []
+        self._parts_for = 0
+
+    def _split(self, parts: int) -> list[tuple[tuple[list[Op], list[Op]], tuple[int, int, int, int]]]:
+        """The tiles in ``parts`` shares (whole images, else bands of tile rows), each with its own
+        buffers, for as many threads: their transforms then run in parallel (not banded for cache:
+        fewer, larger numpy calls hand the GIL over less often)."""
+        n, _, _, ty, tx = self.dims
+        ic, wp = self.padded.shape[3], self.padded.shape[2]
+        if n >= parts:
+            shares = [[(i, 0, ty) for i in range(i0, i1)] for i0, i1 in parallel.split(n, parts)]
+            band = ty
+        else:
+            per = -(-parts // n)
+            band = -(-ty // per)
+            shares = [[(i, b0, min(band, ty - b0))] for i in range(n) for b0 in range(0, ty, band)]
+        oh, a = self.dims[1], self.a
+        self.vm = (self._buffer("V", (a * a, n * ty * tx, ic)), self._buffer("M", (a * a, n * ty * tx, self.oc)))
+        return [(self._compile(items, band, ic, wp, f".{k}", self.vm),
+                 (items[0][0], items[-1][0] + 1, items[0][1] * self.m, min(oh, (items[0][1] + items[0][2]) * self.m)))
+                for k, items in enumerate(shares)]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if x.shape != self._shape:
@@ -351,14 +377,37 @@ class Winograd:
         n, oh, ow, ty, tx = self.dims
         t, _, left, _ = self.pad
         self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
-        _run(self.ops)
-        y = np.add(self.ybuf[:, :oh, :ow], self.b)  # a new array: bias added while cropping
+        y = np.empty((n, oh, ow, self.oc), F32)
+        parts = parallel.worth(n * ty * tx, PARALLEL_TILES) if n * ty > 1 else 1
+        if parts == 1:
+            _run(self.ops)
+            self._finish(y, 0, n, 0, oh)
+            return y
+        if self._parts_for != parts:
+            self._parts, self._parts_for = self._split(parts), parts
+
+        def transform_in(k: int) -> None:
+            _run(self._parts[k][0][0])
+
+        def transform_out(k: int) -> None:
+            (_, ops), (i0, i1, r0, r1) = self._parts[k]
+            _run(ops)
+            self._finish(y, i0, i1, r0, r1)
+
+        parallel.parallel_for(len(self._parts), transform_in)
+        parallel.gemm(self.vm[0], self.w, out=self.vm[1])
+        parallel.parallel_for(len(self._parts), transform_out)
+        return y
+
+    def _finish(self, y: np.ndarray, i0: int, i1: int, r0: int, r1: int) -> None:
+        """Output rows [r0, r1) of images [i0, i1): cropped from the tiles, plus bias, clamped."""
+        block = y[i0:i1, r0:r1]
+        np.add(self.ybuf[i0:i1, r0:r1, :y.shape[2]], self.b, out=block)
         if self.clamp is not None:  # (lo, hi) or an object applying itself in place
             if hasattr(self.clamp, "apply"):
-                self.clamp.apply(y)
+                self.clamp.apply(block)
             else:
-                np.clip(y, F32(self.clamp[0]), F32(self.clamp[1]), out=y)
-        return y
+                np.clip(block, F32(self.clamp[0]), F32(self.clamp[1]), out=block)
 
     def accepts(self, x: np.ndarray) -> bool:
         """Whether ``x`` is finite and small enough for the transforms. Winograd mixes each tile's
@@ -368,13 +417,14 @@ class Winograd:
 
 
 def blas_threads() -> int:
-    """The number of threads OpenBLAS may use now (threadpoolctl's limit); 1 if unknown."""
-    blas = _blas_threads()
-    return int(blas[0]()) if blas is not None else 1
+    """The number of threads OpenBLAS may use now; 1 if unknown (skriptnd.parallel.blas_threads)."""
+    return parallel.blas_threads()
 
 
 def preferred(ic: int, oc: int, n: int, oh: int, ow: int) -> tuple[bool, bool]:
     """Whether F(2x2,3x3) beats im2col for this 3x3 stride-1 convolution, (with 1 BLAS thread, with 2+).
+    On skriptnd.parallel's threads both forms split into parts on one BLAS thread each, so the
+    first rule applies (skriptnd.tosa.fast).
 
     From benchmarks/winograd.py (see the module docstring): at least 49 tiles (ResNet-18's 56x56,
     28x28, 14x14 layers, not 7x7) and 64 channels with one thread; also 256 channels with two.

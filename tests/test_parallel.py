@@ -1,0 +1,334 @@
+"""The numpy backend on several threads (skriptnd.parallel): the pool itself, and the threaded fast
+TOSA operators against their serial forms and against the generic kernels.
+
+Threaded and serial forms compute each output element with the same float32 operations in the same
+order (a thread takes whole output rows; the depthwise taps, the bias and the clamp are applied per
+element alike), so depthwise convolution and pooling must be bit-identical. A convolution's GEMM
+is split into row blocks: OpenBLAS computes an element's dot product the same way whatever rows
+surround it in practice, but that is BLAS's business, so those are compared within float32
+reassociation (a few eps32 of |x| conv |w| + |b|, the scale of any summation order's error). The
+split thresholds are set to 0 so that tiny shapes (chunks of one row, more threads than rows) split.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_winograd import TOLERANCE, _bound, _tile_bound
+
+from skriptnd import parallel
+from skriptnd.tosa import OPS
+from skriptnd.tosa import fast as F
+from skriptnd.tosa import winograd as W
+from skriptnd.tosa.fast import Clamp, specialise
+
+EPS = float(np.finfo(np.float32).eps)
+
+
+# --- the pool --------------------------------------------------------------------------------------
+
+
+@given(st.integers(0, 40), st.integers(1, 9))
+def test_split_covers_the_range_in_near_equal_contiguous_chunks(n: int, parts: int) -> None:
+    chunks = parallel.split(n, parts)
+    assert len(chunks) == min(n, parts)
+    assert [i for a, b in chunks for i in range(a, b)] == list(range(n))
+    sizes = [b - a for a, b in chunks]
+    assert all(s >= 1 for s in sizes) and (not sizes or max(sizes) - min(sizes) <= 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 64])
+def test_parallel_for_calls_every_index_once(threads: int, n: int) -> None:
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def fn(i: int) -> None:
+        with lock:
+            seen.append(i)
+
+    with parallel.using(threads):
+        parallel.parallel_for(n, fn)
+    assert sorted(seen) == list(range(n))
+
+
+def test_parallel_for_raises_a_chunks_error_and_stays_usable() -> None:
+    def fn(i: int) -> None:
+        if i == 3:
+            raise ValueError("chunk 3")
+
+    with parallel.using(2):
+        with pytest.raises(ValueError, match="chunk 3"):
+            parallel.parallel_for(6, fn)
+        out = np.zeros(6)
+        parallel.parallel_for(6, lambda i: out.__setitem__(i, i + 1))
+    assert out.tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_nested_parallel_for_runs_inner_loops_serially() -> None:
+    out = np.zeros((4, 5))
+    inner_threads: list[int] = []
+
+    def outer(i: int) -> None:
+        inner_threads.append(threading.get_ident())
+        parallel.parallel_for(5, lambda j: out.__setitem__((i, j), 10 * i + j))
+
+    with parallel.using(3):
+        parallel.parallel_for(4, outer)
+    assert (out == 10 * np.arange(4)[:, None] + np.arange(5)).all()
+
+
+def test_using_sets_the_count_for_the_block_and_restores_it() -> None:
+    default = parallel.default_threads()
+    assert default >= 1
+    with parallel.using(3):
+        assert parallel.threads() == 3
+        assert parallel.worth(10, 100) == 1 and parallel.worth(100, 100) == 3 * parallel.PARTS_PER_THREAD
+        with parallel.using(1):
+            assert parallel.threads() == 1 and parallel.worth(10**9) == 1
+        assert parallel.threads() == 3
+    with parallel.using(None):
+        assert parallel.threads() == default
+
+
+def test_threads_in_other_threads_follow_their_own_setting() -> None:
+    got: list[int] = []
+    with parallel.using(4):
+        t = threading.Thread(target=lambda: got.append(parallel.threads()))
+        t.start()
+        t.join()
+    assert got == [parallel.default_threads()]
+
+
+def test_blas_limit_restores_openblas_threads() -> None:
+    before = parallel.blas_threads()
+    with parallel.blas_single():
+        assert parallel.blas_threads() == 1
+    assert parallel.blas_threads() == before
+
+
+# --- threaded operators ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def always_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(F, "_DEPTHWISE_SPLIT_BYTES", 0)
+    monkeypatch.setattr(F, "_CONV_SPLIT_POSITIONS", 0)
+    monkeypatch.setattr(F, "_POOL_SPLIT_BYTES", 0)
+    monkeypatch.setattr(F, "_ELEMENTWISE_SPLIT_BYTES", 0)
+
+
+def _run(fn: object, threads: int, *args: np.ndarray) -> np.ndarray:
+    with parallel.using(threads):
+        return np.array(fn(*args), copy=True)  # type: ignore[operator]
+
+
+def _abs_conv_bound(x: np.ndarray, w_ohwi: np.ndarray, b: np.ndarray, attrs: dict) -> np.ndarray:
+    """|x| conv |w| + |b| in float64: the scale of any summation order's rounding error."""
+    return OPS["CONV2D"](np.abs(x), np.abs(w_ohwi), np.abs(b), **attrs).astype(np.float64)
+
+
+windows = st.fixed_dictionaries({
+    "n": st.integers(1, 3), "h": st.integers(1, 12), "w": st.integers(1, 12), "c": st.integers(1, 9),
+    "kh": st.integers(1, 4), "kw": st.integers(1, 4), "sy": st.integers(1, 3), "sx": st.integers(1, 3),
+    "dy": st.integers(1, 2), "dx": st.integers(1, 2), "pad": st.lists(st.integers(0, 2), min_size=4, max_size=4),
+    "threads": st.integers(2, 5), "seed": st.integers(0, 2**16), "clamp": st.booleans()})
+
+
+def _geometry(p: dict) -> tuple[int, int] | None:
+    """The output size, after growing the bottom / right pads so that the strides divide the padded
+    extents exactly (TOSA's ERROR_IF for the generic kernels); None if the window does not fit."""
+    t, b, left, r = p["pad"]
+    b += -(p["h"] + t + b - (p["kh"] - 1) * p["dy"] - 1) % p["sy"]
+    r += -(p["w"] + left + r - (p["kw"] - 1) * p["dx"] - 1) % p["sx"]
+    p["pad"] = [t, b, left, r]
+    oh = (p["h"] + t + b - (p["kh"] - 1) * p["dy"] - 1) // p["sy"] + 1
+    ow = (p["w"] + left + r - (p["kw"] - 1) * p["dx"] - 1) // p["sx"] + 1
+    return (oh, ow) if oh >= 1 and ow >= 1 else None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows, st.integers(1, 3))
+def test_threaded_depthwise_equals_serial_bit_for_bit(always_split: None, p: dict, m: int) -> None:
+    if _geometry(p) is None:
+        return
+    rng = np.random.default_rng(p["seed"])
+    x = rng.standard_normal((p["n"], p["h"], p["w"], p["c"])).astype(np.float32)
+    w = rng.standard_normal((p["kh"], p["kw"], p["c"], m)).astype(np.float32)
+    b = rng.standard_normal(p["c"] * m).astype(np.float32)
+    attrs = {"pad": p["pad"], "stride": [p["sy"], p["sx"]], "dilation": [p["dy"], p["dx"]]}
+    clamp = Clamp(-0.5, 1.0) if p["clamp"] else None
+    fn = specialise("DEPTHWISE_CONV2D", [None, w, b], attrs, clamp)
+    serial = _run(fn, 1, x)
+    threaded = _run(fn, p["threads"], x)
+    again = _run(fn, p["threads"], x)  # the per-band buffers are reused: same result
+    np.testing.assert_array_equal(threaded, serial)
+    np.testing.assert_array_equal(again, serial)
+    expected = OPS["DEPTHWISE_CONV2D"](x, w, b, **attrs, acc_type="FP32")
+    if clamp is not None:
+        expected = np.clip(expected, -0.5, 1.0)
+    # an independent check of the threaded schedule: the generic kernel (float64 sums, one rounding)
+    bound = OPS["DEPTHWISE_CONV2D"](np.abs(x), np.abs(w), np.abs(b), **attrs, acc_type="FP32").astype(np.float64)
+    assert np.all(np.abs(threaded - expected) <= 4 * p["kh"] * p["kw"] * EPS * bound)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows, st.integers(1, 7))
+def test_threaded_conv2d_equals_serial(always_split: None, p: dict, oc: int) -> None:
+    if _geometry(p) is None:
+        return
+    rng = np.random.default_rng(p["seed"])
+    x = rng.standard_normal((p["n"], p["h"], p["w"], p["c"])).astype(np.float32)
+    w = rng.standard_normal((oc, p["kh"], p["kw"], p["c"])).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    attrs = {"pad": p["pad"], "stride": [p["sy"], p["sx"]], "dilation": [p["dy"], p["dx"]]}
+    clamp = Clamp(-0.5, 1.0) if p["clamp"] else None
+    fn = specialise("CONV2D", [None, w, b], attrs, clamp, {})
+    serial = _run(fn, 1, x)
+    threaded = _run(fn, p["threads"], x)
+    again = _run(fn, p["threads"], x)
+    bound = _abs_conv_bound(x, w, b, attrs)
+    k = p["kh"] * p["kw"] * p["c"]
+    assert np.all(np.abs(threaded - serial) <= 2 * k * EPS * bound)
+    np.testing.assert_array_equal(again, threaded)
+    expected = OPS["CONV2D"](x, w, b, **attrs, acc_type="FP32")
+    if clamp is not None:
+        expected = np.clip(expected, -0.5, 1.0)
+    assert np.all(np.abs(threaded - expected) <= 2 * k * EPS * bound)
+
+
+def test_pointwise_strided_conv2d_splits_over_images_and_rows(always_split: None) -> None:
+    """1x1 stride-2 convolutions (ResNet's downsamples) take the no-im2col path; batch 3 on 2 threads
+    splits whole images, batch 1 on 3 threads splits rows."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((6, 1, 1, 4)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    attrs = {"pad": [0, 0, 0, 0], "stride": [2, 2], "dilation": [1, 1]}
+    for shape, threads in (((3, 9, 7, 4), 2), ((1, 9, 7, 4), 3)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        fn = specialise("CONV2D", [None, w, b], attrs, None, {})
+        expected = OPS["CONV2D"](x, w, b, **attrs, acc_type="FP32")
+        got = _run(fn, threads, x)
+        bound = _abs_conv_bound(x, w, b, attrs)
+        assert got.shape == expected.shape == (shape[0], 5, 4, 6)
+        assert np.all(np.abs(got - expected) <= 8 * EPS * bound)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows)
+def test_threaded_max_pool_equals_serial_and_the_generic_kernel(always_split: None, p: dict) -> None:
+    p["dy"] = p["dx"] = 1
+    p["pad"] = [min(v, p["kh" if i < 2 else "kw"] - 1) for i, v in enumerate(p["pad"])]  # TOSA: pad < kernel
+    if _geometry(p) is None or max(p["pad"][:2]) >= p["kh"] or max(p["pad"][2:]) >= p["kw"]:
+        return
+    x = np.random.default_rng(p["seed"]).standard_normal((p["n"], p["h"], p["w"], p["c"])).astype(np.float32)
+    attrs = {"kernel": [p["kh"], p["kw"]], "stride": [p["sy"], p["sx"]], "pad": p["pad"], "nan_mode": "PROPAGATE"}
+    fn = specialise("MAX_POOL2D", [None], attrs)
+    threaded = _run(fn, p["threads"], x)
+    np.testing.assert_array_equal(threaded, _run(fn, 1, x))
+    np.testing.assert_array_equal(threaded, OPS["MAX_POOL2D"](x, **attrs))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("name", ["ADD", "SUB", "MAXIMUM", "MINIMUM", "MUL", "CLAMP"])
+def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name: str, threads: int) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1, 7, 5, 3)).astype(np.float32)
+    b = rng.standard_normal((1, 7, 5, 3)).astype(np.float32)
+    a[0, 1, 2, 0] = np.nan
+    if name == "CLAMP":
+        attrs = {"min_val": -0.5, "max_val": 0.75, "nan_mode": "PROPAGATE"}
+        fn, args = specialise(name, [None], attrs), (a,)
+    else:
+        attrs = {}
+        fn, args = specialise(name, [None, None] + ([np.zeros(1, np.int8)] if name == "MUL" else []), attrs), (a, b)
+    got = _run(fn, threads, *args)
+    np.testing.assert_array_equal(got, _run(fn, 1, *args))
+    np.testing.assert_array_equal(got, OPS[name](*args, *([np.zeros(1, np.int8)] if name == "MUL" else []), **attrs))
+    assert not np.shares_memory(got, a)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 3), st.integers(2, 13), st.integers(2, 13), st.integers(1, 6), st.integers(1, 6),
+       st.lists(st.integers(0, 2), min_size=4, max_size=4), st.integers(2, 5), st.integers(0, 2**16))
+def test_threaded_winograd_equals_serial_within_its_rounding(monkeypatch: pytest.MonkeyPatch, n: int, h: int, w: int,
+                                                             ic: int, oc: int, pads: list[int], threads: int,
+                                                             seed: int) -> None:
+    """Winograd F(2,3) with its tiles shared over threads (each share with its own buffers, bias and
+    clamp) against the serial banded form and the generic kernel, within test_winograd's bound."""
+    if h + pads[0] + pads[1] < 3 or w + pads[2] + pads[3] < 3:
+        return
+    monkeypatch.setattr(W, "PARALLEL_TILES", 0)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, h, w, ic)).astype(np.float32)
+    wt = (rng.standard_normal((oc, 3, 3, ic)) / 3).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    conv = W.Winograd(wt, b, pads, m=2, clamp=(-1.0, 2.0), band_bytes=256, scratch={})
+    serial = _run(conv, 1, x)
+    threaded = _run(conv, threads, x)
+    tol = TOLERANCE[2] * _tile_bound(_bound(x, wt, b, pads), 2)
+    assert np.all(np.abs(threaded - serial) <= tol)
+    expected = np.clip(OPS["CONV2D"](x, wt, b, pad=pads, stride=[1, 1], dilation=[1, 1], acc_type="FP32"), -1, 2)
+    assert np.all(np.abs(threaded - expected) <= tol)
+    np.testing.assert_array_equal(_run(conv, threads, x), threaded)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [
+    ((300, 40), (40, 70)),       # rows
+    ((5, 64), (64, 900)),        # few rows: columns
+    ((6, 50, 30), (6, 30, 40)),  # batch
+    ((3, 50, 30), (30, 40)),     # batch against one matrix
+    ((1, 3, 40), (1, 40, 2)),    # too small to split
+])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_gemm_splits_rows_columns_or_batch_like_one_matmul(monkeypatch: pytest.MonkeyPatch, a_shape: tuple,
+                                                           b_shape: tuple, threads: int) -> None:
+    monkeypatch.setattr(parallel, "MIN_GEMM_FLOPS", 0)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    with parallel.using(threads), parallel.blas_single():
+        got = parallel.gemm(a, b)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    bound = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(got - expected) <= 2 * a_shape[-1] * EPS * bound)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_hot_pool_runs_every_chunk_and_falls_back_when_nested_or_elsewhere(monkeypatch: pytest.MonkeyPatch,
+                                                                          threads: int) -> None:
+    """The spinning hand-off (parallel.hot): every index once per call, many calls in a row, an error
+    raised in the caller, the workers back to sleeping afterwards (a later queue hand-off works)."""
+    monkeypatch.setattr(parallel, "HOT", True)
+    out = np.zeros((50, 7))
+    with parallel.using(threads), parallel.hot():
+        for r in range(50):
+            parallel.parallel_for(7, lambda i, r=r: out.__setitem__((r, i), r * 7 + i + 1))
+        with pytest.raises(ZeroDivisionError):
+            parallel.parallel_for(4, lambda i: 1 // (i - 2))
+        other: list[int] = []
+        t = threading.Thread(target=lambda: other.append(sum(_collect(threads))))
+        t.start()
+        t.join()
+    assert (out.ravel() == np.arange(1, 351)).all()
+    assert other == [sum(range(9))]
+    with parallel.using(threads):
+        assert sorted(_collect(threads)) == list(range(9))
+
+
+def _collect(threads: int) -> list[int]:
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def add(i: int) -> None:
+        with lock:
+            seen.append(i)
+
+    with parallel.using(threads):
+        parallel.parallel_for(9, add)
+    return seen
