@@ -21,7 +21,8 @@ CLI = {"cli", "cli_bench", "cli_export", "cli_graph", "cli_help", "cli_import", 
 RUNNERS = {"execute", "backends", "interop", "targets"}
 FORBIDDEN: dict[str, set[str]] = {
     **{low: {"compose", "tosa", "model", "api", "checking", *RUNNERS, *CLI}
-       for low in ("source", "diagnostics", "ast", "syntax", "semantics", "lower", "resources", "fileio", "io")},
+       for low in ("source", "diagnostics", "ast", "syntax", "semantics", "lower", "resources", "fileio", "io",
+                   "parallel")},
     "compose": {"tosa", "model", "api", *RUNNERS, *CLI},
     "tosa": {"model", "api", *RUNNERS, *CLI},
     "execute": {"backends", "interop", "targets", *CLI},
