@@ -45,9 +45,8 @@ CASES = {
 }
 #: The IREE flag sweep: name -> extra iree-compile flags
 SWEEP = {
-    "default (O2)": (),
-    "data tiling": ("--iree-opt-data-tiling",),
-    "data tiling + ukernels": ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all"),
+    "default (data tiling + micro-kernels)": (),
+    "no data tiling, no micro-kernels": ("--iree-opt-data-tiling=false", "--iree-llvmcpu-enable-ukernels=none"),
     "aggressive fusion": ("--iree-dispatch-creation-enable-aggressive-fusion",),
     "O3": ("--iree-opt-level=O3",),
     "no const-eval": ("--iree-opt-const-eval=false",),
@@ -167,7 +166,7 @@ def main() -> None:
                 if sweep:
                     for r in report.results:
                         if r.backend == "iree" or r.backend.startswith("iree: "):
-                            label = r.backend[6:] if r.backend.startswith("iree: ") else "default (O2)"
+                            label = r.backend[6:] if r.backend.startswith("iree: ") else next(iter(SWEEP))
                             flags = SWEEP.get(label, ())
                             extra.append(f"* IREE flag sweep, {name}, {threads} threads, {label} "
                                          f"(`{' '.join(flags) or 'no extra flag'}`): "

@@ -333,6 +333,15 @@ def test_activations(act: str, opset: int, tmp_path: Path) -> None:
     check(graph_of({"x": "real[2,3,4]"}, {"y": "real[2,3,4]"}, f"y = nn.{act}(x);", tmp_path), opset=opset)
 
 
+def test_relu6_is_one_clip_that_onnxruntime_fuses_into_the_convolution(tmp_path: Path) -> None:
+    """relu{max} after a convolution: one Clip (onnxruntime's FusedConv takes it; Min + Max it did not, and
+    the exported MobileNetV2 ran 1.8x slower than the same network written with Clip)."""
+    model = check(graph_of({"x": "real[1,3,8,8]", "w": "real[4,3,3,3]"}, {"y": "real[1,4,8,8]"},
+                           "c = nn.conv(x, w); y = nn.relu{max=6.0}(c);", tmp_path))
+    ops = [n.op_type for n in model.graph.node]
+    assert "Clip" in ops and "Min" not in ops and "Max" not in ops
+
+
 def test_prelu(tmp_path: Path) -> None:
     check(graph_of({"x": "real[2,3,4]", "a": "real[3]", "b": "real[4]"}, {"y": "real[2,3,4]", "z": "real[2,3,4]"},
                    "y = nn.prelu(x, a); z = nn.prelu{axis=2}(x, b);", tmp_path))

@@ -192,10 +192,12 @@ def _x(ctx: Context, op: Any) -> str:
     return ctx.value(op.inputs[0])
 
 
-@converter("nn.relu", onnx="Relu, LeakyRelu (alpha), Min/Max (max)")
+@converter("nn.relu", onnx="Relu, LeakyRelu (alpha), Clip (max: relu6), Min/Max (alpha and max)")
 def relu(ctx: Context, op: Any) -> list[Any]:
     x = _x(ctx, op)
     alpha, top = op.attribs.get("alpha"), op.attribs.get("max")
+    if top is not None and alpha is None:  # one Clip, which onnxruntime fuses into the convolution before it
+        return [ctx.node("Clip", [x, ctx.scalar(0.0), ctx.scalar(float(top))])]
     if top is not None:
         x = ctx.node("Min", [x, ctx.scalar(float(top))])
     if alpha is None:
