@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import os
 import queue
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -94,18 +93,16 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 class _Job:
-    """``fn(0) .. fn(n-1)``, taken index by index by whoever calls :meth:`work`; ``counted``: the
-    completion is counted for :meth:`wait` (queue hand-off; a hot pool waits on each worker instead)."""
+    """``fn(0) .. fn(n-1)``, taken index by index by whoever calls :meth:`work`; ``finished`` is set
+    when all ``n`` are done (whoever ran them)."""
 
-    def __init__(self, fn: Callable[[int], Any], n: int, counted: bool = True) -> None:
+    def __init__(self, fn: Callable[[int], Any], n: int) -> None:
         self.fn, self.n = fn, n
         self.next = itertools.count()  # next() is atomic under the GIL
         self.error: BaseException | None = None
-        self.counted = counted
-        if counted:
-            self.done = 0
-            self.lock = threading.Lock()
-            self.finished = threading.Event()
+        self.done = 0
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
 
     def work(self) -> None:
         _local.inside = True
@@ -116,109 +113,27 @@ class _Job:
                 except BaseException as err:  # noqa: BLE001 - re-raised in the caller
                     if self.error is None:
                         self.error = err
-                if self.counted:
-                    with self.lock:
-                        self.done += 1
-                        if self.done == self.n:
-                            self.finished.set()
+                with self.lock:
+                    self.done += 1
+                    if self.done == self.n:
+                        self.finished.set()
         finally:
             _local.inside = False
 
 
-class _Spin:
-    """A libc (POSIX) spin lock used as a binary semaphore: :meth:`acquire` busy-waits inside libc, the
-    GIL released (a ctypes call), so a waiting thread takes over within a microsecond of
-    :meth:`release` instead of being woken by the kernel (tens of microseconds on a VM whose idle
-    vCPU has halted: as much as a 100 us pass over a tensor takes)."""
-
-    def __init__(self, functions: tuple[Any, Any, Any]) -> None:
-        import ctypes
-
-        init, self._lock, self._unlock = functions
-        self._value = ctypes.c_int(0)  # pthread_spinlock_t is an int (glibc, musl)
-        self._ref = ctypes.byref(self._value)
-        init(self._ref, 0)  # its unlocked value is the library's (glibc x86: 1)
-        self._lock(self._ref)  # starts taken
-
-    def acquire(self) -> None:
-        self._lock(self._ref)
-
-    def release(self) -> None:
-        self._unlock(self._ref)
-
-
-def _spin_functions() -> tuple[Any, Any, Any] | None:
-    """libc's pthread_spin_init / _lock / _unlock (Linux), or None (then no hot mode)."""
-    try:
-        import ctypes
-        import ctypes.util
-
-        if not sys.platform.startswith("linux"):
-            return None
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        init, lock, unlock = libc.pthread_spin_init, libc.pthread_spin_lock, libc.pthread_spin_unlock
-        probe = ctypes.c_int(0)
-        if init(ctypes.byref(probe), 0) != 0:
-            return None
-        return init, lock, unlock
-    except (OSError, AttributeError):
-        return None
-
-
-_SPIN: list[Any] = []  # [spin functions or None], looked up once
-_HOT = object()  # a worker's queue message: spin until told to stop
-
-
 class _Worker:
-    """A pool thread: takes jobs from its queue (sleeping in between) or, while the pool is hot,
-    busy-waits on its ``go`` spin lock for the next job and releases its ``done`` lock after each."""
+    """A pool thread: takes jobs from its queue, sleeping in between (each hand-off wakes it: ~10-40 us
+    on this VM; busy-waiting workers were measured 2x slower whenever another process held a core)."""
 
     def __init__(self, index: int) -> None:
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        spin = _spin()
-        self.go = _Spin(spin) if spin else None
-        # the caller waits for ``done`` blocking, not spinning: a spinning caller would hold the core a
-        # descheduled worker needs to finish (measured: 10x slower runs while another process ran)
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.job: _Job | None = None
         self.thread = threading.Thread(target=self._run, name=f"skriptnd-worker-{index}", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         _local.threads = 1
         while True:
-            msg = self.queue.get()
-            if msg is _HOT:
-                self._spin()
-            else:
-                msg.work()
-
-    def _spin(self) -> None:
-        assert self.go is not None
-        while True:
-            self.go.acquire()
-            job = self.job
-            if job is not None:
-                job.work()
-            self.done.release()
-            if job is None:
-                return
-
-
-def _spin() -> tuple[Any, Any, Any] | None:
-    if not _SPIN:
-        _SPIN.append(_spin_functions())
-    return _SPIN[0]
-
-
-#: whether :func:`hot` spins the workers (False: they sleep between jobs, each hand-off wakes them).
-#: Off: measured with another process keeping one of the 2 vCPUs busy, spinning workers made the
-#: numpy backend's ResNet-18 / MobileNetV2 2x slower at 2 threads (median 76 vs 37 ms, 32 vs 16 ms:
-#: a spinning thread takes the core the descheduled other one needs); sleeping ones cost a wake-up
-#: (~10-40 us here) per parallel operator.
-HOT = False
-_hot: list[Any] = [None, []]  # [thread ident owning the hot pool, its workers]
+            self.queue.get().work()
 
 
 def _ensure(count: int) -> list[_Worker]:
@@ -227,42 +142,6 @@ def _ensure(count: int) -> list[_Worker]:
             while len(_workers) < count:
                 _workers.append(_Worker(len(_workers)))
     return _workers[:count]
-
-
-@contextmanager
-def hot() -> Iterator[None]:
-    """Keep the workers busy-waiting (not sleeping) for jobs while the block runs, so that each
-    :func:`parallel_for` in it starts on all threads at once, as OpenBLAS and OpenMP pools spin
-    between calls. For a stretch of many parallel operators (a TOSA program's run) by one thread;
-    the spinning occupies the worker's core, so not around code whose threads (BLAS) need it.
-    A no-op with one thread, without libc spin locks, when nested or when another thread holds it."""
-    t = threads()
-    if t <= 1 or not HOT or getattr(_local, "inside", False) or _spin() is None:
-        yield
-        return
-    me = threading.get_ident()
-    with _lock:
-        if _hot[0] is not None:
-            owner = None
-        else:
-            owner = _hot[0] = me
-    if owner is None:
-        yield
-        return
-    workers = _ensure(t - 1)
-    _hot[1] = workers
-    for w in workers:
-        w.queue.put(_HOT)
-    try:
-        yield
-    finally:
-        for w in workers:
-            w.job = None
-            w.go.release()  # type: ignore[union-attr]
-        for w in workers:
-            w.done.acquire()
-        _hot[1] = []
-        _hot[0] = None
 
 
 def parallel_for(n: int, fn: Callable[[int], Any], workers: int | None = None) -> None:
@@ -276,21 +155,11 @@ def parallel_for(n: int, fn: Callable[[int], Any], workers: int | None = None) -
             fn(i)
         return
     helpers = min(t, n) - 1
-    if _hot[0] == threading.get_ident() and len(_hot[1]) >= helpers:
-        job = _Job(fn, n, counted=False)
-        hot_workers = _hot[1][:helpers]
-        for w in hot_workers:
-            w.job = job
-            w.go.release()
-        job.work()
-        for w in hot_workers:
-            w.done.acquire()
-    else:
-        job = _Job(fn, n)
-        for w in _ensure(helpers):
-            w.queue.put(job)
-        job.work()
-        job.finished.wait()
+    job = _Job(fn, n)
+    for w in _ensure(helpers):
+        w.queue.put(job)
+    job.work()
+    job.finished.wait()
     if job.error is not None:
         raise job.error
 

@@ -299,28 +299,6 @@ def test_gemm_splits_rows_columns_or_batch_like_one_matmul(monkeypatch: pytest.M
     assert np.all(np.abs(got - expected) <= 2 * a_shape[-1] * EPS * bound)
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_hot_pool_runs_every_chunk_and_falls_back_when_nested_or_elsewhere(monkeypatch: pytest.MonkeyPatch,
-                                                                          threads: int) -> None:
-    """The spinning hand-off (parallel.hot): every index once per call, many calls in a row, an error
-    raised in the caller, the workers back to sleeping afterwards (a later queue hand-off works)."""
-    monkeypatch.setattr(parallel, "HOT", True)
-    out = np.zeros((50, 7))
-    with parallel.using(threads), parallel.hot():
-        for r in range(50):
-            parallel.parallel_for(7, lambda i, r=r: out.__setitem__((r, i), r * 7 + i + 1))
-        with pytest.raises(ZeroDivisionError):
-            parallel.parallel_for(4, lambda i: 1 // (i - 2))
-        other: list[int] = []
-        t = threading.Thread(target=lambda: other.append(sum(_collect(threads))))
-        t.start()
-        t.join()
-    assert (out.ravel() == np.arange(1, 351)).all()
-    assert other == [sum(range(9))]
-    with parallel.using(threads):
-        assert sorted(_collect(threads)) == list(range(9))
-
-
 def _collect(threads: int) -> list[int]:
     seen: list[int] = []
     lock = threading.Lock()

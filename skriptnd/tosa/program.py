@@ -117,10 +117,9 @@ class Program:
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
         # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
-        # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores),
-        # and the pool's workers spin between the operators (parallel.hot) instead of sleeping
+        # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
         if parallel.threads() > 1:
-            with parallel.blas_single(), parallel.hot():
+            with parallel.blas_single():
                 self._run_steps(values)
         else:
             self._run_steps(values)
