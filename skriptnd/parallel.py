@@ -243,10 +243,10 @@ def blas_threads() -> int:
 
 
 @contextmanager
-def blas_limit(n: int) -> Iterator[None]:
-    """OpenBLAS on at most ``n`` threads inside the block (no-op when it cannot be controlled)."""
-    blas = blas_functions()
-    if blas is None:
+def blas_limit(n: int | None) -> Iterator[None]:
+    """OpenBLAS on at most ``n`` threads inside the block (no-op for None, or when it cannot be controlled)."""
+    blas = blas_functions() if n is not None else None
+    if blas is None or n is None:
         yield
         return
     old = int(blas[0]())

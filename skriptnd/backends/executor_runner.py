@@ -29,7 +29,7 @@ class ExecutorRunner(Runner):
 
         self.executor.on_operation = progress
         try:
-            with parallel.using(self.threads), parallel.blas_limit(self.threads or 1 << 30):
+            with parallel.using(self.threads), parallel.blas_limit(self.threads):
                 return self.executor.run(dict(inputs))
         finally:
             self.executor.on_operation = None

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from . import OPS
-from .fast import specialise
-from .invoke import ITEM
-from .program import Op, Program
+from .program import Op, Program, placeholder_value
 
 #: Output positions (batch x height x width) up to which a convolution becomes a matrix product: ResNet-18's
 #: 14x14 and 7x7 layers; 28x28 (784) measured slower as products.
@@ -31,28 +29,13 @@ MAX_POSITIONS = 196
 
 
 def value_shapes(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dtype]]) -> dict[str, tuple[int, ...]]:
-    """The shape of every value of ``program`` (evaluated once on ones, as the MLIR writer types it)."""
-    vals: dict[str, np.ndarray] = {n: np.ones(shape, dtype) for n, (shape, dtype) in zip(program.inputs, inputs,
-                                                                                         strict=True)}
+    """The shape of every array value of ``program`` (evaluated once on ones, as the MLIR writer types it)."""
+    vals: dict[str, Any] = {n: np.ones(shape, dtype) for n, (shape, dtype) in zip(program.inputs, inputs,
+                                                                                   strict=True)}
     vals.update({n: np.asarray(a) for n, a in program.constants.items()})
     scratch: dict[str, np.ndarray] = {}
     for o in program.ops:
-        operands = [vals[i] for i in o.inputs]
-        if o.name == ITEM:  # one result of a WHILE_LOOP, whose value is its output list
-            vals[o.output] = operands[0][int(o.attrs["index"])]
-            continue
-        if o.name == "WHILE_LOOP":  # its results have its operands' types (not run: only shapes matter)
-            vals[o.output] = operands  # type: ignore[assignment]
-            continue
-        with np.errstate(all="ignore"):
-            if o.name == "CONCAT":
-                result = OPS[o.name](operands, **o.attrs)
-            else:
-                fast = specialise(o.name, [program.constants.get(i) for i in o.inputs], o.attrs, None, scratch)
-                result = fast(*operands) if fast is not None else NotImplemented
-                if result is NotImplemented:
-                    result = OPS[o.name](*operands, **o.attrs)
-        vals[o.output] = np.asarray(result)
+        vals[o.output] = placeholder_value(o, [vals[i] for i in o.inputs], program.constants, scratch)
     return {n: a.shape for n, a in vals.items() if isinstance(a, np.ndarray)}
 
 

@@ -19,11 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import OPS, mlir_regions
+from . import mlir_regions
 from .export import _ELEM, RESOURCE_MIN_BYTES, _attrs, _dense, _resource_blob, _resource_key, _type
-from .fast import specialise
 from .invoke import ITEM
-from .program import BOUNDARY, Program
+from .program import BOUNDARY, Program, placeholder_value
 
 
 class NotCompilable(Exception):
@@ -86,8 +85,8 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
             raise NotCompilable("it computes SkriptND int (int64) values, which TOSA has no type for")
         operands = [vals[i] for i in o.inputs]
         if o.name == ITEM:  # a result of the WHILE_LOOP whose output list it reads
-            index = int(o.attrs["index"])
-            ssa[o.output], vals[o.output] = f"{ssa[o.inputs[0]]}#{index}", operands[0][index]
+            ssa[o.output] = f"{ssa[o.inputs[0]]}#{int(o.attrs['index'])}"
+            vals[o.output] = placeholder_value(o, operands, program.constants, scratch)
             continue
         if o.name == "WHILE_LOOP":  # its results have its operands' types
             v = fresh()
@@ -95,17 +94,9 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
                 lines += mlir_regions.while_loop(v, [ssa[i] for i in o.inputs], operands, o.attrs, fresh, const, "    ")
             except ValueError as err:
                 raise NotCompilable(str(err)) from None
-            ssa[o.output], vals[o.output] = v, operands  # type: ignore[assignment]
+            ssa[o.output], vals[o.output] = v, placeholder_value(o, operands, program.constants, scratch)
             continue
-        with np.errstate(all="ignore"):
-            if o.name == "CONCAT":
-                result = np.asarray(OPS[o.name](operands, **o.attrs))
-            else:  # the fast form (BLAS convolutions) when there is one: only the result's type matters
-                fast = specialise(o.name, [program.constants.get(i) for i in o.inputs], o.attrs, None, scratch)
-                result = fast(*operands) if fast is not None else NotImplemented
-                if result is NotImplemented:
-                    result = OPS[o.name](*operands, **o.attrs)
-                result = np.asarray(result)
+        result = placeholder_value(o, operands, program.constants, scratch)  # only its type matters
         _check(result, f"the result of {o.name}")
         in_types = ", ".join(f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else _type(a) for a in operands)
         v = fresh()
