@@ -156,6 +156,21 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 _CONV_SPLIT_POSITIONS = 784
 
 
+def _band_rows(r0: int, r1: int, top: int, stride: int, span: int, height: int) -> tuple[int, int, int, int]:
+    """The input rows a band of output rows [r0, r1) reads, for a window ``span`` rows tall (``(k - 1) *
+    dilation + 1``) moving by ``stride`` over an input of ``height`` rows padded by ``top``: (p0, p1) the
+    padded rows, (x0, x1) the input rows among them."""
+    p0, p1 = r0 * stride, (r1 - 1) * stride + span
+    return p0, p1, max(0, p0 - top), min(height, p1 - top)
+
+
+def _fill_band(buf: np.ndarray, x: np.ndarray, x0: int, x1: int, at: int, left: int) -> None:
+    """Input rows [x0, x1) of ``x`` (its images already selected) into a zero-padded band buffer from row
+    ``at``, column ``left``."""
+    if x1 > x0:
+        buf[:, at:at + x1 - x0, left:left + x.shape[2], :] = x[:, x0:x1]
+
+
 class _Conv2D:
     """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
 
@@ -262,8 +277,7 @@ class _Conv2D:
             ranges = [(i, i + 1, r0, r1) for i in range(n) for r0, r1 in parallel.split(oh, -(-parts // n))]
         blocks = []
         for k, (i0, i1, r0, r1) in enumerate(ranges):
-            p0, p1 = r0 * sy, (r1 - 1) * sy + (kh - 1) * dy + 1  # the padded rows the block reads
-            x0, x1 = max(0, p0 - t), min(ih, p1 - t)
+            p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, (kh - 1) * dy + 1, ih)
             rows = ((i0 * oh + r0) * ow, ((i1 - 1) * oh + r1) * ow)
             if self.padded is None:
                 blocks.append((i0, i1, x0, x1, rows, None, None, None))
@@ -287,9 +301,7 @@ class _Conv2D:
             src = x[i0:i1, x0:x1:sy, ::sx, :]
             cols = src.reshape(q1 - q0, -1)  # a copy when strided
         else:
-            left = self.pad[2]
-            if x1 > x0:
-                buf[:, at:at + x1 - x0, left:left + x.shape[2], :] = x[i0:i1, x0:x1]
+            _fill_band(buf, x[i0:i1], x0, x1, at, self.pad[2])
             size = int(np.prod(windows.shape))
             cols = self.scratch[f"im2col.{k}"][:size].reshape(windows.shape)
             np.copyto(cols, windows)
@@ -377,17 +389,14 @@ class _Depthwise:
         (t, _, left, r), (sy, _), (dy, _) = self.pad, self.stride, self.dilation
         self._bands = []
         for r0, r1 in parallel.split(oh, parts):
-            p0, p1 = r0 * sy, (r1 - 1) * sy + (kh - 1) * dy + 1  # padded rows the band reads
+            p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, (kh - 1) * dy + 1, ih)
             buf = np.zeros((n, p1 - p0, iw + left + r, c), F32)
-            x0, x1 = max(0, p0 - t), min(ih, p1 - t)  # input rows among them
             self._bands.append((r0, r1, buf, (x0, x1, x0 + t - p0)))
         self._shape, self._parts = shape, parts
 
     def _band(self, x: np.ndarray, y: np.ndarray, k: int) -> None:
         r0, r1, buf, (x0, x1, at) = self._bands[k]
-        left = self.pad[2]
-        if x1 > x0:
-            buf[:, at:at + x1 - x0, left:left + x.shape[2], :] = x[:, x0:x1]
+        _fill_band(buf, x, x0, x1, at, self.pad[2])
         src = buf if self.m == 1 else np.repeat(buf, self.m, axis=3)
         self._taps(src, y, r0, r1, r0)
         band = y[:, r0:r1]
@@ -477,8 +486,7 @@ def _max_pool(attrs: dict[str, Any]) -> Fn:
 
     def rows(x: np.ndarray, out: np.ndarray, r0: int, r1: int) -> None:
         (kh, kw), (sy, sx), (t, b, left, r), oh, ow = _pool_dims(x, attrs)
-        p0, p1 = r0 * sy, (r1 - 1) * sy + kh  # the padded rows the band reads
-        x0, x1 = max(0, p0 - t), min(x.shape[1], p1 - t)
+        p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, kh, x.shape[1])
         top, bottom = max(0, t - p0), max(0, p1 - t - x.shape[1])
         band = x[:, x0:x1]
         if any((top, bottom, left, r)):
