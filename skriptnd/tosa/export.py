@@ -84,6 +84,37 @@ def _resource_blob(a: np.ndarray) -> tuple[str, str]:
     return "0x" + max(4, a.dtype.itemsize).to_bytes(4, "little").hex().upper(), _le_bytes(a).hex().upper()
 
 
+class Constants:
+    """The constants of one MLIR module as it is written (both TOSA MLIR writers: operation by operation
+    here, the simplified program in skriptnd.tosa.program_mlir): :meth:`line` writes one ``tosa.const``
+    (``tosa.const_shape`` for int64 shape operands), large numeric payloads as ``dense_resource`` blobs
+    unless ``inline``; :meth:`module` appends the blobs' ``dialect_resources`` section to the module text."""
+
+    def __init__(self, inline: bool) -> None:
+        self.inline = inline
+        self.blobs: list[tuple[str, tuple[str, str]]] = []  # (resource key, hex blob) in order of use
+        self.keys: set[str] = set()
+
+    def line(self, name: str, a: np.ndarray, hint: str) -> str:
+        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
+            return (f'{name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
+                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
+        if not self.inline and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
+            key = _resource_key(hint, self.keys)
+            self.blobs.append((key, _resource_blob(a)))
+            return f'{name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
+        return f'{name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
+
+    def module(self, text: str) -> str:
+        if not self.blobs:
+            return text
+        parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
+        for i, (key, (blob_head, payload)) in enumerate(self.blobs):
+            parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(self.blobs) else '"\n']
+        parts.append("    }\n  }\n#-}\n")
+        return "".join(parts)
+
+
 def _dense(a: np.ndarray) -> str:
     if a.dtype == np.bool_:
         body = _bool_literal(a) if a.size and a.any() != a.all() else ("true" if a.size and a.all() else "false")
@@ -179,26 +210,15 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
     ssa: dict[int, str] = {}  # id(tensor) -> SSA name
     vals: dict[int, np.ndarray] = {}  # id(tensor) -> value (for types)
     counter = [0]
-    blobs: list[tuple[str, tuple[str, str]]] = []  # (resource key, hex blob) in order of use
-    keys: set[str] = set()
+    constants = Constants(inline_constants)
 
     def fresh() -> str:
         counter[0] += 1
         return f"%{counter[0] - 1}"
 
-    def const_line(name: str, a: np.ndarray, hint: str) -> str:
-        if not inline_constants and a.dtype not in (np.int64, np.bool_) and a.nbytes >= RESOURCE_MIN_BYTES:
-            key = _resource_key(hint, keys)
-            blobs.append((key, _resource_blob(a)))
-            return f'{name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
-        if a.dtype == np.int64:
-            return (f'{name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        return f'{name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
-
     def emit_const(a: np.ndarray, hint: str = "const") -> str:
         name = fresh()
-        lines.append("    " + const_line(name, a, hint))
+        lines.append("    " + constants.line(name, a, hint))
         return name
 
     def value_of(t: Any) -> str:
@@ -241,7 +261,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
             if o.name == "WHILE_LOOP":
                 name = fresh()
                 lines.extend(mlir_regions.while_loop(name, [env[i] for i in o.inputs], operands, o.attrs, fresh,
-                                                     const_line, "    "))
+                                                     constants.line, "    "))
                 env[o.output], nv[o.output] = name, operands  # type: ignore[assignment]
                 continue
             with np.errstate(all="ignore"):
@@ -271,13 +291,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
     ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
     text = "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,
                       *lines, ret, "  }) : () -> ()", "}) : () -> ()", ""])
-    if not blobs:
-        return text
-    parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
-    for i, (key, (blob_head, payload)) in enumerate(blobs):
-        parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(blobs) else '"\n']
-    parts.append("    }\n  }\n#-}\n")
-    return "".join(parts)
+    return constants.module(text)
 
 
 def tosa_opt_path() -> str | None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import mlir_regions
-from .export import _ELEM, RESOURCE_MIN_BYTES, _attrs, _dense, _resource_blob, _resource_key, _type
+from .export import _ELEM, Constants, _attrs, _type
 from .invoke import ITEM
 from .program import BOUNDARY, Program, placeholder_value
 
@@ -49,8 +49,7 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
     lines: list[str] = []
     ssa: dict[str, str] = {}
     vals: dict[str, np.ndarray] = {}
-    blobs: list[tuple[str, tuple[str, str]]] = []
-    keys: set[str] = set()
+    constants = Constants(inline_constants)
     counter = [0]
     scratch: dict[str, np.ndarray] = {}
 
@@ -64,16 +63,11 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
         _check(a, f"input {i}")
         ssa[n], vals[n] = f"%arg{i}", a
         args.append(f"%arg{i}: {_type(a)}")
+
     def const(v: str, a: np.ndarray, hint: str) -> str:
-        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
-            return (f'{v} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        _check(a, f"constant {hint}")
-        if not inline_constants and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
-            key = _resource_key(hint, keys)
-            blobs.append((key, _resource_blob(a)))
-            return f'{v} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
-        return f'{v} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
+        if a.dtype != np.int64:
+            _check(a, f"constant {hint}")
+        return constants.line(v, a, hint)
 
     for n, a in program.constants.items():
         a = np.asarray(a)
@@ -124,10 +118,4 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
     ret = f'    "func.return"({", ".join(results)}) : ({res_types}) -> ()'
     text = "\n".join([header or f"// TOSA 1.0 program {comment} (skriptnd)", '"builtin.module"() ({', head, *lines,
                       ret, "  }) : () -> ()", "}) : () -> ()", ""])
-    if not blobs:
-        return text
-    parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
-    for i, (key, (blob_head, payload)) in enumerate(blobs):
-        parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(blobs) else '"\n']
-    parts.append("    }\n  }\n#-}\n")
-    return "".join(parts)
+    return constants.module(text)

@@ -703,7 +703,8 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
     """TOSA 1.0 MLIR (generic form) of the integer graph, like :func:`skriptnd.tosa.export.to_mlir`:
     one ``func.func @main`` whose arguments are the TOSA graph's inputs (int8 for quantized graph inputs)
     and whose results are its outputs (the graph outputs, or the TOSA values ``outputs``)."""
-    from .export import _dense
+    from .export import Constants
+    from .invoke import apply
 
     sg = ig.subgraph(outputs)
     lines: list[str] = []
@@ -720,22 +721,19 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
         ssa[name] = f"%arg{i}"
         vals[name] = np.zeros([int(d) for d in t.shape], np.float32 if qp is None else NUMPY_INT[qp.dtype])
         args.append(f"%arg{i}: {_type(vals[name])}")
+    constants = Constants(inline=True)
     for n, a in sg.constants.items():
         name = fresh()
         if a.dtype == np.int64 and n not in ig.shapes:  # int48: decimal (MLIR stores i48 in 6 bytes)
             body = np.array2string(a, separator=", ", threshold=a.size + 1, max_line_width=1 << 30)
             lines.append(f'    {name} = "tosa.const"() <{{values = dense<{body}> : {_type(a)}}}> : () -> {_type(a)}')
-        elif a.dtype == np.int64:
-            lines.append(f'    {name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                         f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        else:
-            lines.append(f'    {name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}')
+        else:  # shape operands, and inline dense literals (the integer graph is small)
+            lines.append("    " + constants.line(name, a, n))
         ssa[n], vals[n] = name, a
     for o in sg.ops:
         operands = [vals[i] for i in o.inputs]
         with np.errstate(all="ignore"):
-            result = np.asarray(OPS[o.name](operands, **o.attrs) if o.name == "CONCAT" else OPS[o.name](*operands,
-                                                                                                        **o.attrs))
+            result = np.asarray(apply(o.name, operands, o.attrs))
         in_types = ", ".join(f"!tosa.shape<{a.size}>" if i in ig.shapes else _type(a)
                              for i, a in zip(o.inputs, operands, strict=True))
         name = fresh()

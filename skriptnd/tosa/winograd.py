@@ -416,11 +416,6 @@ class Winograd:
         return bool(-self.limit <= x.min() and x.max() <= self.limit)
 
 
-def blas_threads() -> int:
-    """The number of threads OpenBLAS may use now; 1 if unknown (skriptnd.parallel.blas_threads)."""
-    return parallel.blas_threads()
-
-
 def preferred(ic: int, oc: int, n: int, oh: int, ow: int) -> tuple[bool, bool]:
     """Whether F(2x2,3x3) beats im2col for this 3x3 stride-1 convolution, (with 1 BLAS thread, with 2+).
     On skriptnd.parallel's threads both forms split into parts on one BLAS thread each, so the
