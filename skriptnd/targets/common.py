@@ -127,6 +127,35 @@ def consumers(graph: Any) -> dict[int, list[Any]]:
     return users
 
 
+class RuleContext:
+    """What a target's mapping rules share while one graph is mapped: each tensor's readers, the graph's
+    quantization, and the activations a rule fused into an earlier operation (by id)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.users = consumers(graph)
+        self.fused: set[int] = set()
+        self.q = QuantView(graph)
+
+
+def map_with_rules(graph: Any, rules: dict[str, Any], ctx: RuleContext, *, control_flow: str, missing: str,
+                   fused: str) -> list[Any]:
+    """One Mapping per operation of ``graph`` (subgraphs included): its rule's, else why none (``control_flow``
+    for an operation with subgraphs, ``missing`` with ``{op}`` for one without a rule); an activation a rule
+    fused into an earlier operation (decided when that one is mapped) is reported as ``fused``."""
+    from . import Mapping, walk
+
+    rows = []
+    for op in walk(graph):
+        rule = rules.get(op.op)
+        if op.subgraphs:
+            rows.append(Mapping(op, None, f"control flow ({op.op}): {control_flow}"))
+        elif rule is None:
+            rows.append(Mapping(op, None, missing.format(op=op.op)))
+        else:
+            rows.append(rule(op, ctx))
+    return [r if id(r.op) not in ctx.fused else Mapping(r.op, "(fused)", fused) for r in rows]
+
+
 def activation_of(op: Any) -> tuple[str, float | None, float | None] | None:
     """``(name, min, max)`` when ``op`` is a clamp-like activation with constant bounds: nn.relu (with
     ``max``), math.clamp with scalar constant bounds; None otherwise (also for a leaky relu)."""

@@ -20,8 +20,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import Mapping, SpecOp, Target, register, walk
-from .common import QuantView, activation_of, consumers, quant, shape, tensor_inputs, window
+from . import Mapping, SpecOp, Target, register
+from .common import QuantView, RuleContext, activation_of, map_with_rules, quant, shape, tensor_inputs, window
 
 #: MLI kernels and helpers: the MLI 1.0 API document's (embarc-mli.txt) and those MLI 2.0 adds (the
 #: conformance vectors' kernel groups): status, how, caveat.
@@ -114,12 +114,7 @@ _RELU = {("relu", 0.0, None): "MLI_RELU_GEN", ("relu", 0.0, 6.0): "MLI_RELU_6", 
          ("clamp", 0.0, 6.0): "MLI_RELU_6"}
 
 
-class _Context:
-    def __init__(self, graph: Any) -> None:
-        self.users = consumers(graph)
-        self.fused: set[int] = set()
-        self.q = QuantView(graph)
-
+class _Context(RuleContext):
     def relu(self, op: Any) -> str:
         readers = self.users.get(id(op.outputs[0]), [])
         if len(readers) == 1 and readers[0] is not None:
@@ -244,18 +239,9 @@ RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
 
 
 def map_graph(graph: Any) -> list[Mapping]:
-    ctx = _Context(graph)
-    rows = []
-    for op in walk(graph):
-        rule = RULES.get(op.op)
-        if op.subgraphs:
-            rows.append(Mapping(op, None, f"control flow ({op.op}): MLI is a kernel library without a graph"))
-        elif rule is None:
-            rows.append(Mapping(op, None, f"no MLI kernel computes '{op.op}'"))
-        else:
-            rows.append(rule(op, ctx))
-    return [r if id(r.op) not in ctx.fused else Mapping(r.op, "(fused)", "fused into the preceding kernel's "
-                                                         "relu configuration") for r in rows]
+    return map_with_rules(graph, RULES, _Context(graph), control_flow="MLI is a kernel library without a graph",
+                          missing="no MLI kernel computes '{op}'",
+                          fused="fused into the preceding kernel's relu configuration")
 
 
 TARGET = register(Target("mli", "embARC MLI 2.0", spec_ops, map_graph))

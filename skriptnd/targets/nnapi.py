@@ -16,8 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import Mapping, SpecOp, Target, register, walk
-from .common import QuantView, activation_of, consumers, describe_quant, shape, tensor_inputs, window
+from . import Mapping, SpecOp, Target, register
+from .common import (
+    QuantView,
+    RuleContext,
+    activation_of,
+    describe_quant,
+    map_with_rules,
+    shape,
+    tensor_inputs,
+    window,
+)
 from .nnapi_import import UNSUPPORTED, to_sknd
 
 _QUANT_REQUANT = ("quant8: NNAPI requantizes the int32 accumulator with QuantizeMultiplierSmallerThanOne "
@@ -100,12 +109,7 @@ def _activation(op: Any) -> tuple[str, int] | None:
     return None if act is None else _ACT_CODES.get(act)
 
 
-class _Context:
-    def __init__(self, graph: Any) -> None:
-        self.users = consumers(graph)
-        self.fused: set[int] = set()
-        self.q = QuantView(graph)
-
+class _Context(RuleContext):
     def fuse(self, op: Any, mark: bool = True) -> tuple[int, str]:
         """The fused activation code of ``op``: its output's only reader is a RELU/RELU1/RELU6 (``mark``:
         that reader is then reported as fused)."""
@@ -353,20 +357,9 @@ RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
 
 
 def map_graph(graph: Any) -> list[Mapping]:
-    ctx = _Context(graph)
-    ops = walk(graph)
-    rows: list[Mapping] = []
-    for op in ops:
-        rule = RULES.get(op.op)
-        if op.subgraphs:
-            rows.append(Mapping(op, None, f"control flow ({op.op}): NNAPI 1.0 models are straight-line"))
-        elif rule is None:
-            rows.append(Mapping(op, None, f"no NNAPI 1.0 operation computes '{op.op}'"))
-        else:
-            rows.append(rule(op, ctx))
-    # activations fused into an earlier operation are decided when that operation is mapped
-    return [r if id(r.op) not in ctx.fused else Mapping(r.op, "(fused)", "fused into the preceding operation's "
-                                                         "activation operand") for r in rows]
+    return map_with_rules(graph, RULES, _Context(graph), control_flow="NNAPI 1.0 models are straight-line",
+                          missing="no NNAPI 1.0 operation computes '{op}'",
+                          fused="fused into the preceding operation's activation operand")
 
 
 TARGET = register(Target("nnapi", "Android NNAPI 1.0", spec_ops, map_graph))
