@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from skriptnd.backends.via_onnxruntime import keep_qdq_unfused
+
 
 def require_ort() -> Any:
     """The onnxruntime module (skip locally, fail in CI when onnx or onnxruntime is missing)."""
@@ -30,6 +32,8 @@ def run_onnx(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3
+    if keep_qdq_unfused():  # onnxruntime's fused int8 kernels saturate on x86 without VNNI (skriptnd.hostcpu)
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, feeds), strict=True))

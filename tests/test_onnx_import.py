@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from onnx_models import require_onnx
 
 import skriptnd
+from skriptnd.backends.via_onnxruntime import keep_qdq_unfused
 from skriptnd.diagnostics import DiagnosticError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,8 @@ def _ort(model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     _, ort = require_onnx()
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
+    if keep_qdq_unfused():  # onnxruntime's fused int8 kernels saturate on x86 without VNNI (skriptnd.hostcpu)
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
