@@ -14,6 +14,7 @@ that nobody else can write, and `trusted_file` only a file of that kind; anythin
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -36,9 +37,9 @@ def contained(folder: str | os.PathLike[str], relative: str) -> Path:
     the path returned is the resolved one (what will really be read)."""
     base = Path(folder).resolve()
     if "\0" in relative:
-        raise UnsafeFile(relative, "the name contains a NUL character")
+        raise UnsafeFile(relative, "contains a NUL character")
     if os.path.isabs(relative):
-        raise UnsafeFile(relative, f"an absolute path; a model may only name files inside its folder {base}")
+        raise UnsafeFile(relative, f"is an absolute path; a model may only name files inside its folder {base}")
     target = (base / relative).resolve()
     if target != base and base not in target.parents:
         raise UnsafeFile(relative, f"leads outside the model folder {base} (to {target}); a model may only "
@@ -47,15 +48,17 @@ def contained(folder: str | os.PathLike[str], relative: str) -> Path:
 
 
 def open_regular(path: str | os.PathLike[str]) -> tuple[BinaryIO, int]:
-    """The open file and its size, when `path` is a regular file; `UnsafeFile` for a FIFO, a device, a
-    socket or a folder (opened with O_NONBLOCK, so a FIFO without a writer never blocks), `OSError`
-    when it cannot be opened at all."""
+    """The open file and its size, when `path` is a regular file; `UnsafeFile` for a FIFO, a device or a
+    socket (opened with O_NONBLOCK, so a FIFO without a writer never blocks), `IsADirectoryError` for a
+    folder, `OSError` when it cannot be opened at all."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFile(path, f"not a regular file ({_kind(info.st_mode)}); only regular files are read")
+            raise UnsafeFile(path, f"is not a regular file ({_kind(info.st_mode)}); only regular files are read")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), info.st_size
@@ -78,7 +81,7 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
     fh, size = open_regular(path)
     with fh:
         if limit is not None and size > limit:
-            raise UnsafeFile(path, f"{size:,} bytes, more than the {limit:,} allowed")
+            raise UnsafeFile(path, f"holds {size:,} bytes, more than the {limit:,} allowed")
         return fh.read(size)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import Span
+from ..untrusted import read_regular
 
 #: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words and the
 #: operators `is`/`in`. Standard module names (`image`, `nn`) are fine: `image.resize(image)` calls the
@@ -296,7 +297,8 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
         for name, array in folder.weights.items():
             write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
         for name, source in folder.weight_files.items():
-            shutil.copyfile(source, variable_file(tmp, folder.module, folder.graph.name, name))
+            # a regular file only (the importer checked it inside its model folder): never a device or FIFO
+            variable_file(tmp, folder.module, folder.graph.name, name).write_bytes(read_regular(source))
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
