@@ -37,6 +37,7 @@ def load(src: Any, source: str | Path) -> Any:
     """The ModelProto of a path (external data loaded from beside it) or a ModelProto as given."""
     onnx = require_onnx(source)
     if isinstance(src, onnx.ModelProto):
+        check_contents(src, source)
         return src
     path = Path(src)
     if not path.is_file():
@@ -51,7 +52,45 @@ def load(src: Any, source: str | Path) -> Any:
         raise DiagnosticError([diagnostic("E0801", f"{path} holds no ONNX graph (empty or not an ONNX file)",
                                           source)])
     _load_external(model, path.parent, source)
+    check_contents(model, source)
     return model
+
+
+def check_contents(model: Any, source: str | Path) -> None:
+    """What onnx.checker lets through and the converters would trip on, as located E0803 diagnostics:
+    a tensor whose raw data is longer or shorter than its dims and type say, a string attribute that is
+    not UTF-8 text (in the main graph and every subgraph)."""
+    problems: list[str] = []
+
+    def tensor(t: Any, where: str) -> None:
+        if not t.HasField("raw_data") or t.data_location == t.EXTERNAL:
+            return
+        need = _data_bytes(t)
+        if need is not None and len(t.raw_data) != need:
+            problems.append(f"{where} '{t.name}' holds {len(t.raw_data):,} bytes of raw data, but its dims "
+                            f"{list(t.dims)} and type need {need:,}")
+
+    def graph(g: Any) -> None:
+        for t in g.initializer:
+            tensor(t, "initializer")
+        for node in g.node:
+            where = f"node '{node.name}' ({node.op_type})"
+            for a in node.attribute:
+                texts = [a.s] if a.type == a.STRING else list(a.strings) if a.type == a.STRINGS else []
+                for text in texts:
+                    try:
+                        text.decode("utf-8")
+                    except UnicodeDecodeError:
+                        problems.append(f"{where}: attribute '{a.name}' is not UTF-8 text ({text[:20]!r})")
+                for t in [a.t] if a.type == a.TENSOR else list(a.tensors) if a.type == a.TENSORS else []:
+                    tensor(t, f"{where}, attribute '{a.name}': tensor")
+                for sub in [a.g] if a.type == a.GRAPH else list(a.graphs) if a.type == a.GRAPHS else []:
+                    graph(sub)
+
+    graph(model.graph)
+    if problems:
+        raise DiagnosticError([diagnostic("E0803", f"the model is invalid: {problem}", source)
+                               for problem in problems[:10]])
 
 
 def _load_external(model: Any, base: Path, source: str | Path) -> None:
@@ -89,13 +128,16 @@ def _load_external(model: Any, base: Path, source: str | Path) -> None:
         raise DiagnosticError([diagnostic("E0802", problem, source) for problem in problems])
 
 
-def _external_bytes(tensor: Any) -> int | None:
-    """The bytes of a tensor's data as its dims and type say (None: a type without a fixed size)."""
+def _data_bytes(tensor: Any) -> int | None:
+    """The bytes of a tensor's data as its dims and type say (None: a type without a fixed size, or dims
+    that are not sizes)."""
     import math
 
     from onnx import TensorProto, helper
 
     if tensor.data_type in (TensorProto.UNDEFINED, TensorProto.STRING):
+        return None
+    if any(int(d) < 0 for d in tensor.dims):
         return None
     count = math.prod(int(d) for d in tensor.dims)
     bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4}.get(tensor.data_type)
@@ -113,7 +155,7 @@ def _read_external(tensor: Any, path: Path, info: dict[str, str], location: str,
     """Fill tensor.raw_data from its external file; the problem in words, or None."""
     from onnx import TensorProto
 
-    need = _external_bytes(tensor)
+    need = _data_bytes(tensor)
     if need is None or any(int(d) < 0 for d in tensor.dims):
         return f"{where} keeps data of type {tensor.data_type} with dims {list(tensor.dims)} in '{location}'; " \
                "only numeric tensors can have external data"
