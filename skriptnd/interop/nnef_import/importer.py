@@ -71,11 +71,14 @@ def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
     import shutil
     import tempfile
 
+    from ...compose.quantization import qparams, quantized_tensors
     from ...model import load
 
     scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
     try:
-        load(write_model(folder_desc, scratch / "model")).compose()
+        composed = load(write_model(folder_desc, scratch / "model")).compose()
+        for tensor in quantized_tensors(composed):  # what running it reads first (E0760 otherwise)
+            qparams(tensor)
     except DiagnosticError as exc:
         return list(exc.diagnostics)
     finally:
