@@ -285,7 +285,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         cli_io.save_arrays(output_dir, outputs, "--output-dir")
     _show(outputs, _class_outputs(composed), top_k)
     if expect is not None:
-        _compare(outputs, expect, rtol, atol)
+        try:
+            _compare(outputs, expect, rtol, atol)
+        except DiagnosticError as err:
+            fail(err.diagnostics, None, colour)
 
 
 def _run_with_progress(graph: Any, runner: Any, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -353,6 +356,9 @@ def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int |
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:
     import numpy as np
 
+    from .io.npy import NpyError, read_npy
+    from .source import Span
+
     failed = False
     for name, value in outputs.items():
         ref_path = folder / f"{name}.npy"
@@ -360,7 +366,13 @@ def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) ->
             typer.echo(f"{name}: no reference {ref_path}", err=True)
             failed = True
             continue
-        ref = np.load(ref_path, allow_pickle=False)
+        try:
+            ref = read_npy(ref_path)
+        except NpyError as err:  # a pickle, a truncated or lying header: located at the file
+            raise DiagnosticError([err.to_diagnostic()]) from None
+        except OSError as err:
+            raise DiagnosticError([Diagnostic(code="E0704", message=f"cannot read {ref_path}: {err.strerror or err}",
+                                              span=Span(str(ref_path), 1, 1, 1, 2))]) from None
         arr = np.asarray(value)
         if ref.shape != arr.shape or not np.allclose(arr, ref, rtol=rtol, atol=atol):
             diff = float(np.max(np.abs(arr.astype(np.float64) - ref))) if ref.shape == arr.shape else float("nan")

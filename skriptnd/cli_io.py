@@ -26,6 +26,7 @@ import typer
 
 from .diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from .fileio import write_atomic
+from .io.npy import NpyError, read_npy
 from .source import NO_SPAN, Span
 
 register_codes({
@@ -127,7 +128,8 @@ def read_array(spec: str, name: str) -> np.ndarray:
     path = Path(spec)
     hint = f"'--input {name}'"
     if not path.is_file():
-        raise typer.BadParameter(f"no such file: {spec}", param_hint=hint)
+        what = "not a regular file (a FIFO, a device or a folder is never read)" if path.exists() else "no such file"
+        raise typer.BadParameter(f"{what}: {spec}", param_hint=hint)
     try:
         if path.suffix == ".dat":
             from .io.tensor_file import read_tensor
@@ -138,9 +140,11 @@ def read_array(spec: str, name: str) -> np.ndarray:
         if magic != b"\x93NUMPY":
             raise typer.BadParameter(f"{spec} is not a .npy file (no NumPy header); save the array with "
                                      "numpy.save, or give an NNEF tensor file (.dat)", param_hint=hint)
-        return np.load(path, allow_pickle=False)
+        return read_npy(path)  # numbers only, never more memory than the file holds
     except typer.BadParameter:
         raise
+    except NpyError as err:
+        raise typer.BadParameter(f"cannot read {spec}: {err.message}", param_hint=hint) from None
     except ValueError as err:
         reason = "it holds Python objects (a pickle), not numbers" if "pickle" in str(err) else str(err)
         raise typer.BadParameter(f"cannot read {spec}: {reason}", param_hint=hint) from None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .diagnostics import Diagnostic
 from .source import SourceFile, Span
+from .untrusted import UnsafeFile, read_regular
 
 
 def _file_span(path: str, line: int = 1, col: int = 1) -> Span:
@@ -24,7 +25,9 @@ def read_source(path: Path | str) -> tuple[SourceFile | None, list[Diagnostic]]:
         return None, [Diagnostic(code="E0003", message=f"'{name}' is a folder without main.sknd",
                                  span=_file_span(name), hint="pass a .sknd file or a model folder with main.sknd")]
     try:
-        data = p.read_bytes()
+        data = read_regular(p)  # never a FIFO that blocks or a device that never ends
+    except UnsafeFile as err:
+        return None, [Diagnostic(code="E0002", message=f"cannot read {name}: it {err.reason}", span=_file_span(name))]
     except OSError as err:
         return None, [Diagnostic(code="E0002", message=f"cannot read {name}: {err.strerror or err}",
                                  span=_file_span(name))]

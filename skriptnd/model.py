@@ -18,14 +18,24 @@ from .checking import check_program
 from .compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
 from .compose.ir import Graph, Tensor
 from .diagnostics import Diagnostic, DiagnosticError
-from .io.tensor_file import TensorFileError, expected, read_tensor
+from .io.tensor_file import TensorFileError, expected_header, read_tensor
 from .semantics.modules import Program, load_program
 from .source import Span
+from .untrusted import UnsafeFile, contained
 
 
 def variable_file(model_dir: Path, module: str, graph: str, tensor: Tensor | str) -> Path:
     name = tensor if isinstance(tensor, str) else tensor.name
     return model_dir / f"{module}.{graph}.{name}.dat"
+
+
+def _inside(folder: Path, path: Path) -> None:
+    """A variable's tensor file must be inside the model folder once links are resolved: a downloaded
+    model whose `main.G.w.dat` links to /dev/zero or to a file of yours is refused (E0701)."""
+    try:
+        contained(folder, str(path.relative_to(folder)) if path.is_relative_to(folder) else str(path))
+    except UnsafeFile as err:
+        raise TensorFileError(f"cannot read tensor file: it {err.reason}", path, "E0701") from None
 
 
 def save_weights(folder: Path | str, graph: str, params: Mapping[str, np.ndarray], module: str = "main",
@@ -80,7 +90,8 @@ class Model:
                     message=f"no tensor file for variable '{t.name}': expected {path}",
                     hint="export the weights there, or run with --random-weights to try the model")])
             try:
-                array = expected(read_tensor(path), t.dtype, t.shape, path)
+                _inside(folder, path)
+                array = read_tensor(path, lambda header: expected_header(header, t.dtype, t.shape, path))
             except TensorFileError as err:
                 raise DiagnosticError([err.to_diagnostic(span)]) from None
             return array.astype(NUMPY_DTYPES[t.dtype], copy=False)

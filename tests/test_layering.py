@@ -22,7 +22,7 @@ RUNNERS = {"execute", "backends", "interop", "targets"}
 FORBIDDEN: dict[str, set[str]] = {
     **{low: {"compose", "tosa", "model", "api", "checking", *RUNNERS, *CLI}
        for low in ("source", "diagnostics", "ast", "syntax", "semantics", "lower", "resources", "fileio", "io",
-                   "parallel", "hostcpu")},
+                   "untrusted", "parallel", "hostcpu")},
     "compose": {"tosa", "model", "api", *RUNNERS, *CLI},
     "tosa": {"model", "api", *RUNNERS, *CLI},
     "execute": {"backends", "interop", "targets", *CLI},

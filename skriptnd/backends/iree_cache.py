@@ -12,10 +12,16 @@ published by renaming a finished temporary folder, so a crash mid-compile leaves
 whose files no longer match its manifest (a truncated or overwritten file) is removed with a warning and
 rebuilt, never loaded. (A file with the size, modification time and inode recorded at publication is
 taken as unchanged without re-hashing it, so that a cached start does not read the weights twice.)
+
+A cached module is compiled code that the runtime executes, so the cache folder must be this user's
+alone: it is created 0700, and a folder that is a link, someone else's or writable by others is not
+used (skriptnd.untrusted.private_dir): the module is then compiled into a private temporary folder,
+removed at exit, with a warning saying why.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fileio import write_atomic
+from ..untrusted import private_dir, user_cache_root
 
 MANIFEST = "manifest.json"
 MODULE = "module.vmfb"
@@ -40,8 +47,7 @@ def cache_root(override: str | None = None) -> Path:
         return Path(override)
     if os.environ.get("SKRIPTND_CACHE_DIR"):
         return Path(os.environ["SKRIPTND_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "skriptnd" / "iree"
+    return user_cache_root() / "iree"
 
 
 def host_identity() -> str:
@@ -134,7 +140,16 @@ def _write_manifest(folder: Path, files: dict[str, str]) -> None:
 
 def lookup_or_build(root: Path, key: str, build: Callable[[Path], None]) -> Entry:
     """The cache entry ``key``; when missing (or corrupt: removed with a warning), ``build(folder)`` writes
-    ``module.vmfb`` (and maybe ``params.irpa``) into a fresh folder, which is then published."""
+    ``module.vmfb`` (and maybe ``params.irpa``) into a fresh folder, which is then published. A ``root``
+    that is not this user's private folder is not used (see the module docstring)."""
+    if private_dir(root) is None:
+        warnings.warn(f"the IREE module cache {root} is not used: it is not a folder of this user's that only "
+                      "this user can write (a compiled module there could be someone else's code); compiling "
+                      "into a temporary folder", RuntimeWarning, stacklevel=3)
+        scratch = Path(tempfile.mkdtemp(prefix="sknd-iree-"))
+        atexit.register(shutil.rmtree, scratch, True)
+        build(scratch)
+        return Entry(scratch, compiled=True)
     folder = root / key
     if folder.is_dir():
         problem = _valid(folder)
@@ -143,7 +158,6 @@ def lookup_or_build(root: Path, key: str, build: Callable[[Path], None]) -> Entr
         warnings.warn(f"the cached IREE module {folder} is corrupt ({problem}); recompiling", RuntimeWarning,
                       stacklevel=3)
         shutil.rmtree(folder, ignore_errors=True)
-    root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=root))
     try:
         build(tmp)

@@ -18,7 +18,6 @@ problem with an entry falls back to checking.
 from __future__ import annotations
 
 import hashlib
-import pickle
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,8 @@ from typing import Any
 from .. import ast
 from ..diagnostics import Diagnostic
 from ..semantics.modules import LoadedModule, Program
-from ..syntax.cache import cache_dir, store
+from ..syntax.cache import cache_dir, load_entry, store
+from ..untrusted import UnsafeFile, read_regular
 
 Check = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
 
@@ -79,10 +79,10 @@ def _saved(program: Program) -> bool:
     paths = {m.path.resolve() for m in program.modules.values()}
     for path, text in program.sources.items():
         if path in paths:
-            try:
-                if path.read_text(encoding="utf-8") != text:
+            try:  # a regular file only, no larger than the buffer could be (never a FIFO that blocks)
+                if read_regular(path, 4 * len(text) + 4).decode("utf-8") != text:
                     return False
-            except (OSError, UnicodeDecodeError):
+            except (OSError, UnicodeDecodeError, UnsafeFile):
                 return False
     return True
 
@@ -98,8 +98,7 @@ def cached_check(program: Program, module: LoadedModule, definition: ast.Definit
     key = hashlib.sha256(digest + f"{module.name}\0{index}\0{definition.name}".encode()).hexdigest()
     entry = folder / key[:2] / f"{key}.compose.pickle"
     try:
-        with open(entry, "rb") as f:
-            diagnostics, lookups = pickle.load(f)
+        diagnostics, lookups = load_entry(entry)
     except Exception:  # noqa: BLE001 - missing or unreadable entry: check instead
         pass
     else:

@@ -27,6 +27,9 @@ from ..syntax.printer import format_type
 from .ir import Graph, Operation, Tensor, Value
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
+#: The values an int tensor may hold: TOSA's int32, what every backend computes in (compile-time values,
+#: attributes and extents, are Python ints of any size; a tensor's are not).
+INT_TENSOR_RANGE = (-(2 ** 31), 2 ** 31 - 1)
 
 register_codes({"E0610": "graph output does not have its declared type"})
 
@@ -50,6 +53,18 @@ def _compose_blocks(defn: ast.Definition, kind: str) -> list[ast.Stmt]:
 
 def _params(defn: ast.Definition, kind: str) -> list[ast.ParamDecl]:
     return [d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items]
+
+
+
+def _fits(dtype: str, values: Sequence[Any], what: str, span: Span) -> None:
+    """E0502 at span when an int tensor would hold a value outside INT_TENSOR_RANGE (it could not run)."""
+    if dtype != "int":
+        return
+    low, high = INT_TENSOR_RANGE
+    for v in values:
+        if isinstance(v, int) and not isinstance(v, bool) and not low <= v <= high:
+            raise _error("E0502", f"{what} holds {v}, outside the range of an int tensor ({low} to {high}, "
+                         "32 bits)", span)
 
 
 def _error(code: str, message: str, span: Span, hint: str | None = None, notes: tuple[Note, ...] = ()) -> DiagnosticError:
@@ -367,11 +382,13 @@ class Composer:
         if not decl.bounds:
             value = self._eval(frame, decl.default, f"the value of constant '{decl.name}'")
             if isinstance(value, Pack):
+                _fits(dtype, list(value), f"constant '{decl.name}'", decl.span)
                 array = np.array(list(value), dtype=np_type)
                 if array.size != int(np.prod(shape)):
                     raise _error("E0406", f"constant '{decl.name}' has {array.size} values for shape {list(shape)}",
                                  decl.span)
                 return array.reshape(shape)
+            _fits(dtype, [value], f"constant '{decl.name}'", decl.span)
             return np.full(shape, value, dtype=np_type)
         # per-element initialiser with index symbols (§2.7): evaluated once per element
         names = [b.index for b in decl.bounds]
@@ -383,7 +400,9 @@ class Composer:
         env = frame.values()
         for index in np.ndindex(*extents):
             env.update(zip(names, (int(i) for i in index), strict=True))
-            out[index] = evaluate(decl.default, env, frame.dtypes)
+            item = evaluate(decl.default, env, frame.dtypes)
+            _fits(dtype, [item], f"constant '{decl.name}'", decl.span)
+            out[index] = item
         return out.reshape(shape)
 
     # ------------------------------------------------------------ statements
@@ -512,6 +531,7 @@ class Composer:
     def _constant(self, frame: _Frame, value: Any, span: Span) -> Tensor:
         dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
             "real" if isinstance(value, float) else "str"
+        _fits(dtype, [value], "an int value passed to an operator", span)
         tensor = self._new_tensor(frame, "%const", dtype, (), "constant")
         tensor.value = np.array(value, dtype=NUMPY_DTYPES.get(dtype, object))
         return tensor

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
+from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from ..source import Span
+from ..untrusted import UnsafeFile, read_regular
 
 #: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words and the
 #: operators `is`/`in`. Standard module names (`image`, `nn`) are fine: `image.resize(image)` calls the
@@ -32,7 +33,7 @@ _RESERVED = frozenset(
     "if then elif else with for while do unroll yield optional graph operator public version extension import "
     "true false inf pi type arith num int real bool str is in".split())
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-register_codes({"E0790": "output path not usable"})
+register_codes({"E0790": "output path not usable", "E0794": "an imported model does not check"})
 
 
 def is_identifier(name: str) -> bool:
@@ -64,6 +65,12 @@ class Names:
         if name != foreign:
             self.renamed[foreign] = name
         return name
+
+    def fresh(self, foreign: str) -> str:
+        """A new identifier for each call, even for a foreign name seen before (labels: two ONNX nodes
+        may share a name, two SkriptND labels may not)."""
+        self._given.pop(foreign, None)
+        return self(foreign)
 
     def reserve(self, name: str) -> None:
         self._used.add(name)
@@ -270,9 +277,14 @@ def render(text: str, path: str) -> str:
     return format_module(module)
 
 
-def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = False) -> Path:
+def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = False,
+                verify: Span | None = None) -> Path:
     """Write the folder atomically: everything goes to a temporary sibling first, which replaces
-    `out_dir` only when complete. An existing non-empty `out_dir` is an error unless `overwrite`."""
+    `out_dir` only when complete. An existing non-empty `out_dir` is an error unless `overwrite`.
+
+    With `verify` (where the imported model is, for the diagnostic), the written folder is checked as
+    `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
+    a folder that fails later, and leaves nothing behind when it would."""
     from ..io.tensor_file import write_tensor
     from ..model import variable_file
 
@@ -281,13 +293,19 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
         raise DiagnosticError([_path_error(out, "exists and is not a folder")])
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise DiagnosticError([_path_error(out, "exists and is not empty; choose another folder or remove it")])
+    if out.is_dir() and _holds_cwd(out):
+        raise DiagnosticError([_path_error(out, "is the current folder (or holds it), which cannot be replaced; "
+                                                "give the name of a folder to create, e.g. -o ./model")])
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise DiagnosticError([_path_error(parent, "does not exist")])
     texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
              **folder.modules}
     rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    except OSError as err:  # a read-only or pseudo file system (/proc), no permission
+        raise DiagnosticError([_path_error(out, f"cannot be written in {parent}: {err.strerror or err}")]) from None
     try:
         for rel, text in rendered.items():
             target = tmp / rel
@@ -296,7 +314,10 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
         for name, array in folder.weights.items():
             write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
         for name, source in folder.weight_files.items():
-            shutil.copyfile(source, variable_file(tmp, folder.module, folder.graph.name, name))
+            # a regular file only (the importer checked it inside its model folder): never a device or FIFO
+            variable_file(tmp, folder.module, folder.graph.name, name).write_bytes(read_regular(source))
+        if verify is not None:
+            verify_model(tmp, folder.graph.name, verify)
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
@@ -306,10 +327,57 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
             shutil.rmtree(backup, ignore_errors=True)
         else:
             os.replace(tmp, out)
+    except (OSError, UnsafeFile) as err:  # the file system refused (full, read-only, ...): nothing half-written
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = err.reason if isinstance(err, UnsafeFile) else err.strerror or str(err)
+        raise DiagnosticError([_path_error(out, f"cannot be written: {reason}")]) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _holds_cwd(folder: Path) -> bool:
+    """Whether `folder` is the current folder or one of its ancestors (replacing it would pull the folder
+    from under the shell that runs us; renaming '.' fails)."""
+    try:
+        here, target = Path.cwd().resolve(), folder.resolve()
+    except OSError:
+        return False
+    return here == target or target in here.parents
+
+
+def verify_model(path: Path, graph: str, where: Span) -> None:
+    """Check a written model folder as `sknd check` and `sknd run` would (load, compose the graph with its
+    default attributes, read each quantized tensor's parameters); DiagnosticError E0794 at `where`,
+    quoting the first problems with their places in the folder, when it fails."""
+    from ..compose.quantization import qparams, quantized_tensors
+    from ..model import load
+
+    try:
+        composed = load(path).compose(graph)
+        for tensor in quantized_tensors(composed):
+            qparams(tensor)
+    except DiagnosticError as exc:
+        problems = list(exc.diagnostics)
+    else:
+        return
+
+    def place(d: Diagnostic) -> str:
+        try:
+            rel = Path(d.span.file).resolve().relative_to(path.resolve())
+        except (ValueError, OSError):
+            rel = Path(d.span.file).name
+        return f"{rel}:{d.span.line}:{d.span.col}" if d.span.line else str(rel)
+
+    first = problems[0] if problems else None
+    raise DiagnosticError([Diagnostic(
+        code="E0794", span=where,
+        message="the imported model would not check, so nothing was written"
+        + (f": {place(first)}: {first.message}" if first else ""),
+        notes=tuple(Note(f"also: {place(d)}: {d.message}", where) for d in problems[1:4]),
+        hint="the source model holds something SkriptND cannot express; please report it if the source is "
+             "valid")])
 
 
 def _umask() -> int:

@@ -33,10 +33,9 @@ from __future__ import annotations
 import math
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
@@ -44,6 +43,7 @@ import numpy as np
 from ..diagnostics import Diagnostic, register_codes
 from ..fileio import write_atomic
 from ..source import Span
+from ..untrusted import UnsafeFile, open_regular
 
 __all__ = [
     "HEADER_SIZE",
@@ -54,6 +54,7 @@ __all__ = [
     "decode_header",
     "encode_tensor",
     "expected",
+    "expected_header",
     "read_tensor",
     "read_tensor_bytes",
     "read_tensor_with_header",
@@ -259,19 +260,27 @@ def _read_exactly(fh: IO[bytes], n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_tensor_with_header(path_or_file: _PathOrFile) -> tuple[np.ndarray, TensorHeader]:
-    """Like `read_tensor`, also returning the decoded header (e.g. to see `quantized`)."""
+HeaderCheck = Callable[[TensorHeader], None]
+
+
+def read_tensor_with_header(path_or_file: _PathOrFile, check: HeaderCheck | None = None) -> tuple[np.ndarray, TensorHeader]:
+    """Like `read_tensor`, also returning the decoded header (e.g. to see `quantized`).
+
+    `check(header)` runs before any data is read (e.g. `expected_header` against a declaration), so that
+    a file of the wrong type or shape costs no more than its header."""
     if hasattr(path_or_file, "read"):
         fh: IO[bytes] = path_or_file  # type: ignore[assignment]
         name = str(getattr(fh, "name", "<stream>"))
         head = _read_exactly(fh, HEADER_SIZE)
         header = decode_header(head, name)
+        if check is not None:
+            check(header)
         payload = _read_exactly(fh, header.data_length)
         _check_payload_size(header, len(payload), name)
         return _decode_data(header, payload), header
     name = os.fspath(path_or_file)  # type: ignore[arg-type]
     try:
-        data = Path(name).read_bytes()
+        fh, size = open_regular(name)
     except FileNotFoundError:
         raise TensorFileError(
             "tensor file not found; check the path, or export the tensor's data there", name,
@@ -279,20 +288,39 @@ def read_tensor_with_header(path_or_file: _PathOrFile) -> tuple[np.ndarray, Tens
     except IsADirectoryError:
         raise TensorFileError("this is a folder, not a tensor file; point to the tensor's .dat file",
                               name, "E0701") from None
+    except UnsafeFile as err:
+        raise TensorFileError(f"cannot read tensor file: it {err.reason}", name, "E0701") from None
     except OSError as err:
         raise TensorFileError(f"cannot read tensor file: {err.strerror or err}; check its permissions",
                               name, "E0701") from None
-    return _read_tensor_impl(data, name)
+    with fh:
+        try:
+            head = _read_exactly(fh, min(HEADER_SIZE, size))
+            header = decode_header(head, name)
+            if check is not None:
+                check(header)
+            # the size the header claims, against the file's own size, before the data is read: a file
+            # that lies costs nothing (no allocation beyond what the file holds)
+            _check_payload_size(header, size - HEADER_SIZE, name,
+                                trailing=max(0, size - HEADER_SIZE - header.data_length))
+            payload = _read_exactly(fh, header.data_length)
+        except OSError as err:
+            raise TensorFileError(f"cannot read tensor file: {err.strerror or err}", name, "E0701") from None
+    _check_payload_size(header, len(payload), name)  # the file shrank while it was read
+    return _decode_data(header, payload), header
 
 
-def read_tensor(path_or_file: _PathOrFile) -> np.ndarray:
+def read_tensor(path_or_file: _PathOrFile, check: HeaderCheck | None = None) -> np.ndarray:
     """Read a tensor file from a path, or from a binary file object at its current position.
 
     A path must hold exactly one tensor (trailing bytes are an error); from a file object exactly
     one tensor is consumed. The result is a new, writable array in native byte order, of dtype
     float16/32/64, int8..int64, uint8..uint64 or bool; quantized items are read as integers.
+    Only a regular file is read (a FIFO, a device or a folder is an E0701), and its size must be the one
+    its header announces before any data is read; `check` sees the header first (see
+    `read_tensor_with_header`).
     """
-    return read_tensor_with_header(path_or_file)[0]
+    return read_tensor_with_header(path_or_file, check)[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,14 +407,27 @@ def expected(array: np.ndarray, dtype: str, shape: Sequence[int | None],
     A `None` extent matches anything. Returns `array`; raises `TensorFileError` (E0703) naming
     both the found and the expected type and shape when they differ.
     """
+    _expect(array.dtype, tuple(array.shape), dtype, shape, path)
+    return array
+
+
+def expected_header(header: TensorHeader, dtype: str, shape: Sequence[int | None],
+                    path: str | os.PathLike[str] = "<tensor>") -> None:
+    """`expected` from the header alone, before the data is read (a `check` for `read_tensor`)."""
+    _expect(header.dtype, header.shape, dtype, shape, path)
+
+
+def _expect(found_dtype: np.dtype[Any], found_shape: tuple[int, ...], dtype: str, shape: Sequence[int | None],
+            path: str | os.PathLike[str]) -> None:
     if dtype not in _SKND_KINDS:
         raise ValueError(f"unknown SkriptND dtype {dtype!r}; expected one of {', '.join(_SKND_KINDS)}")
     want = tuple(shape)
-    dtype_ok = array.dtype.kind in _SKND_KINDS[dtype]
-    shape_ok = len(want) == array.ndim and all(w is None or w == e for w, e in zip(want, array.shape, strict=True))
+    dtype_ok = found_dtype.kind in _SKND_KINDS[dtype]
+    shape_ok = len(want) == len(found_shape) and all(w is None or w == e for w, e in zip(want, found_shape,
+                                                                                           strict=True))
     if dtype_ok and shape_ok:
-        return array
-    found = f"{array.dtype} tensor of shape {_shape_text(array.shape)}"
+        return
+    found = f"{found_dtype} tensor of shape {_shape_text(found_shape)}"
     wanted = f"{dtype} tensor of shape {_shape_text(want)}"
     fixes = []
     if not dtype_ok:

@@ -33,6 +33,7 @@ from ..source import SourceFile, Span
 from ..syntax import parse_module
 from ..syntax.cache import cached_parse
 from ..syntax.scan import mask
+from ..untrusted import UnsafeFile, contained
 from .builtins import BUILTIN_FUNCTIONS
 
 __all__ = [
@@ -276,6 +277,13 @@ class Program:
                     self.diagnostics.append(self._unknown_module(imp))
                     continue
                 path, is_std = found
+                escape = None if is_std else self._escapes(path)
+                if escape is not None:
+                    self._missing.add(name)
+                    self.diagnostics.append(Diagnostic(
+                        "E0203", f"module '{name}' is {path}, which {escape}", imp.span,
+                        hint="a model folder's modules must be files inside it; copy the module there"))
+                    continue
                 if not is_std and name in STDLIB_MODULES:
                     shadow_sites[name] = [(module, imp)]
                 loaded = self._load(name, path, is_std)
@@ -290,6 +298,19 @@ class Program:
                     notes=(Note(f"'{name}' is loaded from {where}, for every module that imports it"),),
                     hint=f"rename it, or move it into a subfolder (e.g. ops/{name}.sknd, imported as "
                     f"'import ops.{name};')"))
+
+    def _escapes(self, path: Path) -> str | None:
+        """Why the module file `path` of the model folder may not be read (it, or a folder on its way, is a
+        link leading outside the model folder), or None. Editor buffers never escape."""
+        if self._overridden(path):
+            return None
+        try:
+            contained(self.model_dir, os.path.relpath(path, self.model_dir))
+        except UnsafeFile as err:
+            return err.reason
+        except ValueError:  # another drive (Windows)
+            return "is outside the model folder"
+        return None
 
     def _unknown_module(self, imp: ast.Import) -> Diagnostic:
         # only names an import can reach: dotted identifiers, not keywords, not the entry module

@@ -9,7 +9,10 @@ diagnostics are stored. Entries are written atomically;
 any problem with the cache (unwritable directory, a corrupt entry) falls back to parsing.
 
 The directory is ``$SKRIPTND_CACHE_DIR``, else ``$XDG_CACHE_HOME/skriptnd``, else
-``~/.cache/skriptnd``; ``SKRIPTND_NO_CACHE=1`` turns the cache off.
+``~/.cache/skriptnd``; ``SKRIPTND_NO_CACHE=1`` turns the cache off. Loading a pickle runs whatever
+it says, so the cache is only used in a folder this user owns and nobody else can write (created
+0700), and an entry is only loaded when it is a regular file of this user's that nobody else can
+write (skriptnd.untrusted); anything else is ignored and the module is parsed.
 """
 
 from __future__ import annotations
@@ -23,17 +26,28 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..untrusted import private_dir, trusted_file, user_cache_root
+
 Parse = Callable[[str, str], tuple[Any, list[Any]]]
 
 
 def cache_dir() -> Path | None:
+    """The cache folder, created 0700 if missing; None when caching is off or the folder is not this
+    user's alone (a link, someone else's, or writable by others)."""
     if os.environ.get("SKRIPTND_NO_CACHE"):
         return None
     explicit = os.environ.get("SKRIPTND_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "skriptnd"
+    return private_dir(Path(explicit) if explicit else user_cache_root())
+
+
+def load_entry(entry: Path) -> Any:
+    """The value pickled in entry, when it is this user's own file (see the module docstring); raises
+    (anything) when it is missing, foreign or unreadable."""
+    fh = trusted_file(entry)
+    if fh is None:
+        raise FileNotFoundError(entry)
+    with fh:
+        return pickle.load(fh)
 
 
 @lru_cache(maxsize=1)
@@ -60,8 +74,7 @@ def cached_parse(text: str, path: str, parse: Parse) -> tuple[Any, list[Any]]:
     key = hashlib.sha256(_parser_fingerprint() + path.encode() + b"\0" + text.encode()).hexdigest()
     entry = folder / key[:2] / f"{key}.pickle"
     try:
-        with open(entry, "rb") as f:
-            return pickle.load(f), []
+        return load_entry(entry), []
     except Exception:  # noqa: BLE001 - missing or unreadable entry: parse instead
         pass
     tree, diagnostics = parse(text, path)
@@ -74,7 +87,8 @@ def store(entry: Path, value: Any) -> None:
     """Pickle value to entry atomically; a cache that cannot be written is only slower (also used
     by compose.check_cache)."""
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
+        if private_dir(entry.parent) is None:
+            return
         fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -1,13 +1,13 @@
 """Parsing entry points: source text → AST plus diagnostics, never an exception.
 
 The Lark LALR parser is built once per process (and cached on disk by Lark, so a cold
-start does not rebuild the tables). Several syntax errors are reported per file by
+start does not rebuild the tables; Lark's cache is a pickle, so it lives in the user's own cache
+folder, never in the shared temporary folder, see syntax.cache). Several syntax errors are reported per file by
 blanking the offending statement and parsing again (see errors.resync_region).
 """
 
 from __future__ import annotations
 
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,9 @@ from .. import ast
 from ..diagnostics import Diagnostic
 from ..resources import grammar_path
 from ..source import Span
+from ..untrusted import trusted_file
 from . import errors
+from .cache import cache_dir
 from .scan import comments, mask
 from .transform import ToAst
 
@@ -43,11 +45,28 @@ def lark_parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=True,
     )
-    cache_file = Path(tempfile.gettempdir()) / f"skriptnd-lark-{_grammar_key(grammar)}.cache"
-    try:
-        return Lark(grammar, cache=str(cache_file), **options)
-    except OSError:  # unwritable temp dir: build without the cache
-        return Lark(grammar, **options)
+    cache_file = _lark_cache_file(grammar)
+    if cache_file is not None:
+        try:
+            return Lark(grammar, cache=str(cache_file), **options)
+        except OSError:  # unwritable cache folder: build without the cache
+            pass
+    return Lark(grammar, **options)
+
+
+def _lark_cache_file(grammar: str) -> Path | None:
+    """Where Lark may keep its (pickled) tables: in the user's private cache folder, and only when the
+    file there is missing or is the user's own (Lark unpickles it before checking anything)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    path = folder / f"lark-{_grammar_key(grammar)}.cache"
+    if path.exists() or path.is_symlink():
+        fh = trusted_file(path)
+        if fh is None:
+            return None
+        fh.close()
+    return path
 
 
 def _grammar_key(grammar: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...diagnostics import Diagnostic, DiagnosticError, Note
 from ...source import Span
+from ...untrusted import UnsafeFile, contained
 from ..writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
 from . import registry
 from .context import DTYPES, Context, locate
@@ -29,6 +30,8 @@ from .fragments import FragmentFallback, Fragments
 #: Operations handled by the importer itself (declarations), not by converters.
 _DECLARATIONS = ("external", "variable", "constant")
 _MAX_EXPANSION_ROUNDS = 16
+#: The longest file name (one path component, in bytes) file systems allow.
+_NAME_MAX = 255
 
 
 def import_nnef(src: str | Path, out_dir: str | Path, *,
@@ -39,6 +42,7 @@ def import_nnef(src: str | Path, out_dir: str | Path, *,
     nnef = _require_nnef(Path(src))
     graph_file, folder = _locate(Path(src))
     text = _read_text(graph_file)
+    _check_quant_file(graph_file)
     registry.load_all()
     graph, custom = _parse(nnef, graph_file, text)
     _check_supported(graph, graph_file, text)
@@ -67,11 +71,14 @@ def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
     import shutil
     import tempfile
 
+    from ...compose.quantization import qparams, quantized_tensors
     from ...model import load
 
     scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
     try:
-        load(write_model(folder_desc, scratch / "model")).compose()
+        composed = load(write_model(folder_desc, scratch / "model")).compose()
+        for tensor in quantized_tensors(composed):  # what running it reads first (E0760 otherwise)
+            qparams(tensor)
     except DiagnosticError as exc:
         return list(exc.diagnostics)
     finally:
@@ -115,6 +122,22 @@ def _read_text(graph_file: Path) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise DiagnosticError(Diagnostic(code="E0836", message=f"cannot read {graph_file}: {exc}",
                                          span=Span(str(graph_file), 1, 1, 1, 2))) from None
+
+
+def _check_quant_file(graph_file: Path) -> None:
+    """graph.quant, when present, must be a regular file inside the model folder (not a link to a file
+    elsewhere, which the parser would read and quote)."""
+    quant = graph_file.parent / "graph.quant"
+    if not quant.is_symlink() and not quant.exists():
+        return
+    try:
+        contained(graph_file.parent, "graph.quant")
+        reason = None if quant.is_file() else "is not a regular file"
+    except UnsafeFile as exc:
+        reason = exc.reason
+    if reason is not None:
+        raise DiagnosticError(Diagnostic(code="E0836", message=f"{quant} {reason}", span=Span(str(quant), 1, 1, 1, 2),
+                                         hint="graph.quant must be a text file in the folder of graph.nnef"))
 
 
 _POSITION = re.compile(r"\[(\d+):(\d+)\]\s*(.*)", re.S)
@@ -219,10 +242,26 @@ def _check_variables(graph: Any, folder: Path, graph_file: Path, text: str) -> d
             continue
         name = str(op.outputs["output"])
         span = _span(graph_file, text, name, "variable")
-        path = folder / (op.attribs["label"].lstrip("/") + ".dat")
-        if not path.is_file():
-            problems.append(Diagnostic(code="E0833", message=f"tensor file {path} of variable '{name}' "
-                                                               f"(label '{op.attribs['label']}') not found", span=span))
+        label = str(op.attribs["label"])
+        relative = label.lstrip("/") + ".dat"
+        too_long = next((part for part in relative.split("/") if len(part.encode("utf-8", "replace")) > _NAME_MAX),
+                        None)
+        if too_long is not None:
+            problems.append(Diagnostic(
+                code="E0833", message=f"the label of variable '{name}' names a file of "
+                f"{len(too_long.encode('utf-8', 'replace'))} bytes ('{too_long[:40]}...'); file names are at most "
+                f"{_NAME_MAX} bytes", span=span, hint="shorten the label, and rename its .dat file to match"))
+            continue
+        try:  # a label names a file inside the model folder, links resolved (never '../outside/secret')
+            path = contained(folder, relative)
+        except UnsafeFile as exc:
+            problems.append(Diagnostic(
+                code="E0833", message=f"the label '{label}' of variable '{name}' {exc.reason}", span=span,
+                hint="a label is a path relative to the folder of graph.nnef; copy the tensor file there"))
+            continue
+        if not path.exists():
+            problems.append(Diagnostic(code="E0833", message=f"tensor file {folder / relative} of variable '{name}' "
+                                                               f"(label '{label}') not found", span=span))
             continue
         try:
             data, _header = read_tensor_with_header(path)

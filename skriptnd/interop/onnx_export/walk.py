@@ -18,11 +18,14 @@ from .core import CONVERTERS, Context, Unsupported
 @lru_cache(maxsize=1)
 def _stdlib_program() -> Any:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from ...resources import STDLIB_MODULES
+    from ...resources import STDLIB_MODULES, stdlib_dir
     from ...semantics.modules import load_program
 
+    # the imports resolve in the standard library's own folder: a model folder in the shared temporary
+    # folder would let another user's sknd_onnx_export_stdlib/math.sknd stand in for the standard one
     entry = Path(tempfile.gettempdir()) / "sknd_onnx_export_stdlib" / "main.sknd"
-    return load_program(entry, sources={entry: "".join(f"import {m};\n" for m in STDLIB_MODULES)})
+    text = "".join(f"import {m};\n" for m in STDLIB_MODULES)
+    return load_program(entry, sources={entry: text}, model_dir=stdlib_dir())
 
 
 @lru_cache(maxsize=1)

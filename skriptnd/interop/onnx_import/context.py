@@ -236,7 +236,7 @@ class Context:
         tag = None
         if label and self.node is not None and self.node.name and not self._label_used \
                 and any(o in node_outputs for o in flat):
-            tag = self.labels(self.node.name)
+            tag = self.labels.fresh(self.node.name)  # ONNX does not enforce unique node names; labels are
             self._label_used = True
         args = list(args)
         while args and args[-1] is None:  # omitted trailing optional inputs need no `~`

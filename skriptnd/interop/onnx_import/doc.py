@@ -55,12 +55,18 @@ def render() -> str:
              "### Errors",
              "",
              "Every problem is a diagnostic at the .onnx file, nothing is written: E0800 onnx not installed "
-             "(`pip install 'skriptnd[onnx]'`), E0801 unreadable/truncated file, E0802 missing external data, "
-             "E0803 onnx.checker failure, E0804 unsupported opset, E0805 shape inference failure, E0806 "
+             "(`pip install 'skriptnd[onnx]'`), E0801 unreadable/truncated file, E0802 missing or unusable "
+             "external data (a location outside the model's folder or through a link leaving it, not a regular "
+             "file, or shorter than the tensor's dims need: see docs/security.md), "
+             "E0803 onnx.checker failure (and raw data longer or shorter than its dims, string attributes that "
+             "are not UTF-8), E0804 unsupported opset, E0805 shape inference failure, E0806 "
              "unsupported operators (one diagnostic listing every op type with its node names and counts), "
              "E0807 an attribute combination that is not supported (naming the node), E0808 a value needed at "
              "import time, E0809 a bad `--input-shape`, E0810 a data type SkriptND has no type for (float8, "
-             "int4, strings). Types: float16/32/64 and bfloat16 are `real`, all integers `int`, bool `bool`.",
+             "int4, strings), E0794 the written model would not check or run (e.g. an int constant beyond "
+             "32 bits), E0790 an output folder that cannot be written. Two nodes of the same name get distinct "
+             "labels; an output that is a graph input is a copy of it. "
+             "Types: float16/32/64 and bfloat16 are `real`, all integers `int`, bool `bool`.",
              "",
              "### Control flow",
              "",

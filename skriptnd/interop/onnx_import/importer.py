@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...diagnostics import DiagnosticError
+from ...source import Span
 from ..writer import GraphText, ModelFolder, TensorDecl, write_model
 from . import normalize as norm
 from .context import Context, Node, Value, value_of
@@ -39,7 +40,7 @@ def import_onnx(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Seq
         _refuse_unsupported(model, source)
     model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
     folder, renamed, attribs = convert(model, source, fold_constants)
-    path = write_model(folder, out_dir, overwrite=overwrite)
+    path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
     return ImportResult(path, renamed, attribs)
 
 
@@ -121,7 +122,7 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
     output_decls = []
     for vi in graph.output:
         try:
-            output_decls.append(_output_decl(ctx, vi, source))
+            output_decls.append(_output_decl(ctx, vi, source, {vi.name for vi in inputs}))
         except ImportProblem as problem:
             raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     renamed = {k: v for k, v in ctx.names.renamed.items()
@@ -205,10 +206,16 @@ def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
     return TensorDecl(ctx.names(onnx_name), value.dtype, [ctx.extent(d) for d in value.shape])
 
 
-def _output_decl(ctx: Context, vi: Any, source: str) -> TensorDecl:
+def _output_decl(ctx: Context, vi: Any, source: str, graph_inputs: set[str] = frozenset()) -> TensorDecl:
     value = ctx.values.get(vi.name) or Value(None, None)
     name = ctx.names(vi.name)
-    if vi.name in ctx.bound and ctx.bound[vi.name] != name:
+    if vi.name in graph_inputs:
+        # a graph input given out as it is (a graph without nodes): SkriptND names each tensor of a graph
+        # once, so the output is a copy under its own name
+        name = ctx.names(f"{vi.name}_output")
+        ctx.body.append(f"{name} = math.iden({ctx.bound[vi.name]});")
+        ctx.imports["math"] = None
+    elif vi.name in ctx.bound and ctx.bound[vi.name] != name:
         # an alias (a QDQ pair's output is the quantized tensor itself): copy it under the output's name
         ctx.body.append(f"{name} = math.iden({ctx.bound[vi.name]});")
         ctx.imports["math"] = None

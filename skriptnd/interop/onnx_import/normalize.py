@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...diagnostics import DiagnosticError
+from ...untrusted import UnsafeFile, contained, open_regular
 from .errors import diagnostic
 
 #: Models older than this are converted up to it; the converters are written for opset 13 and later.
@@ -36,6 +37,7 @@ def load(src: Any, source: str | Path) -> Any:
     """The ModelProto of a path (external data loaded from beside it) or a ModelProto as given."""
     onnx = require_onnx(source)
     if isinstance(src, onnx.ModelProto):
+        check_contents(src, source)
         return src
     path = Path(src)
     if not path.is_file():
@@ -50,28 +52,140 @@ def load(src: Any, source: str | Path) -> Any:
         raise DiagnosticError([diagnostic("E0801", f"{path} holds no ONNX graph (empty or not an ONNX file)",
                                           source)])
     _load_external(model, path.parent, source)
+    check_contents(model, source)
     return model
 
 
+def check_contents(model: Any, source: str | Path) -> None:
+    """What onnx.checker lets through and the converters would trip on, as located E0803 diagnostics:
+    a tensor whose raw data is longer or shorter than its dims and type say, a string attribute that is
+    not UTF-8 text (in the main graph and every subgraph)."""
+    problems: list[str] = []
+
+    def tensor(t: Any, where: str) -> None:
+        if not t.HasField("raw_data") or t.data_location == t.EXTERNAL:
+            return
+        need = _data_bytes(t)
+        if need is not None and len(t.raw_data) != need:
+            problems.append(f"{where} '{t.name}' holds {len(t.raw_data):,} bytes of raw data, but its dims "
+                            f"{list(t.dims)} and type need {need:,}")
+
+    def graph(g: Any) -> None:
+        for t in g.initializer:
+            tensor(t, "initializer")
+        for node in g.node:
+            where = f"node '{node.name}' ({node.op_type})"
+            for a in node.attribute:
+                texts = [a.s] if a.type == a.STRING else list(a.strings) if a.type == a.STRINGS else []
+                for text in texts:
+                    try:
+                        text.decode("utf-8")
+                    except UnicodeDecodeError:
+                        problems.append(f"{where}: attribute '{a.name}' is not UTF-8 text ({text[:20]!r})")
+                for t in [a.t] if a.type == a.TENSOR else list(a.tensors) if a.type == a.TENSORS else []:
+                    tensor(t, f"{where}, attribute '{a.name}': tensor")
+                for sub in [a.g] if a.type == a.GRAPH else list(a.graphs) if a.type == a.GRAPHS else []:
+                    graph(sub)
+
+    graph(model.graph)
+    if problems:
+        raise DiagnosticError([diagnostic("E0803", f"the model is invalid: {problem}", source)
+                               for problem in problems[:10]])
+
+
 def _load_external(model: Any, base: Path, source: str | Path) -> None:
-    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+    """Read each initializer's external data into it, ourselves rather than with onnx's helper: a location
+    names a regular file inside the model's folder (links resolved: never '../x', '/etc/x' or a link
+    leading out), and the bytes read are exactly those the tensor's dims need, checked against the file's
+    size first (a sparse or endless file costs nothing)."""
+    from onnx.external_data_helper import uses_external_data
 
     missing: list[str] = []
+    problems: list[str] = []
     for tensor in _all_tensors(model):
-        if uses_external_data(tensor):
-            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-            if not (base / location).is_file():
-                missing.append(f"'{location}' (initializer '{tensor.name}')")
+        if not uses_external_data(tensor):
+            continue
+        info = {e.key: e.value for e in tensor.external_data}
+        location = info.get("location", "")
+        where = f"initializer '{tensor.name}'"
+        try:
+            path = contained(base, location)
+        except UnsafeFile as err:
+            problems.append(f"the external data location '{location}' of {where} {err.reason}")
+            continue
+        if not path.exists():
+            missing.append(f"'{location}' ({where})")
+            continue
+        problem = _read_external(tensor, path, info, location, where)
+        if problem:
+            problems.append(problem)
     if missing:
         raise DiagnosticError([diagnostic(
             "E0802", f"external data file{'s' if len(missing) > 1 else ''} not found beside the model: "
             + ", ".join(sorted(set(missing))), source,
             hint="copy the data files next to the .onnx file (their names are given relative to it)")])
+    if problems:
+        raise DiagnosticError([diagnostic("E0802", problem, source) for problem in problems])
+
+
+def _data_bytes(tensor: Any) -> int | None:
+    """The bytes of a tensor's data as its dims and type say (None: a type without a fixed size, or dims
+    that are not sizes)."""
+    import math
+
+    from onnx import TensorProto, helper
+
+    if tensor.data_type in (TensorProto.UNDEFINED, TensorProto.STRING):
+        return None
+    if any(int(d) < 0 for d in tensor.dims):
+        return None
+    count = math.prod(int(d) for d in tensor.dims)
+    bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4}.get(tensor.data_type)
+    if bits is None and getattr(TensorProto, "FLOAT4E2M1", None) == tensor.data_type:
+        bits = 4
+    if bits is None:
+        try:
+            bits = 8 * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        except (KeyError, TypeError, ValueError):
+            return None
+    return (count * bits + 7) // 8
+
+
+def _read_external(tensor: Any, path: Path, info: dict[str, str], location: str, where: str) -> str | None:
+    """Fill tensor.raw_data from its external file; the problem in words, or None."""
+    from onnx import TensorProto
+
+    need = _data_bytes(tensor)
+    if need is None or any(int(d) < 0 for d in tensor.dims):
+        return f"{where} keeps data of type {tensor.data_type} with dims {list(tensor.dims)} in '{location}'; " \
+               "only numeric tensors can have external data"
     try:
-        load_external_data_for_model(model, str(base))
-    except Exception as err:  # noqa: BLE001 - a short data file raises whatever the reader raises
-        raise DiagnosticError([diagnostic("E0802", f"cannot read external data: {_first_line(err)}", source)]) \
-            from None
+        offset = int(info.get("offset") or 0)
+        length = int(info["length"]) if info.get("length") else None
+    except ValueError:
+        return f"{where}: the external data offset or length is not a number"
+    if length is not None and length != need:
+        return f"{where}: its external data length is {length} bytes, but dims {list(tensor.dims)} need {need}"
+    try:
+        fh, size = open_regular(path)
+    except (UnsafeFile, OSError) as err:
+        reason = err.reason if isinstance(err, UnsafeFile) else (err.strerror or str(err))
+        return f"cannot read '{location}' (external data of {where}): {reason}"
+    with fh:
+        if offset < 0 or offset + need > size:
+            return f"'{location}' holds {size:,} bytes, but {where} needs {need:,} bytes at offset {offset:,}; " \
+                   "the data file is truncated or belongs to another model"
+        try:
+            fh.seek(offset)
+            data = fh.read(need)
+        except OSError as err:
+            return f"cannot read '{location}' (external data of {where}): {err.strerror or err}"
+    if len(data) != need:
+        return f"'{location}' changed while it was read (external data of {where})"
+    tensor.raw_data = data
+    del tensor.external_data[:]
+    tensor.data_location = TensorProto.DEFAULT
+    return None
 
 
 def _all_tensors(model: Any) -> list[Any]:

@@ -21,12 +21,14 @@ _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 @lru_cache(maxsize=1)
 def _stdlib_program() -> Any:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from ...resources import STDLIB_MODULES
+    from ...resources import STDLIB_MODULES, stdlib_dir
     from ...semantics.modules import load_program
 
+    # the imports resolve in the standard library's own folder: a model folder in the shared temporary
+    # folder would let another user's sknd_tosa_legalize_stdlib/math.sknd stand in for the standard one
     entry = Path(tempfile.gettempdir()) / "sknd_tosa_legalize_stdlib" / "main.sknd"
     text = "".join(f"import {m};\n" for m in STDLIB_MODULES)
-    return load_program(entry, sources={entry: text})
+    return load_program(entry, sources={entry: text}, model_dir=stdlib_dir())
 
 
 def expand(op: Any, program: Any = None) -> Any:

@@ -41,6 +41,9 @@ def asm_comments(module: SpirvModule) -> list[str]:
 
 
 def load_constants(path: Any) -> list[np.ndarray]:
-    """The graph constants of an ``.npz`` written by ``sknd export --spirv`` (by GraphConstantID)."""
-    with np.load(path, allow_pickle=False) as z:
-        return [z[str(i)] for i in range(len(z.files))]
+    """The graph constants of an ``.npz`` written by ``sknd export --spirv`` (by GraphConstantID); numbers
+    only, within what the file holds (skriptnd.io.npy: `NpyError` otherwise)."""
+    from ...io.npy import read_npz
+
+    arrays = read_npz(path)
+    return [arrays[str(i)] for i in range(len(arrays))]

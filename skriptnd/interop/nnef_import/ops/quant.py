@@ -52,7 +52,30 @@ def quantize_entry(name: str, shape: list[int], quantization: dict[str, Any]) ->
             attribs[key] = _item(np.asarray(value).reshape(-1)[0] if isinstance(value, np.ndarray) else value)
     attribs.update(fixed)
     attribs["channel_axis"] = channel_axis if channel_axis is not None else (1 if len(shape) > 1 else 0)
+    _check_values(attribs)
     return target, attribs
+
+
+def _check_values(attribs: dict[str, Any]) -> None:
+    """What the entry's numbers must satisfy for the imported model to run (else a ValueError saying
+    which): 1 to 32 bits, positive finite scales, max above min."""
+    bits = attribs.get("bits")
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 32:
+        raise ValueError(f"bits = {bits}: integer quantization holds 1 to 32 bits")
+
+    def listed(key: str) -> list[Any]:
+        value = attribs.get(key)
+        return value if isinstance(value, list) else [] if value is None else [value]
+
+    for scale in listed("scale"):
+        if not isinstance(scale, int | float) or not 0 < scale < float("inf"):
+            raise ValueError(f"scale = {scale}: a scale must be positive and finite")
+    lows, highs = listed("min"), listed("max")
+    if lows and highs:
+        for low, high in zip(lows * (len(highs) if len(lows) == 1 else 1),
+                             highs * (len(lows) if len(highs) == 1 else 1), strict=False):
+            if not high > low:
+                raise ValueError(f"min = {low}, max = {high}: max must be greater than min")
 
 
 def _item(value: Any) -> Any:
