@@ -17,6 +17,7 @@ from lsprotocol import types
 from .. import ast
 from ..diagnostics import Diagnostic, Severity
 from ..docgen import render_operator, signature
+from ..fileio import read_regular
 from ..resources import STDLIB_MODULES
 from ..semantics.builtins import BUILTIN_FUNCTIONS
 from ..semantics.modules import LoadedModule
@@ -25,7 +26,7 @@ from ..source import NO_SPAN, Span
 from ..syntax import parse_module
 from ..syntax.printer import format_expr, format_module, format_type
 from .locate import Word, contains, definition_at, from_lsp, name_span, nodes_at, symbol_at, word_at, words_in
-from .workspace import Analysis, Workspace, same_file
+from .workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
 
 __all__ = [
     "BLOCK_NAMES",
@@ -422,7 +423,7 @@ def _module_definitions(analysis: Analysis, name: str) -> list[ast.Definition]:
     path = found[0]
     doc = analysis.view.sources.get(path.resolve())
     try:
-        text = doc if doc is not None else path.read_text(encoding="utf-8")
+        text = doc if doc is not None else read_regular(path, MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return []
     tree, _ = parse_module(text, str(path))

@@ -64,8 +64,10 @@ class _Worker:
         chunks, left = [], size
         while left:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            if remaining <= 0:
                 raise TimeoutError
+            if not select.select([fd], [], [], min(remaining, 0.25))[0]:
+                continue  # short waits: a Ctrl-C raised in this thread (deepstack.raise_in) lands soon
             chunk = os.read(fd, min(left, 1 << 20))
             if not chunk:
                 raise EOFError
