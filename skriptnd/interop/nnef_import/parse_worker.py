@@ -18,22 +18,37 @@ import os
 import struct
 import sys
 
-#: Limits of this process: a parse that needs more is reported as a crash by the parent.
+#: Limits of this process: a parse that needs more is reported as a crash by the parent. The CPU limit is
+#: per parse: one process serves many parses, and RLIMIT_CPU counts the process's whole CPU time.
 ADDRESS_SPACE = 4 << 30
 CPU_SECONDS = 300
 
+try:
+    import resource
+except ImportError:  # not on POSIX: no limits, the parent's timeout still applies
+    resource = None
 
-def _limit() -> None:
-    try:
-        import resource
-    except ImportError:  # not on POSIX: no limits, the parent's timeout still applies
-        return
-    for kind, value in ((resource.RLIMIT_AS, ADDRESS_SPACE), (resource.RLIMIT_CPU, CPU_SECONDS)):
-        soft, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        if soft == resource.RLIM_INFINITY or soft > value:
-            resource.setrlimit(kind, (value, hard))
+
+def _limit(kind: int, value: int) -> None:
+    """Set the soft limit to value (at most the hard limit); a lower limit the user set stays for memory."""
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    if kind == resource.RLIMIT_AS and soft != resource.RLIM_INFINITY:
+        value = min(value, soft)
+    resource.setrlimit(kind, (value, hard))
+
+
+def _limit_memory() -> None:
+    if resource is not None:
+        _limit(resource.RLIMIT_AS, ADDRESS_SPACE)
+
+
+def _limit_cpu() -> None:
+    """CPU_SECONDS more than this process has used so far (SIGXCPU kills it past that)."""
+    if resource is not None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        _limit(resource.RLIMIT_CPU, int(usage.ru_utime + usage.ru_stime) + 1 + CPU_SECONDS)
 
 
 def _encode(value: object, identifier: type) -> object:
@@ -74,7 +89,7 @@ def _write(stream, message: dict) -> None:  # noqa: ANN001 - a binary stream
 
 
 def main() -> int:
-    _limit()
+    _limit_memory()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing printed by the parser can corrupt the frames
     first = _read(stdin)
@@ -85,6 +100,7 @@ def main() -> int:
 
     while (request := _read(stdin)) is not None:
         call = {"parse_file": _nnef.parse_file, "parse_string": _nnef.parse_string}[request["call"]]
+        _limit_cpu()
         try:
             reply = {"ok": _encode(call(*request["args"], **request["kwargs"]), _nnef.Identifier)}
         except Exception as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
