@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,7 +176,7 @@ def test_hundreds_of_malformed_requests_per_method_are_all_answered(server: RawS
     uris = _hostile_uris(workspace)
     ids: list[object] = []
     for method in REQUESTS:
-        for n in range(400):
+        for n in range(400 * SCALE):
             msg_id: object = f"{method}-{n}" if n % 2 else len(ids) + 1000
             server.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": _malformed(rng, method, uris)})
             ids.append(msg_id)
@@ -204,6 +204,24 @@ def test_special_files_named_by_requests_are_not_read(server: RawServer, workspa
     assert server.wait_for(ids, 30) == []
     assert server.rss_mib() < 1024
     assert "Traceback" not in server.stderr()
+
+
+def test_notifications_about_documents_never_opened_read_nothing(server: RawServer, workspace: Path) -> None:
+    """didSave / didChange / didClose of a URI the client never opened: pygls would read the file from disk
+    (/dev/zero grew the server without bound, a FIFO blocked it); they are ignored, and the server answers."""
+    for uri in ["file:///dev/zero", (workspace / "pipe.sknd").as_uri(), "file:///proc/self/fd/0"]:
+        document = {"uri": uri, "version": 2}
+        server.send({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {"textDocument": document}})
+        server.send({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                     "params": {"textDocument": document, "contentChanges": [
+                         {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+                          "text": "x"}]}})
+        server.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": document}})
+    server.send({"jsonrpc": "2.0", "id": "after-unopened", "method": "textDocument/documentSymbol",
+                 "params": {"textDocument": {"uri": (workspace / "main.sknd").as_uri()}}})
+    assert server.wait_for(["after-unopened"], 30) == []
+    assert server.rss_mib() < 1024
+    assert "ignoring textDocument/didSave for file:///dev/zero: the client has not opened it" in server.stderr()
 
 
 def test_files_outside_the_workspace_are_not_read(workspace: Path, tmp_path: Path) -> None:
@@ -266,6 +284,8 @@ MESSAGE = st.fixed_dictionaries({"jsonrpc": st.just("2.0") | JSON,
 @settings(max_examples=300 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                            HealthCheck.too_slow])
 @given(message=MESSAGE, with_id=st.booleans(), raw=st.none() | st.binary(max_size=40))
+@example(message={"jsonrpc": "2.0", "method": "textDocument/didSave",  # a notification sent as a request
+                  "params": {"textDocument": {"uri": "file:///dev/zero"}}}, with_id=True, raw=None)
 def test_arbitrary_traffic_never_goes_unanswered(server: RawServer, message: dict, with_id: bool,
                                                  raw: bytes | None) -> None:
     if raw is not None:  # a frame whose body is arbitrary bytes: answered with a parse or request error

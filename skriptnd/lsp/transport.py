@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 _CONTENT_LENGTH = re.compile(rb"content-length:\s*(\d{1,20})\s*", re.I)
 
 #: JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32602, -32603
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 
 
 class ProtocolViolation(Exception):
@@ -150,6 +150,10 @@ def _handle(protocol: JsonRPCProtocol, body: bytes, admit: Admit) -> None:
         if has_id:
             _error(protocol, raw["id"], INVALID_PARAMS, f"Invalid params for {method}: {why}")
         return
+    if has_id and getattr(message, "id", None) is None:  # a notification's method, sent with an id
+        logger.warning("%s is a notification, not a request; refused", method)
+        _error(protocol, raw["id"], METHOD_NOT_FOUND, f"Method not found: {method} is a notification")
+        return
     _structured(protocol, message, raw.get("id") if has_id else None, admit)
 
 
@@ -157,6 +161,8 @@ def _structured(protocol: JsonRPCProtocol, message: object, msg_id: int | str | 
     try:
         if admit(message):
             protocol.handle_message(message)
+        elif msg_id is not None:
+            _error(protocol, msg_id, INVALID_REQUEST, "Invalid Request: refused")
     except Exception as exc:  # noqa: BLE001 - a failure in pygls' dispatch must not end the loop
         logger.error("handling a message failed: %s: %s", type(exc).__name__, exc)
         if msg_id is not None:
