@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -194,8 +196,13 @@ def version() -> None:
 
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
-    from .deepstack import call_with_deep_stack
+    from .deepstack import Terminated, call_with_deep_stack
 
+    def terminate(_signum: int, _frame: object) -> None:
+        raise Terminated
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, terminate)
     try:
         call_with_deep_stack(app)
     except SystemExit:
@@ -203,6 +210,9 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    except Terminated:
+        sys.stderr.write("terminated\n")
+        sys.exit(143)
     except RecursionError:
         sys.stderr.write("error: input nested too deeply to process\n")
         sys.exit(1)

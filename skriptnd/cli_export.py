@@ -136,5 +136,9 @@ def export_command(
         else:  # an onnx.ModelProto: with an external data file beside it when large
             from .interop.onnx_export import save_onnx
 
-            save_onnx(data, target)
+            try:
+                save_onnx(data, target)
+            except OSError as err:
+                raise typer.BadParameter(f"cannot write {target}: {err.strerror or err}",
+                                         param_hint=f"'{option}'") from None
         typer.echo(f"wrote {target}", err=True)

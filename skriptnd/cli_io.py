@@ -25,7 +25,7 @@ import numpy as np
 import typer
 
 from .diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from .fileio import write_atomic
+from .fileio import output_target, write_atomic
 from .io.npy import NpyError, read_npy
 from .source import NO_SPAN, Span
 
@@ -66,6 +66,12 @@ def check_output_file(path: Path | None, option: str) -> None:
         return
     if path.is_dir():
         raise _usage(option, f"{path} is a folder; give a file name")
+    try:
+        kind, path = output_target(path)
+    except OSError as err:
+        raise _usage(option, f"cannot write {path}: {err.strerror or err}") from None
+    if kind == "stream":  # a character device or FIFO is written through: no temporary sibling needed
+        return
     parent = path.parent
     if not parent.exists():
         raise _usage(option, f"cannot write {path}: folder {parent} does not exist")

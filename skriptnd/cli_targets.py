@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from .fileio import write_atomic
+from .cli_io import write_output
 
 
 def known_target(name: str) -> None:
@@ -29,7 +29,7 @@ def render_command(graph: Any, target: str, fmt: str, output: Any = None) -> Non
         if output is None:
             sys.stdout.write(text)
         else:
-            write_atomic(output, text)
+            write_output(output, text, "--output")
             typer.echo(f"wrote {output}", err=True)
         return
     print_table(graph, target)

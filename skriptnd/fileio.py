@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from .diagnostics import Diagnostic
 from .source import SourceFile, Span
 from .untrusted import UnsafeFile, read_regular
+
+#: The largest source file read (a .sknd file this big is not source text someone wrote).
+MAX_SOURCE_BYTES = 64 << 20
 
 
 def _file_span(path: str, line: int = 1, col: int = 1) -> Span:
@@ -25,9 +30,10 @@ def read_source(path: Path | str) -> tuple[SourceFile | None, list[Diagnostic]]:
         return None, [Diagnostic(code="E0003", message=f"'{name}' is a folder without main.sknd",
                                  span=_file_span(name), hint="pass a .sknd file or a model folder with main.sknd")]
     try:
-        data = read_regular(p)  # never a FIFO that blocks or a device that never ends
+        data = read_regular(p, MAX_SOURCE_BYTES)  # never a FIFO that blocks or a device that never ends
     except UnsafeFile as err:
-        return None, [Diagnostic(code="E0002", message=f"cannot read {name}: it {err.reason}", span=_file_span(name))]
+        return None, [Diagnostic(code="E0002", message=f"cannot read {name}: it {err.reason}", span=_file_span(name),
+                                 hint="SkriptND sources are regular text files")]
     except OSError as err:
         return None, [Diagnostic(code="E0002", message=f"cannot read {name}: {err.strerror or err}",
                                  span=_file_span(name))]
@@ -54,10 +60,57 @@ def decode_source(data: bytes, name: str) -> tuple[SourceFile | None, list[Diagn
     return SourceFile(name, text.replace("\r\n", "\n")), []
 
 
-def write_atomic(path: Path | str, data: bytes | str) -> None:
-    """Write through a temporary file in the same folder, then rename over the target."""
+def output_target(path: Path | str) -> tuple[str, Path]:
+    """Where writing an output named `path` goes: ("stream", path) for a character device or a FIFO (written
+    through: replacing `/dev/null` or a FIFO someone reads would break them), ("replace", real path) for a
+    regular file or a new name, symlinks followed (the link's target is replaced, the link stays). Anything
+    else (a folder, a block device, a socket) is refused with an OSError saying what it is."""
     target = Path(path)
+    try:
+        info = os.stat(target)  # follows symlinks
+    except FileNotFoundError:
+        info = None
+    except OSError as err:
+        raise OSError(err.errno, err.strerror or str(err), str(target)) from None
+    if info is not None:
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+            return "stream", target
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "it is a folder", str(target))
+        if not stat.S_ISREG(info.st_mode):
+            what = "a block device" if stat.S_ISBLK(info.st_mode) else "a socket or other special file"
+            raise OSError(errno.EINVAL, f"it is {what}, not a file sknd writes to", str(target))
+    if target.is_symlink():  # to a regular file, or dangling: write where it points
+        return "replace", Path(os.path.realpath(target))
+    return "replace", target
+
+
+def _write_through(target: Path, payload: bytes) -> None:
+    """Write into a character device or FIFO as it is (no temporary file, no rename). A FIFO nobody reads
+    is an error (ENXIO from the non-blocking open) rather than a wait for ever."""
+    try:
+        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        if err.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "it is a FIFO that no process is reading", str(target)) from None
+        raise
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """Write through a temporary file in the same folder, then rename over the target (the target of a
+    symlink; a character device or FIFO is written through instead: see `output_target`)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    kind, target = output_target(path)
+    if kind == "stream":
+        _write_through(target, payload)
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -288,7 +288,9 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     from ..io.tensor_file import write_tensor
     from ..model import variable_file
 
-    out = Path(out_dir)
+    named = Path(out_dir)
+    # a symlink (to a folder, or dangling): the folder it points to is written, the link stays a link
+    out = Path(os.path.realpath(named)) if named.is_symlink() else named
     if out.exists() and not out.is_dir():
         raise DiagnosticError([_path_error(out, "exists and is not a folder")])
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -334,7 +336,7 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
+    return named
 
 
 def _holds_cwd(folder: Path) -> bool:

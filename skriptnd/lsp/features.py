@@ -24,8 +24,9 @@ from ..semantics.scope import Kind, Symbol
 from ..source import NO_SPAN, Span
 from ..syntax import parse_module
 from ..syntax.printer import format_expr, format_module, format_type
+from ..untrusted import UnsafeFile, read_regular
 from .locate import Word, contains, definition_at, from_lsp, name_span, nodes_at, symbol_at, word_at, words_in
-from .workspace import Analysis, Workspace, same_file
+from .workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
 
 __all__ = [
     "BLOCK_NAMES",
@@ -422,8 +423,8 @@ def _module_definitions(analysis: Analysis, name: str) -> list[ast.Definition]:
     path = found[0]
     doc = analysis.view.sources.get(path.resolve())
     try:
-        text = doc if doc is not None else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = doc if doc is not None else read_regular(path, MAX_FILE_BYTES).decode("utf-8")
+    except (OSError, UnsafeFile, UnicodeDecodeError):
         return []
     tree, _ = parse_module(text, str(path))
     return list(tree.definitions) if tree is not None else []

@@ -10,20 +10,49 @@ check cache keep an edit's re-check to the edited definition), and it keeps thin
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO, TypeVar
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..resources import stdlib_dir
+from ..untrusted import UnsafeFile, read_regular
 from . import features
 from .encoding import Positions
-from .workspace import Workspace, uri_to_path
+from .transport import BoundedReader, serve
+from .workspace import MAX_FILE_BYTES, Workspace, model_root, uri_to_path
 
 __all__ = ["DEBOUNCE_SECONDS", "SkriptndServer", "create_server", "main"]
 
 DEBOUNCE_SECONDS = 0.15
 logger = logging.getLogger(__name__)
+_Result = TypeVar("_Result")
+_OPEN_DOCUMENT_NOTIFICATIONS = (types.TEXT_DOCUMENT_DID_CHANGE, types.TEXT_DOCUMENT_DID_SAVE,
+                                types.TEXT_DOCUMENT_DID_CLOSE)
+
+
+def _guarded(handler: Callable[[SkriptndServer, object], _Result]) -> Callable[[SkriptndServer, object], _Result | None]:
+    """A feature handler that never raises: a failure (a bug, or params valid in type but not in meaning) is
+    one log line and a null result, so every request is answered and no traceback reaches the log."""
+
+    @functools.wraps(handler)
+    def run(ls: SkriptndServer, params: object) -> _Result | None:
+        try:
+            return handler(ls, params)
+        except Exception as err:  # noqa: BLE001 - see the docstring
+            logger.error("%s failed: %s: %s", handler.__name__, type(err).__name__, err)
+            return None
+
+    return run
 
 
 class SkriptndServer(LanguageServer):
@@ -34,6 +63,61 @@ class SkriptndServer(LanguageServer):
         self.state = Workspace()
         self.debounce = debounce
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self.clean_exit = True
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio with transport.py's bounded loop instead of pygls' (see there why)."""
+        self._stop_event = threading.Event()
+        reader = BoundedReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        try:
+            self.clean_exit = asyncio.run(serve(self._stop_event, reader, self.protocol, self.admits))
+        except BrokenPipeError:
+            logger.error("the connection to the client is lost; stopping")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
+
+    def admits(self, message: object) -> bool:
+        """Drop a didChange / didSave / didClose of a document the client never opened: pygls would read
+        it from disk (any path: /dev/zero, a FIFO) or fail on it."""
+        if getattr(message, "method", None) not in _OPEN_DOCUMENT_NOTIFICATIONS:
+            return True
+        uri = message.params.text_document.uri  # type: ignore[attr-defined]
+        if unquote(uri) in self.workspace.text_documents:
+            return True
+        logger.warning("ignoring %s for %s: the client has not opened it", message.method, uri)  # type: ignore[attr-defined]
+        return False
+
+    # ------------------------------------------------------------ what may be read
+
+    def readable_roots(self) -> list[Path]:
+        """Folders whose files a request may make the server read: the workspace folders, the model folders
+        of the documents the client opened, and the standard library."""
+        roots = [stdlib_dir()]
+        try:
+            workspace = self.workspace
+        except RuntimeError:  # before initialize
+            workspace = None
+        if workspace is not None:
+            roots += [uri_to_path(folder.uri) for folder in workspace.folders.values()]
+            if workspace.root_path:
+                roots.append(Path(workspace.root_path))
+        roots += [model_root(doc.path) for doc in self.state.documents.values()]
+        return roots
+
+    def read_file(self, path: Path) -> str | None:
+        """The text of a file under `readable_roots`: a regular file of at most MAX_FILE_BYTES, else None."""
+        try:
+            real = path.resolve()
+            if not any(real.is_relative_to(root.resolve()) for root in self.readable_roots()):
+                logger.warning("not reading %s: outside the workspace and the opened documents' folders", path)
+                return None
+            return read_regular(real, MAX_FILE_BYTES).decode("utf-8")
+        except (OSError, UnsafeFile, UnicodeDecodeError, ValueError, RuntimeError) as err:
+            logger.warning("not reading %s: %s", path, err)
+            return None
 
     # ------------------------------------------------------------ positions
 
@@ -47,9 +131,10 @@ class SkriptndServer(LanguageServer):
         if doc is not None:
             return doc.text.split("\n")
         try:
-            return uri_to_path(uri).read_text(encoding="utf-8").split("\n")
-        except (OSError, UnicodeDecodeError, ValueError):
+            text = self.read_file(uri_to_path(uri))
+        except ValueError:
             return None
+        return None if text is None else text.split("\n")
 
     # ------------------------------------------------------------ documents
 
@@ -100,24 +185,28 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> SkriptndServer:
     server = SkriptndServer(debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @_guarded
     def did_open(ls: SkriptndServer, params: types.DidOpenTextDocumentParams) -> None:
         doc = params.text_document
         ls.state.open(doc.uri, doc.text, doc.version)
         ls.changed(doc.uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @_guarded
     def did_change(ls: SkriptndServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.sync(uri)
         ls.changed(uri, ls.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    @_guarded
     def did_save(ls: SkriptndServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.sync(uri)
         ls.changed(uri, 0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @_guarded
     def did_close(ls: SkriptndServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         dependents = ls.state.dependents(uri)
@@ -128,23 +217,27 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> SkriptndServer:
             ls.schedule(other, ls.debounce)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @_guarded
     def files_changed(ls: SkriptndServer, params: types.DidChangeWatchedFilesParams) -> None:
         ls.state.invalidate()  # a module on disk changed: any open document may import it
         for uri in list(ls.state.documents):
             ls.schedule(uri, ls.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @_guarded
     def hover(ls: SkriptndServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
         return ls.positions.outgoing(uri, features.hover(ls.state, uri, ls.positions.incoming(uri, params.position)))
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    @_guarded
     def definition(ls: SkriptndServer, params: types.DefinitionParams) -> list[types.Location] | None:
         uri = params.text_document.uri
         return ls.positions.outgoing(uri, features.definition(ls.state, uri,
                                                               ls.positions.incoming(uri, params.position)))
 
     @server.feature(types.TEXT_DOCUMENT_REFERENCES)
+    @_guarded
     def references(ls: SkriptndServer, params: types.ReferenceParams) -> list[types.Location] | None:
         uri = params.text_document.uri
         return ls.positions.outgoing(uri, features.references(ls.state, uri, ls.positions.incoming(uri, params.position),
@@ -152,17 +245,20 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> SkriptndServer:
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
                     types.CompletionOptions(trigger_characters=list(features.TRIGGER_CHARACTERS)))
+    @_guarded
     def completion(ls: SkriptndServer, params: types.CompletionParams) -> types.CompletionList:
         trigger = params.context.trigger_character if params.context is not None else None
         uri = params.text_document.uri
         return features.completion(ls.state, uri, ls.positions.incoming(uri, params.position), trigger)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    @_guarded
     def document_symbol(ls: SkriptndServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         uri = params.text_document.uri
         return ls.positions.outgoing(uri, features.document_symbols(ls.state, uri))
 
     @server.feature(types.TEXT_DOCUMENT_FORMATTING)
+    @_guarded
     def formatting(ls: SkriptndServer, params: types.DocumentFormattingParams) -> list[types.TextEdit]:
         uri = params.text_document.uri
         return ls.positions.outgoing(uri, features.formatting(ls.state, uri))
@@ -173,4 +269,7 @@ def create_server(debounce: float = DEBOUNCE_SECONDS) -> SkriptndServer:
 def main() -> None:
     """Serve over stdin/stdout until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="sknd lsp: %(levelname)s: %(message)s")
-    create_server().start_io()
+    server = create_server()
+    server.start_io()
+    if not server.clean_exit:  # the client broke the framing; the log says how
+        sys.exit(1)

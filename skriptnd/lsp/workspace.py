@@ -32,8 +32,10 @@ from ..semantics.scope import Scope
 from ..semantics.typecheck import build_scope
 from .incremental import IncrementalParser, shift_diagnostic
 
-__all__ = ["Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]
+__all__ = ["MAX_FILE_BYTES", "Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]
 
+#: The largest file the server reads from disk for a request (documents the client opens come with their text).
+MAX_FILE_BYTES = 16 << 20
 _ROOT_SEARCH_DEPTH = 4  # folders above a document searched for the main.sknd of its model folder
 
 

@@ -8,6 +8,8 @@ blanking the offending statement and parsing again (see errors.resync_region).
 
 from __future__ import annotations
 
+import bisect
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -192,11 +194,19 @@ def _parse_field(src: str, line: int, col: int, path: str, owner: ToAst) -> ast.
     return node
 
 
+def line_starts(text: str) -> list[int]:
+    """The offset of the first character of each line: with `bisect`, an offset's line in O(log n)."""
+    return [0, *(m.end() for m in re.finditer("\n", text))]
+
+
 def _with_comments(module: ast.Module, text: str, path: str) -> ast.Module:
+    """The module with its comments located; linear in the text (counting newlines from the start for each
+    comment made 200,000 comment lines take 36 s)."""
     found = []
+    starts = line_starts(text)
     for start, end in comments(text):
-        line = text.count("\n", 0, start) + 1
-        col = start - (text.rfind("\n", 0, start) + 1) + 1
+        line = bisect.bisect_right(starts, start)
+        col = start - starts[line - 1] + 1
         body = text[start:end].rstrip()
         found.append(ast.Comment(text=body, span=Span(path, line, col, line, col + len(body))))
     return ast.Module(definitions=module.definitions, imports=module.imports, version=module.version,

@@ -83,13 +83,16 @@ checks), and writing is atomic: on any error nothing is left in the output folde
   (`type -> type_`); the renaming is listed in a comment at the top of `main.sknd`.
 
 Diagnostics: E0830 the `nnef` package is missing; E0831 a syntax error in graph.nnef (the parser's message,
-at its line and column); E0832 unsupported operations: **one** diagnostic listing every one with its count,
-with a note at the first use of each; E0833 a missing, unreadable, truncated or mismatched `.dat` file, or a
-label naming a file outside the model's folder (`../x`, a link leaving it, a FIFO or device, a name over 255
-bytes: see docs/security.md) (at the variable's declaration); E0834 shape inference failed; E0835 an attribute
-value SkriptND cannot express (the operation and attribute are named), or a graph.quant entry that could not
-run (a scale <= 0, bits outside 1..32, min >= max: at its graph.quant line); E0836 the model is not found, or
-its graph.quant is a link leaving the folder.
+at its line and column), or the parser crashed on it: the `nnef` package's C++ parser runs in a child process
+(at most 4 GiB of memory, 300 s of CPU, 120 s of wall time), so a segfault on truncated text is reported at
+the end of the text, with a note at the bracket left open, instead of killing `sknd`; E0832 unsupported
+operations: **one** diagnostic listing every one with its count, with a note at the first use of each; E0833 a
+missing, unreadable, truncated or mismatched `.dat` file, or a label naming a file outside the model's folder
+(`../x`, a link leaving it, a FIFO or device, a name over 255 bytes: see docs/security.md) (at the variable's
+declaration); E0834 shape inference failed; E0835 an attribute value SkriptND cannot express (the operation
+and attribute are named), or a graph.quant entry that could not run (a scale <= 0, bits outside 1..32,
+min >= max: at its graph.quant line); E0836 the model is not found, or its graph.quant is a link leaving the
+folder.
 
 ## Operations
 

@@ -22,6 +22,7 @@ from ...source import Span
 from ...untrusted import UnsafeFile, contained
 from ..writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
 from . import registry
+from .contained import ContainedNnef, ParserCrashed
 from .context import DTYPES, Context, locate
 from .errors import ImportProblem
 from .fragments import PATH as FRAGMENTS_PATH
@@ -104,7 +105,7 @@ def _require_nnef(src: Path) -> Any:
         raise DiagnosticError(Diagnostic(
             code="E0830", message=f"importing NNEF 1.x models needs the 'nnef' package ({exc})",
             span=Span(str(src), 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
-    return nnef
+    return ContainedNnef(nnef)  # its C++ parser crashes on some malformed text: parse in a child process
 
 
 def _locate(src: Path) -> tuple[Path, Path]:
@@ -149,6 +150,8 @@ def _parse_once(nnef: Any, graph_file: Path, text: str, lowered: list[str]) -> A
         return nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=lowered)
     except nnef.Error as exc:
         raise DiagnosticError(_syntax_error(str(exc), graph_file, text)) from None
+    except ParserCrashed as exc:
+        raise DiagnosticError(_crash_error(exc.why, graph_file, text)) from None
     except (ValueError, TypeError, RuntimeError, KeyError, IndexError) as exc:
         # the nnef parser fails this way on some valid-looking input (e.g. comparing strings in a fragment)
         raise DiagnosticError(Diagnostic(
@@ -179,6 +182,51 @@ def _syntax_error(message: str, graph_file: Path, text: str) -> Diagnostic:
     line = max(1, min(line, len(lines) or 1))
     return Diagnostic(code="E0831", message=f"NNEF syntax error: {what.strip()}",
                       span=Span(str(graph_file), line, max(col, 1), line, max(col, 1) + 1))
+
+
+_BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _unclosed(text: str) -> tuple[int, int, str] | None:
+    """(line, column, bracket) of the innermost bracket still open at the end of `text` (comments and
+    string literals skipped), or None when every bracket is closed."""
+    stack: list[tuple[int, int, str]] = []
+    line, col, i, quote = 1, 0, 0, ""
+    while i < len(text):
+        ch = text[i]
+        i += 1
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+            continue
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif ch in _BRACKETS:
+            stack.append((line, col, ch))
+        elif stack and ch == _BRACKETS[stack[-1][2]]:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _crash_error(why: str, graph_file: Path, text: str) -> Diagnostic:
+    """The nnef parser's process died on this text: point at where the text looks truncated, if it does."""
+    message = f"the nnef parser {why} reading this graph; nothing was imported"
+    open_at = _unclosed(text)
+    body = text.rstrip()
+    if open_at is None or not body:
+        return Diagnostic(code="E0831", message=message, span=Span(str(graph_file), 1, 1, 1, 2),
+                          hint="check that graph.nnef is complete, well-formed NNEF 1.x text")
+    line = body.count("\n") + 1
+    col = len(body) - (body.rfind("\n") + 1) + 1
+    return Diagnostic(code="E0831", message=message, span=Span(str(graph_file), line, col, line, col + 1),
+                      hint="the text looks truncated: it ends before this bracket is closed",
+                      notes=(Note(f"'{open_at[2]}' opened here is never closed",
+                                  Span(str(graph_file), open_at[0], open_at[1], open_at[0], open_at[1] + 1)),))
 
 
 def _span(graph_file: Path, text: str, tensor: str | None, op: str | None) -> Span:

@@ -17,6 +17,7 @@ is a diagnostic naming the extra.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -225,12 +226,15 @@ def _write_external(model: Any, path: Path) -> Path:
 def save_onnx(model: Any, path: str | os.PathLike[str]) -> Path:
     """Write ``model`` atomically to ``path`` (above 2 GB of weights: ``path`` plus ``path.data``, each
     written through a temporary sibling and renamed, the data file first)."""
-    from ...fileio import write_atomic
+    from ...fileio import output_target, write_atomic
 
-    target = Path(path)
     if _initializer_bytes(model) <= EXTERNAL_DATA_THRESHOLD:
-        write_atomic(target, model.SerializeToString())
-        return target
+        write_atomic(path, model.SerializeToString())
+        return Path(path)
+    kind, target = output_target(path)  # a symlink: its target (and the data file beside the target)
+    if kind == "stream":
+        raise OSError(errno.EINVAL, "a model over 2 GB is two files (the model and its .data); give a file name",
+                      str(path))
     with tempfile.TemporaryDirectory(dir=target.parent or ".", prefix=f".{target.name}.") as tmp:
         staged = Path(tmp) / target.name
         data = _write_external(model, staged)
