@@ -14,6 +14,9 @@ from ..source import NO_SPAN
 from . import register
 from .base import Backend, Options, Progress, Runner
 
+#: The numpy dtype fed to onnxruntime per SkriptND dtype (what skriptnd.interop.onnx_export declares).
+_FEED_DTYPES = {"real": np.float32, "bool": np.bool_, "int": np.int64}
+
 
 def session(model: bytes | str, threads: int | None = None) -> Any:
     """An onnxruntime CPU session of a serialized ONNX model (or a .onnx path), ``threads`` intra-op
@@ -47,7 +50,8 @@ class OnnxRuntimeRunner(Runner):
             raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN,
                                               message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
                                               f"{str(err).strip()[:2000]}")]) from None
-        self.inputs = [(t.name, i.name, np.bool_ if t.dtype == "bool" else np.float32)
+        # inputs keep their dtype: SkriptND int is the export's int64 (token ids), bool its bool
+        self.inputs = [(t.name, i.name, _FEED_DTYPES.get(t.dtype, np.float32))
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan
