@@ -82,3 +82,18 @@ def test_wide_strided_or_quantized_convolutions_are_left_alone() -> None:
     assert convs_as_matmuls(quantized, [((1, 8, 8, 2), np.dtype(np.int8))]) is quantized
     small = _conv_program(filt, bias, [1, 1, 1, 1], [1, 1], [1, 1])
     assert convs_as_matmuls(small, [((1, 14, 14, 2), np.dtype(np.float32))]) is not small  # 196 positions
+
+
+def test_a_convolution_without_bias_keeps_its_one_element_bias() -> None:
+    """A convolution without bias legalizes with a one-element zero bias (CONV2D broadcasts it); the patch
+    product must add it as a broadcast too (DenseNet-121's bias-free 3x3 layers on 7x7 maps failed here)."""
+    rng = np.random.default_rng(1)
+    filt = rng.standard_normal((32, 3, 3, 64)).astype(np.float32)
+    x = rng.standard_normal((1, 7, 7, 64)).astype(np.float32)
+    for bias in (np.zeros(1, np.float32), np.full(1, 0.5, np.float32)):
+        program = _conv_program(filt, bias, [1, 1, 1, 1], [1, 1], [1, 1])
+        rewritten = convs_as_matmuls(program, [(x.shape, np.dtype(np.float32))])
+        assert "MATMUL" in [op.name for op in rewritten.ops]
+        (got,) = rewritten([x])
+        np.testing.assert_allclose(got, np.maximum(_direct(x, filt, bias, [1, 1, 1, 1], [1, 1]), 0),
+                                   rtol=1e-4, atol=1e-4)

@@ -226,7 +226,9 @@ def test_tile(repeats):
 
 
 @SETTINGS
-@given(ta=st.booleans(), tb=st.booleans(), batch=st.sampled_from([([], []), ([2], []), ([2, 1], [3]), ([1], [2])]),
+@given(ta=st.booleans(), tb=st.booleans(), batch=st.sampled_from([([], []), ([2], []), ([2, 1], [3]), ([1], [2]), ([2, 3], []), ([], [2, 3]), ([2, 3], [3]),
+                                                                   ([1, 1], [2, 3]), ([2, 3], [2, 3]), ([3], [1]), ([2, 1, 4], [1, 3, 4]),
+                                                                   ([3, 2, 1], [2, 4])]),
        bias=st.booleans())
 def test_matmul(ta, tb, batch, bias):
     a = [*batch[0], *([4, 3] if ta else [3, 4])]

@@ -29,6 +29,7 @@ register_codes({
     "E0782": "backend compiler failed",
     "E0783": "backend runtime failed",
     "E0784": "benchmark problem",
+    "E0789": "input value outside what a compiled module takes",
 })
 
 BACKENDS: dict[str, Backend] = {}

@@ -172,7 +172,8 @@ class ProgramSource:
         from ..tosa.program_mlir import program_to_mlir
 
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
-        return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment)
+        return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment,
+                               bool_as_i8=True)
 
 
 class TextSource:
@@ -251,10 +252,32 @@ class IntegerRunner(Runner):
 IREE_OP = "iree.module"
 
 
+#: How a graph dtype crosses a compiled module's boundary (skriptnd.tosa.program_mlir): SkriptND int (int64)
+#: as int32 (checked to fit), bool as i8 (IREE's data tiling cannot load i1 arguments).
+BOUNDARY_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.int8), "int": np.dtype(np.int32)}
+_GRAPH_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "int": np.dtype(np.int64)}
+#: The program's own types of its inputs (program_to_mlir writes the boundary casts).
+_PROGRAM_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "int": np.dtype(np.int32)}
+_INT32 = np.iinfo(np.int32)
+
+
+def _boundary_input(t: Any, a: Any, dtype: np.dtype) -> np.ndarray:
+    a = np.asarray(a)
+    if dtype == np.int32 and a.size and (a.min() < _INT32.min or a.max() > _INT32.max):
+        raise DiagnosticError([Diagnostic(
+            code="E0789", span=t.span if getattr(t, "span", None) is not None else NO_SPAN,
+            message=f"int tensor '{t.name}' holds {a.min() if a.min() < _INT32.min else a.max()}, outside the "
+                    "int32 range that the compiled module takes (TOSA indices are int32)",
+            hint="run it with --via numpy, or keep the values within +-2**31")])
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
 def _run_module(op: Any, args: list[Any]) -> list[Any]:
     module: IreeModule = op.attribs["module"]
     dtypes = op.attribs["dtypes"]
-    return module([np.ascontiguousarray(a, dtype=d) for a, d in zip(args, dtypes, strict=True)])
+    results = module([_boundary_input(t, a, d) for t, a, d in zip(op.inputs, args, dtypes, strict=True)])
+    return [r.astype(_GRAPH_DTYPES[t.dtype], copy=False) if t.dtype in _GRAPH_DTYPES else r
+            for t, r in zip(op.outputs, results, strict=True)]
 
 
 class IreeKernels:
@@ -293,13 +316,13 @@ class IreeKernels:
             sources = op.attribs["operations"]
             what = f"{len(sources)} operation{'s' if len(sources) != 1 else ''} ({sources[0].op} … {sources[-1].op})"
             try:
-                if any(t.dtype not in ("real", "bool") or any(d is None for d in t.shape) for t in op.inputs):
-                    raise NotCompilable("an input of the run has a dynamic shape or an int dtype")
-                dtypes = [np.dtype(np.bool_ if t.dtype == "bool" else np.float32) for t in op.inputs]
+                if any(t.dtype not in BOUNDARY_DTYPES or any(d is None for d in t.shape) for t in op.inputs):
+                    raise NotCompilable("an input of the run has a dynamic shape or a dtype without a TOSA type")
+                dtypes = [BOUNDARY_DTYPES[t.dtype] for t in op.inputs]
                 program = op.attribs["program"]
                 check_compilable(program)
-                source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
-                                                 for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
+                source = ProgramSource(program, [(tuple(int(d) for d in t.shape), _PROGRAM_DTYPES[t.dtype])
+                                                 for t in op.inputs], f"of {what}")
                 module = IreeModule(source, self.options)  # writes the MLIR only when not cached
             except NotCompilable as err:
                 result.append(op)

@@ -20,6 +20,9 @@ from .executor_runner import has_quantization
 UNFUSED_INT8 = ("onnxruntime's fused int8 kernels saturate on this CPU (x86 without VNNI or AMX), so the "
                 "QuantizeLinear/DequantizeLinear pairs run unfused (session.disable_quant_qdq), as ONNX defines them")
 
+#: The numpy dtype fed to onnxruntime per SkriptND dtype (what skriptnd.interop.onnx_export declares).
+_FEED_DTYPES = {"real": np.float32, "bool": np.bool_, "int": np.int64}
+
 
 def keep_qdq_unfused() -> bool:
     """On x86 without an int8 dot product, onnxruntime's QDQ fusion (Conv/MatMul into u8s8 integer kernels)
@@ -64,7 +67,8 @@ class OnnxRuntimeRunner(Runner):
             raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN,
                                               message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
                                               f"{str(err).strip()[:2000]}")]) from None
-        self.inputs = [(t.name, i.name, np.bool_ if t.dtype == "bool" else np.float32)
+        # inputs keep their dtype: SkriptND int is the export's int64 (token ids), bool its bool
+        self.inputs = [(t.name, i.name, _FEED_DTYPES.get(t.dtype, np.float32))
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan

@@ -102,7 +102,8 @@ def convs_as_matmuls(program: Program, inputs: Sequence[tuple[tuple[int, ...], n
         matrix = np.ascontiguousarray(filt.reshape(co, kh * kw * c).T[None])  # [1, (i, j, c), o]
         zero = const(np.zeros(1, np.float32))
         product = op("MATMUL", [patches, const(matrix), zero, zero])
-        bias = const(np.asarray(program.constants[b], np.float32).reshape(1, 1, 1, co))
+        bias_values = np.asarray(program.constants[b], np.float32)  # [co], or [1] (CONV2D broadcasts it)
+        bias = const(bias_values.reshape(1, 1, 1, co if bias_values.size == co else 1))
         op("ADD", [op("RESHAPE", [product, shape(n, oh, ow, co)]), bias], out=o.output)
     return replace(program, ops=ops, constants=consts, hints={k: v for k, v in program.hints.items() if k in consts},
                    _steps=None, _slots={})

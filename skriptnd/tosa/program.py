@@ -262,7 +262,7 @@ class Builder:
         env: dict[str, str] = {}
         for local, arg in zip(subgraph.inputs, args, strict=True):
             if isinstance(local, list):
-                env.update(zip(local, arg, strict=True))
+                env.update((n, self.emit(NARROW, [a], {}) if n in ints else a) for n, a in zip(local, arg, strict=True))
             elif local is not None:
                 env[local] = self.emit(NARROW, [arg], {}) if local in ints else arg
         for local, value in subgraph.constants.items():

@@ -161,6 +161,15 @@ def gather(ctx: Context, op: Any) -> list[Any]:
                      axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
+@converter("ops.index.gather_elements", onnx="GatherElements")
+def gather_elements(ctx: Context, op: Any) -> list[Any]:
+    """The operator ``sknd import`` writes for ONNX GatherElements (in the model's ops/index.sknd: the standard
+    library has none), mapped back to it: without this, every imported BERT was refused (E0840)."""
+    rank = len(shape(op.inputs[0]))
+    return [ctx.node("GatherElements", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],
+                     axis=norm_axes(op.attribs["axis"], rank)[0])]
+
+
 @converter("layout.gather_nd", onnx="GatherND")
 def gather_nd(ctx: Context, op: Any) -> list[Any]:
     return [ctx.node("GatherND", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],

@@ -96,6 +96,28 @@ def _flat(values: list[Any]) -> list[Any]:
     return [t for v in values for t in (v if isinstance(v, list) else [v]) if t is not None]
 
 
+#: Operators that map for SkriptND int tensors as TOSA int32 (the program NARROWs int inputs and WIDENs int
+#: results, checking the range): those that cannot overflow, i.e. comparisons, SELECT, data movement, casts
+#: to bool/real. Integer ADD/SUB/MUL could wrap in int32 where @lower's int64 does not: they stay on numpy.
+_INT_OPS = {*elementwise.CMP, "math.iden", "math.select", "layout.reshape", "layout.flatten", "layout.unflatten",
+            "layout.squeeze", "layout.unsqueeze", "layout.transpose", "layout.concat", "layout.split",
+            "layout.stack", "layout.unstack", "layout.slice", "layout.tile", "layout.broadcast"}
+
+
+def _int_reason(op: Any, ins: list[Any], outs: list[Any]) -> str | None:
+    name = op.op
+    bad = next(t for t in ins + outs if t.dtype == "int")
+    if name == "layout.cast":
+        src, dst = op.inputs[0].dtype, op.outputs[0].dtype
+        ok = src == dst or (src == "int" and dst in ("bool", "real")) or (src == "bool" and dst == "int")
+        return None if ok else f"a cast from {src} to {dst} (TOSA CAST rounds real to int to nearest)"
+    if name in _INT_OPS:
+        if name in elementwise.CMP and any(t.dtype != "int" for t in ins):
+            return f"{bad.dtype} tensor {bad.name!r} (a comparison of int with another type)"
+        return None
+    return _INT_REASON.format(bad.name)
+
+
 def _dtype_reason(op: Any) -> str | None:
     ins, outs = _flat(op.inputs), _flat(op.outputs)
     for t in ins + outs:
@@ -118,12 +140,12 @@ def _dtype_reason(op: Any) -> str | None:
             if i == k:
                 if v.dtype != "int":
                     return f"{v.dtype} index tensor {v.name!r}"
-            elif v is not None and v.dtype != "real" and not (name in _ANY_VALUES and v.dtype == "bool"):
+            elif v is not None and v.dtype != "real" and not (name in _ANY_VALUES and v.dtype == "bool") and not (
+                    name == "layout.gather" and v.dtype in ("int", "bool")):
                 return f"{v.dtype} tensor {v.name!r} (TOSA GATHER takes fp32 values here)"
         return None
-    for t in ins + outs:
-        if t.dtype == "int":
-            return _INT_REASON.format(t.name)
+    if any(t.dtype == "int" for t in ins + outs):
+        return _int_reason(op, ins, outs)
     if name in _BOOL_OPS:
         want_in = want_out = "bool"
     elif name in elementwise.CMP:
@@ -139,6 +161,15 @@ def _dtype_reason(op: Any) -> str | None:
         if t.dtype != want_out:
             return f"{t.dtype} tensor {t.name!r} ({name} maps for {want_out} results)"
     return None
+
+
+def _mark_int_results(op: Any, sg: Subgraph) -> Subgraph:
+    """The int32 results of int outputs (see _INT_OPS) are marked, so that a program WIDENs them to int64."""
+    for t, o in zip(op.outputs, sg.outputs, strict=True):
+        for tt, oo in zip(t if isinstance(t, list) else [t], o if isinstance(o, list) else [o], strict=True):
+            if tt is not None and tt.dtype == "int" and op.op not in _CONSTANTS:
+                sg.int_values.add(oo)
+    return sg
 
 
 def legalize(op: Any) -> tuple[Subgraph | None, str]:
@@ -163,7 +194,7 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
         try:
             why = rule.check(op)
             if why is None:
-                return rule.build(op), rule.description
+                return _mark_int_results(op, rule.build(op)), rule.description
         except Exception as e:  # noqa: BLE001 - a rule that cannot handle these attributes: fall back, say why
             why = f"the rule failed on these attributes ({type(e).__name__}: {e})"
         reasons.append(why)

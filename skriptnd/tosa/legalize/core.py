@@ -61,7 +61,7 @@ def run_subgraph(sg: Subgraph, args: Sequence[Any]) -> list[Any]:
     env: dict[str, Any] = dict(sg.constants)
     for name, arg in zip(sg.inputs, args, strict=True):
         if isinstance(name, list):
-            env.update(zip(name, arg, strict=True))
+            env.update((n, _narrow(n, a) if n in sg.int_values else a) for n, a in zip(name, arg, strict=True))
         elif name is not None:
             env[name] = _narrow(name, arg) if name in sg.int_values else arg
     for o in sg.ops:
@@ -84,6 +84,7 @@ class Builder:
         for i, v in enumerate(op.inputs):
             if isinstance(v, list):
                 self.sg.inputs.append([f"in{i}_{j}" for j in range(len(v))])
+                self.sg.int_values.update(f"in{i}_{j}" for j, t in enumerate(v) if t is not None and t.dtype == "int")
             else:
                 self.sg.inputs.append(None if v is None else f"in{i}")
                 if v is not None and v.dtype == "int":

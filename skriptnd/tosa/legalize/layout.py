@@ -225,6 +225,12 @@ def _cast(op: Any) -> Subgraph:
     x, r = b.arg(0), len(shape_of(op.inputs[0]))
     if src == dst:
         return b.done(x)
+    if src == "int":  # int32 inside a program: to bool x != 0, to real CAST (as numpy rounds int64 -> float32)
+        if dst == "bool":
+            return b.done(b.emit("LOGICAL_NOT", b.emit("EQUAL", x, b.scalar(0, r, np.int32))))
+        return b.done(b.emit("CAST", x, output_dtype="float32"))
+    if dst == "int":  # from bool: 0 / 1
+        return b.done(b.emit("SELECT", x, b.scalar(1, r, np.int32), b.scalar(0, r, np.int32)))
     if dst == "bool":
         return b.done(b.emit("LOGICAL_NOT", b.emit("EQUAL", x, b.scalar(0.0, r))))
     return b.done(b.emit("SELECT", x, b.scalar(1.0, r), b.scalar(0.0, r)))
@@ -241,9 +247,14 @@ def _gather(op: Any) -> Subgraph:
     idx = shape_of(op.inputs[1])
     n = int(np.prod(idx, dtype=np.int64))
     perm = [axis, *range(axis), *range(axis + 1, rank)]
+    boolean = op.inputs[0].dtype == "bool"  # TOSA GATHER has no bool: through i8
     v = b.reshape(b.transpose(b.arg(0), perm), [z, *s, *t], [1, z, ns * nt])
+    if boolean:
+        v = b.emit("CAST", v, output_dtype="int8")
     i = b.reshape(b.arg(1), idx, [1, n])
     y = b.emit("GATHER", v, i)  # [1, N, S*T]
+    if boolean:
+        y = b.emit("CAST", y, output_dtype="bool")
     y = b.reshape(y, [1, n, ns * nt], [n, ns, nt])
     y = b.transpose(y, [1, 0, 2])
     return b.done(b.reshape(y, [ns, n, nt], shape_of(op.outputs[0])))

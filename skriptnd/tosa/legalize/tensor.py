@@ -15,27 +15,74 @@ from .layout import strided
 # -- linear algebra ------------------------------------------------------------------------------
 
 
-def _batched(b: Builder, i: int, expanded: Sequence[int], z: Sequence[int], trans: bool) -> str:
-    shape = shape_of(b.op.inputs[i])
-    mat = list(shape[-2:])
-    x = b.reshape(b.arg(i), shape, [*expanded, *mat])
-    if tuple(expanded) != tuple(z):
-        x = b.emit("TILE", x, b.shape([zd // ed for zd, ed in zip(z, expanded, strict=True)] + [1, 1]))
-    x = b.reshape(x, [*z, *mat], [int(np.prod(z, dtype=np.int64)), *mat])
-    return b.transpose(x, [0, 2, 1]) if trans else x
-
-
 def _matmul_op(b: Builder, x: str, y: str) -> str:
     return b.emit("MATMUL", x, y, b.const([0.0]), b.const([0.0]))
+
+
+def _folded_matmul(b: Builder, x: str, x_mat: Sequence[int], y: str, y_mat: Sequence[int],
+                   ey: Sequence[int], z: Sequence[int]) -> str:
+    """``x @ y`` with ``x: [*z, M, K]`` and ``y: [*ey, K, N]`` (``ey[d]`` is ``z[d]`` or 1); returns
+    ``[*z, M, N]``.
+
+    TOSA MATMUL has no batch broadcast. Rather than copying ``y`` once per batch element it is shared
+    over (a tiled weight, ``prod(z)/prod(ey)`` times its size in every program and export, growing with
+    the batch or sequence length), those batch dims are folded into the rows of ``x``:
+    ``[B, M, K] @ [K, N]`` is ``[1, B*M, K] @ [1, K, N]`` (RESHAPEs, no data movement). Shared dims that
+    are not the innermost batch dims are first moved there by a TRANSPOSE of ``x`` (and back after)."""
+    m, k = x_mat
+    n = y_mat[1]
+    live = [d for d in range(len(z)) if z[d] != 1]  # size-1 batch dims play no part
+    kept = [d for d in live if ey[d] != 1]
+    shared = [d for d in live if ey[d] == 1]
+    perm = [live.index(d) for d in (*kept, *shared)]
+    zl = [z[d] for d in live]
+    g = int(np.prod([z[d] for d in kept], dtype=np.int64))
+    r = int(np.prod([z[d] for d in shared], dtype=np.int64)) * m
+    xt = b.transpose(b.reshape(x, [*z, m, k], [*zl, m, k]), [*perm, len(live), len(live) + 1])
+    xr = b.reshape(xt, [*(zl[p] for p in perm), m, k], [g, r, k])
+    yr = b.reshape(y, [*ey, k, n], [g, k, n])
+    out = b.reshape(_matmul_op(b, xr, yr), [g, r, n], [*(zl[p] for p in perm), m, n])
+    inv = [perm.index(i) for i in range(len(live))]
+    return b.reshape(b.transpose(out, [*inv, len(live), len(live) + 1]), [*zl, m, n], [*z, m, n])
 
 
 def _matmul(op: Any) -> Subgraph:
     b = Builder(op)
     z = ints(env(op, "z"))
-    a = _batched(b, 0, ints(env(op, "ea")), z, bool(op.attribs.get("transA")))
-    bb = _batched(b, 1, ints(env(op, "eb")), z, bool(op.attribs.get("transB")))
+    ea, eb = ints(env(op, "ea")), ints(env(op, "eb"))
+    ta, tb = bool(op.attribs.get("transA")), bool(op.attribs.get("transB"))
     out = shape_of(op.outputs[0])
-    y = b.reshape(_matmul_op(b, a, bb), [int(np.prod(z, dtype=np.int64)), *out[-2:]], out)
+    nb = len(z)
+    a_bc = [d for d in range(nb) if ea[d] == 1 and z[d] != 1]  # batch dims A is shared over
+    b_bc = [d for d in range(nb) if eb[d] == 1 and z[d] != 1]
+
+    def operand(i: int, e: list[int], trans: bool, tile: Sequence[int]) -> tuple[str, list[int], list[int]]:
+        """Operand ``i`` as ``[*e, rows, cols]`` (transposed if ``trans``), tiled over ``tile``."""
+        shape = shape_of(op.inputs[i])
+        mat = list(shape[-2:])
+        x = b.reshape(b.arg(i), shape, [*e, *mat])
+        if tile:
+            x = b.emit("TILE", x, b.shape([z[d] if d in tile else 1 for d in range(nb)] + [1, 1]))
+            e = list(z)
+        if trans:
+            x = b.transpose(x, [*range(nb), nb + 1, nb])
+            mat = mat[::-1]
+        return x, e, mat
+
+    # Each batch dim is shared by A, by B or by neither. Only where both share some dims (an outer
+    # product over the batch, whose result outgrows either operand) is one of them tiled: the smaller copy.
+    size_a = int(np.prod(shape_of(op.inputs[0]), dtype=np.int64)) * int(np.prod([z[d] for d in a_bc], dtype=np.int64))
+    size_b = int(np.prod(shape_of(op.inputs[1]), dtype=np.int64)) * int(np.prod([z[d] for d in b_bc], dtype=np.int64))
+    if a_bc and (not b_bc or size_b <= size_a):
+        # A shared: Zᵀ = Bᵀ·Aᵀ, with the dims A is shared over folded into the rows of Bᵀ
+        x, _, xm = operand(1, eb, not tb, b_bc)
+        y, ey, ym = operand(0, ea, not ta, [])
+        y = b.transpose(_folded_matmul(b, x, xm, y, ym, ey, z), [*range(nb), nb + 1, nb])
+    else:  # B shared (its batch dims folded into A's rows), or nothing broadcast
+        x, _, xm = operand(0, ea, ta, a_bc)
+        y, ey, ym = operand(1, eb, tb, [])
+        y = _folded_matmul(b, x, xm, y, ym, ey, z)
+    y = b.reshape(y, [*z, *out[-2:]], out)
     if b.arg(2) is not None:
         c = b.reshape(b.arg(2), shape_of(op.inputs[2]), [*ints(env(op, "ec")), *out[-2:]])
         y = b.emit("ADD", y, c)
@@ -450,7 +497,7 @@ def _window(op: Any) -> Subgraph:
 
 
 RULES: dict[str, list[Rule]] = {
-    "linalg.matmul": [Rule("RESHAPE/TILE to rank 3, TRANSPOSE if transA/B, MATMUL, RESHAPE (+ ADD C)", _matmul)],
+    "linalg.matmul": [Rule("RESHAPE to rank 3 (a shared operand's batch folded into the other's rows), TRANSPOSE if transA/B, MATMUL, RESHAPE (+ ADD C)", _matmul)],
     "linalg.dot": [Rule("MATMUL (1,1,n) x (1,n,1), RESHAPE (+ ADD b)", _dot)],
     "linalg.matvec": [Rule("MATMUL (1,m,n) x (1,n,1) (TRANSPOSE if transA), RESHAPE (+ ADD b)", _matvec)],
     "linalg.outer": [Rule("RESHAPE both, MUL (broadcast)", _outer)],
