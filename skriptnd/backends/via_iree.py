@@ -31,15 +31,17 @@ from ..source import NO_SPAN
 from . import register
 from .base import Backend, Options, Progress, Runner
 from .executor_runner import has_quantization
+from .iree_defaults import DATA_TILING, default_flags
 
 #: Flags of every compilation (the input is TOSA; the device the local CPU).
 BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
-#: Optimisation flags on by default (see docs/performance.md for the sweep that chose them): data tiling and
+#: Optimisation flags on by default where the target has no AVX-512 (skriptnd.backends.iree_defaults: IREE
+#: miscompiles with data tiling there; see docs/performance.md for the sweep that chose them): data tiling and
 #: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
 #: than the convolutions they replace), and pack a recurrent layer's weight once for its small per-step
 #: products (lstm-large, 1 thread: 21 -> 12.5 ms; docs/performance.md, Notes).
-DEFAULT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+DEFAULT_FLAGS: tuple[str, ...] = DATA_TILING
 #: Recurrent steps a graph's layers may unroll in all (RecurrentLegalizer's unroll_budget), beyond which they
 #: loop: IREE runs a loop's iterations with a host round trip each (lstm-large, 2 threads: 11.9 ms unrolled,
 #: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
@@ -79,7 +81,12 @@ def compile_flags(options: Options) -> list[str]:
         flags += [f"--iree-llvmcpu-target-triple={target}", "--iree-llvmcpu-target-cpu=generic"]
     else:
         flags.append(f"--iree-llvmcpu-target-cpu={target}")
-    return flags + list(DEFAULT_FLAGS) + list(options.flags)
+    return flags + list(default_flags(target)[0]) + list(options.flags)
+
+
+def flags_reason(options: Options) -> str:
+    """Why the default optimisation flags are what they are for this target (one line of the plan)."""
+    return default_flags(options.target or "host")[1]
 
 
 def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
@@ -241,7 +248,8 @@ class IntegerRunner(Runner):
         self.entry = self.module.entry
         self.output_names = [n for n, _ in self.integer.outputs]
         self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
-                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", self.module.describe()]
+                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", flags_reason(options),
+                     self.module.describe()]
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
         arrays = self.integer.quantize_inputs(dict(inputs))
@@ -337,7 +345,7 @@ class IreeGraphRunner(Runner):
                 f"{len(k.numpy_ops)} operation(s) on numpy")
         flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
         self.plan = [f"{head} (llvm-cpu, {flags}; driver "
-                     f"{k.modules[0].driver if k.modules else '-'})", *k.plan]
+                     f"{k.modules[0].driver if k.modules else '-'})", flags_reason(options), *k.plan]
 
     @property
     def entry(self) -> Any:
