@@ -22,11 +22,13 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..fileio import write_atomic
 from ..source import NO_SPAN
 from . import register
 from .base import Backend, Options, Progress, Runner
@@ -114,7 +116,9 @@ def graph_mlir(graph: Any) -> tuple[str, Any]:
     return quantized.to_mlir(integer), integer
 
 
-def _compile(mlir: str, flags: list[str], folder: Any) -> None:
+def _compile(mlir: str, flags: list[str], folder: Any, log: Path | None = None) -> None:
+    """iree-compile ``mlir`` into ``folder``; a failure is E0782 with the compiler's ``error:`` lines, its
+    whole stderr (often megabytes of MLIR dump) written to ``log``."""
     from .iree_cache import MODULE, PARAMS
 
     source = os.path.join(folder, "model.mlir")
@@ -130,11 +134,53 @@ def _compile(mlir: str, flags: list[str], folder: Any) -> None:
     finally:
         os.unlink(source)
     if done.returncode != 0:
-        raise _compiler_failed(f"iree-compile failed:\n{done.stderr.strip()[-4000:]}")
+        kept = None
+        if log is not None:
+            try:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(log, done.stderr)
+                kept = log
+            except OSError:
+                pass
+        raise _compiler_failed(f"iree-compile failed:\n{compiler_errors(done.stderr)}", kept)
 
 
-def _compiler_failed(message: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN,
+#: What E0782 quotes of iree-compile's stderr: the lines after each ``error:`` line, each line cut at its width.
+ERROR_CONTEXT_LINES, ERROR_LINE_WIDTH, ERROR_MAX_LINES = 4, 400, 40
+
+
+def compiler_errors(stderr: str) -> str:
+    """The part of iree-compile's stderr that says what failed: every line with ``error:`` and the few after
+    it (its notes, the failing operation), each cut at :data:`ERROR_LINE_WIDTH` characters; without an
+    ``error:`` line, the last lines. (The whole of it is usually an MLIR dump whose tail is not the error.)"""
+    lines = stderr.strip().splitlines()
+    marked = [i for i, line in enumerate(lines) if "error:" in line]
+    if marked:
+        keep = sorted({j for i in marked for j in range(i, min(i + 1 + ERROR_CONTEXT_LINES, len(lines)))})
+    else:
+        keep = list(range(max(0, len(lines) - ERROR_CONTEXT_LINES * 3), len(lines)))
+    out, previous = [], -1
+    for j in keep[:ERROR_MAX_LINES]:
+        if previous >= 0 and j != previous + 1:
+            out.append("…")
+        line = lines[j]
+        out.append(line if len(line) <= ERROR_LINE_WIDTH else line[:ERROR_LINE_WIDTH] + " …")
+        previous = j
+    if len(keep) > ERROR_MAX_LINES:
+        out.append(f"… and {len(keep) - ERROR_MAX_LINES} more lines")
+    return "\n".join(out)
+
+
+def compile_log(options: Options, key: str) -> Path:
+    """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
+    from .iree_cache import cache_root
+
+    return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
+
+
+def _compiler_failed(message: str, log: Path | None = None) -> DiagnosticError:
+    notes = (Note(f"iree-compile's whole output: {log}"),) if log is not None else ()
+    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN, notes=notes,
                                        hint="report it with the model; --via numpy runs it meanwhile")])
 
 
@@ -209,7 +255,7 @@ class IreeModule:
         self.flags = [f for f in flags if f not in BASE_FLAGS]
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
-                                     lambda folder: _compile(source.mlir(), flags, folder))
+                                     lambda folder: _compile(source.mlir(), flags, folder, compile_log(options, key)))
         self.driver = "local-sync" if options.threads == 1 else "local-task"
         config = _config(self.driver, options.threads)
         modules = []
