@@ -75,3 +75,192 @@ def test_compiler_errors_keeps_error_lines_with_context_and_cuts_long_lines() ->
     assert len(quoted) < 16
     # no error line at all: the last lines
     assert compiler_errors("one\ntwo\nthree").splitlines() == ["one", "two", "three"]
+
+
+# -- the self-check ---------------------------------------------------------------------------------
+
+#: issue 30's reproducer: LayerNorm (math.moments / sub / add / sqrt / div) feeding a [2,10,32] x [32,128]
+#: matmul, which IREE 3.13 miscompiles with data tiling on AVX-512 CPUs
+LAYERNORM_MATMUL = """import math;
+import linalg;
+
+graph LayerNormMatMul {
+    @input {
+        x: real[2, 10, 32];
+    }
+    @variable {
+        w: real[32, 128];
+    }
+    @output {
+        y: real[2, 10, 128];
+    }
+    @compose {
+        mean, variance = moments: math.moments{axes=[2]}(x);
+        centered = math.sub(x, mean);
+        stabilized = math.add(variance, 1e-5);
+        deviation = root: math.sqrt(stabilized);
+        normalized = math.div(centered, deviation);
+        y = product: linalg.matmul(normalized, w);
+    }
+}
+"""
+
+
+@pytest.fixture
+def layernorm_matmul(tmp_path: Path) -> Path:
+    folder = tmp_path / "lnmm"
+    folder.mkdir()
+    (folder / "main.sknd").write_text(LAYERNORM_MATMUL, encoding="utf-8")
+    return folder
+
+
+def _compose(folder: Path) -> object:
+    import skriptnd
+
+    return skriptnd.load(folder).compose(random_weights=True, seed=1)
+
+
+def _miscompile(monkeypatch: pytest.MonkeyPatch, operator: str, origin: int, replacement: str) -> None:
+    """Make what IREE compiles differ from what numpy runs at one TOSA operator (``operator`` of the graph
+    operation number ``origin`` of the program becomes ``replacement``): a deterministic miscompile, for
+    every module and every prefix program the bisection compiles."""
+    from dataclasses import replace
+
+    from skriptnd.tosa import conv_as_matmul
+    from skriptnd.tosa.program import Program
+
+    original = conv_as_matmul.convs_as_matmuls
+
+    def wrong(program: Program, inputs: object) -> Program:
+        p = original(program, inputs)
+        ops = [replace(o, name=replacement) if (o.name, o.origin) == (operator, origin) else o for o in p.ops]
+        return Program(inputs=p.inputs, outputs=p.outputs, ops=ops, constants=p.constants, hints=p.hints)
+
+    monkeypatch.setattr(conv_as_matmul, "convs_as_matmuls", wrong)
+
+
+def _count_references(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from skriptnd.backends import iree_check
+
+    calls = [0]
+    original = iree_check.ProgramCheck.reference
+
+    def counted(self: iree_check.ProgramCheck, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        calls[0] += 1
+        return original(self, arrays)
+
+    monkeypatch.setattr(iree_check.ProgramCheck, "reference", counted)
+    return calls
+
+
+def test_a_correct_module_passes_its_self_check_once(layernorm_matmul: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first prepare compiles, compares with numpy on seeded inputs and keeps the verdict with the
+    module; a second prepare (a new graph, the same cache) loads the verdict without computing numpy."""
+    require("iree.compiler", "iree.runtime")
+    from skriptnd import backends
+    from skriptnd.backends.iree_check import read_verdict
+
+    calls = _count_references(monkeypatch)
+    cache = str(tmp_path / "cache")
+    runner = backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=cache))
+    assert calls[0] == 1 and "self-check against the numpy backend: passed (1 module(s) checked now" in runner.plan[-1]
+    verdict = read_verdict(runner.entry.folder)  # type: ignore[attr-defined]
+    assert verdict is not None and verdict.passed and verdict.worst < 0.1 and verdict.kind == "float"
+    again = backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=cache))
+    assert not again.entry.compiled and calls[0] == 1  # type: ignore[attr-defined]
+    assert "passed (1 verdict(s) cached with the module(s)" in again.plan[-1]
+    x = np.random.default_rng(5).standard_normal((2, 10, 32)).astype(np.float32)
+    graph = _compose(layernorm_matmul)
+    np.testing.assert_allclose(graph.run({"x": x}, backend="iree", cache_dir=cache)["y"],  # type: ignore[attr-defined]
+                               graph.run({"x": x}, backend="numpy")["y"], rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
+    assert calls[0] == 1
+
+
+def test_a_miscompiled_module_is_a_located_diagnostic_and_the_verdict_is_cached(
+        layernorm_matmul: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module whose numbers differ from numpy's never returns a result: E0785 names the first diverging
+    operation (found by bisection over prefix programs) at its source line, with the figures and how to run
+    anyway; the failed verdict is kept, so the next prepare refuses at once; verify=False runs it."""
+    require("iree.compiler", "iree.runtime")
+    from skriptnd import backends
+    from skriptnd.backends.iree_check import read_verdict
+
+    # math.sqrt 'root' legalizes to RSQRT then RECIPROCAL (program origin 3): IREE gets EXP for the RECIPROCAL
+    _miscompile(monkeypatch, "RECIPROCAL", 3, "EXP")
+    calls = _count_references(monkeypatch)
+    cache = str(tmp_path / "cache")
+    graph = _compose(layernorm_matmul)
+    with pytest.raises(DiagnosticError) as err:
+        backends.prepare(graph, "iree", Options(cache_dir=cache))
+    (diag,) = err.value.diagnostics
+    root = next(op for op in graph.operations if op.label == "root")  # type: ignore[attr-defined]
+    assert diag.code == "E0785" and diag.span == root.span and diag.span.line == 18
+    assert "the first operation that diverges is math.sqrt 'root' (TOSA RECIPROCAL" in diag.message
+    assert "max |difference|" in diag.message and "relative" in diag.message
+    assert "--no-verify" in (diag.hint or "") and "--iree-opt-data-tiling=false" in (diag.hint or "")
+    assert "--via numpy" in (diag.hint or "")
+    assert calls[0] == 1
+    folders = [p for p in Path(cache).iterdir() if p.is_dir() and len(p.name) == 64]
+    failed = [v for v in map(read_verdict, folders) if v is not None and not v.passed]
+    assert len(failed) == 1 and failed[0].op >= 0 and failed[0].worst > 1
+    # the verdict is cached: refused again without numpy, without compiling
+    with pytest.raises(DiagnosticError) as again:
+        backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=cache))
+    assert calls[0] == 1 and again.value.diagnostics[0].span == root.span
+    assert "verdict cached" in " ".join(n.message for n in again.value.diagnostics[0].notes)
+    # run anyway: unchecked, and the plan says so
+    runner = backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=cache, verify=False))
+    assert "self-check: off" in runner.plan[-1]
+    x = np.random.default_rng(5).standard_normal((2, 10, 32)).astype(np.float32)
+    assert not np.allclose(runner.run({"x": x})["y"], graph.run({"x": x}, backend="numpy")["y"], atol=1e-2)
+
+
+def test_a_miscompiled_first_operation_is_located_too(layernorm_matmul: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bisection's other end: the first TOSA operator of the program (math.moments' REDUCE_SUM)."""
+    require("iree.compiler", "iree.runtime")
+    from skriptnd import backends
+
+    _miscompile(monkeypatch, "REDUCE_SUM", 0, "REDUCE_MAX")
+    graph = _compose(layernorm_matmul)
+    with pytest.raises(DiagnosticError) as err:
+        backends.prepare(graph, "iree", Options(cache_dir=str(tmp_path / "cache")))
+    (diag,) = err.value.diagnostics
+    assert diag.code == "E0785" and "math.moments 'moments' (TOSA REDUCE_SUM" in diag.message
+    assert diag.span.line == 15
+
+
+# -- sknd run -v: what runs where and why, and the self-check --------------------------------------
+
+
+def test_cli_run_verbose_says_why_the_flags_and_what_the_self_check_did(tmp_path: Path) -> None:
+    require("iree.compiler", "iree.runtime")
+    import subprocess
+    import sys
+
+    from skriptnd.backends.iree_defaults import avx512_reason
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "SKRIPTND_CACHE_DIR": ""}
+
+    def sknd(*extra: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([sys.executable, "-m", "skriptnd", "run", str(root / "models" / "digits"),
+                               "--random-inputs", "--via", "iree", *extra], capture_output=True, text=True,
+                              cwd=root, env=env, timeout=600)
+        assert "Traceback" not in proc.stdout + proc.stderr
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    cold = sknd("-v").stderr
+    assert "all 9 operations compiled by IREE" in cold and "module compiled" in cold
+    assert ("data tiling on (no AVX-512 in the target)" if avx512_reason("host") is None
+            else "data tiling off: this CPU has AVX-512") in cold
+    assert "self-check against the numpy backend: passed (1 module(s) checked now on seeded inputs" in cold
+    warm = sknd("-v").stderr
+    assert "module loaded from the cache" in warm and "passed (1 verdict(s) cached with the module(s)" in warm
+    assert "self-check: off" in sknd("-v", "--no-verify").stderr
+    assert "self-check" not in sknd().stderr  # without -v: the outputs only
+    flagged = sknd("-v", "--iree-flag=--iree-opt-data-tiling=false").stderr
+    assert "data tiling as the flags given say (--iree-opt-data-tiling=false)" in flagged
+    assert "--iree-opt-data-tiling=false" in flagged.splitlines()[0] and "module compiled" in flagged

@@ -33,6 +33,16 @@ from ..source import NO_SPAN
 from . import register
 from .base import Backend, Options, Progress, Runner
 from .executor_runner import has_quantization
+from .iree_check import (
+    RELATIVE,
+    IntegerCheck,
+    ProgramCheck,
+    check,
+    mismatch,
+    read_verdict,
+    seeded_inputs,
+    write_verdict,
+)
 from .iree_defaults import DATA_TILING, default_flags
 
 #: Flags of every compilation (the input is TOSA; the device the local CPU).
@@ -88,6 +98,9 @@ def compile_flags(options: Options) -> list[str]:
 
 def flags_reason(options: Options) -> str:
     """Why the default optimisation flags are what they are for this target (one line of the plan)."""
+    given = [f for f in options.flags if f.startswith("--iree-opt-data-tiling")]
+    if given:
+        return f"data tiling as the flags given say ({given[-1]})"
     return default_flags(options.target or "host")[1]
 
 
@@ -273,6 +286,12 @@ class IreeModule:
                                               f"{self.entry.module}: {err}",
                                               hint=f"remove {self.entry.folder} to recompile it")]) from None
         self.seconds = time.perf_counter() - start
+        self.options = options
+        #: how the module is checked against numpy (set by the runner that made it; None: not checked)
+        self.check: ProgramCheck | IntegerCheck | None = None
+        self.what = "module"  # what it computes, for E0785
+        self.verdict = read_verdict(self.entry.folder)  # the self-check's, kept with the module
+        self.checked_now = False
 
     def describe(self) -> str:
         how = "compiled" if self.entry.compiled else "loaded from the cache"
@@ -284,6 +303,78 @@ class IreeModule:
         results = list(result) if isinstance(result, list | tuple) else [result]
         return [np.array(r.to_host(), copy=True) for r in results]
 
+    @property
+    def unchecked(self) -> bool:
+        """Whether its next call is checked against numpy (verify on, a check known, no verdict yet)."""
+        return self.options.verify and self.check is not None and self.verdict is None
+
+    def refuse_if_failed(self) -> None:
+        """E0785 when the verdict (maybe cached from an earlier run) is a mismatch and verify is on."""
+        if self.options.verify and self.check is not None and self.verdict is not None and not self.verdict.passed:
+            v = self.verdict
+            located = self.check.locate(v.op) if v.op >= 0 else None
+            raise mismatch(v, self.what, located, str(self.entry.folder), self.flags, cached=not self.checked_now)
+
+    def checked(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """The module's outputs; on its first call (no verdict yet) compared with numpy first: E0785 on a
+        mismatch, located at the first diverging operation (skriptnd.backends.iree_check)."""
+        self.refuse_if_failed()
+        outputs = self(arrays)
+        if self.unchecked:
+            assert self.check is not None
+            self.verdict = check(outputs, arrays, self.check)
+            self.checked_now = True
+            write_verdict(self.entry.folder, self.verdict)
+            self.refuse_if_failed()
+        return outputs
+
+    def prefix_compiler(self) -> Any:
+        """Compiles the prefix programs of a bisection the way this module was (unchecked modules)."""
+        inputs = self.source.inputs if isinstance(self.source, ProgramSource) else None
+
+        def compile(prefix: Any) -> IreeModule:
+            if isinstance(prefix, str):
+                return IreeModule(prefix, self.options)
+            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix"), self.options)
+
+        return compile
+
+
+def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options) -> str:
+    """Check every module without a verdict by running the graph (``run(inputs)``) on seeded inputs
+    (skriptnd.backends.iree_check.seeded_inputs) before the first real result; the plan line saying what
+    happened. E0785 when a module disagrees with numpy (now, or in a cached verdict)."""
+    if not options.verify:
+        return "self-check: off (--no-verify / Options(verify=False)): results are not compared with numpy"
+    checkable = [m for m in modules if m.check is not None]
+    for m in checkable:
+        m.refuse_if_failed()  # a cached mismatch: refused before any work
+    pending = [m for m in checkable if m.verdict is None]
+    note = ""
+    if pending:
+        try:
+            run(seeded_inputs(graph.inputs))
+        except DiagnosticError as err:
+            if any(d.code == "E0785" for d in err.diagnostics):
+                raise
+            note = (f"; the seeded run failed ({err.diagnostics[0].message[:200]}): the rest is checked at "
+                    "its first call")
+    done = [m for m in checkable if m.verdict is not None]
+    now = [m for m in done if m.checked_now]
+    worst = max((m.verdict.worst * RELATIVE for m in done if m.verdict is not None), default=0.0)
+    if not checkable:
+        return "self-check: nothing compiled to check"
+    parts = []
+    if now:
+        parts.append(f"{len(now)} module(s) checked now on seeded inputs in "
+                     f"{sum(m.verdict.seconds for m in now if m.verdict is not None):.2f} s")
+    if len(done) > len(now):
+        parts.append(f"{len(done) - len(now)} verdict(s) cached with the module(s)")
+    if len(done) < len(checkable):
+        parts.append(f"{len(checkable) - len(done)} module(s) not reached: checked at their first call")
+    return (f"self-check against the numpy backend: passed ({'; '.join(parts)}; worst deviation "
+            f"{worst:.1e} of max |value|, tolerance {RELATIVE:g}){note}")
+
 
 class IntegerRunner(Runner):
     """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
@@ -291,15 +382,18 @@ class IntegerRunner(Runner):
     def __init__(self, graph: Any, options: Options) -> None:
         mlir, self.integer = graph_mlir(graph)
         self.module = IreeModule(mlir, options)
+        self.module.check = IntegerCheck(self.integer, graph, self.module.prefix_compiler())
+        self.module.what = f"of graph '{graph.name}' (its integer TOSA graph)"
         self.entry = self.module.entry
         self.output_names = [n for n, _ in self.integer.outputs]
         self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
                      f"{' '.join(self.module.flags)}), driver {self.module.driver}", flags_reason(options),
                      self.module.describe()]
+        self.plan.append(self_check([self.module], self.run, graph, options))
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
         arrays = self.integer.quantize_inputs(dict(inputs))
-        return dict(zip(self.output_names, self.module(arrays), strict=True))
+        return dict(zip(self.output_names, self.module.checked(arrays), strict=True))
 
 
 IREE_OP = "iree.module"
@@ -308,7 +402,7 @@ IREE_OP = "iree.module"
 def _run_module(op: Any, args: list[Any]) -> list[Any]:
     module: IreeModule = op.attribs["module"]
     dtypes = op.attribs["dtypes"]
-    return module([np.ascontiguousarray(a, dtype=d) for a, d in zip(args, dtypes, strict=True)])
+    return module.checked([np.ascontiguousarray(a, dtype=d) for a, d in zip(args, dtypes, strict=True)])
 
 
 class IreeKernels:
@@ -355,6 +449,8 @@ class IreeKernels:
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), dt)
                                                  for t, dt in zip(op.inputs, dtypes, strict=True)], f"of {what}")
                 module = IreeModule(source, self.options)  # writes the MLIR only when not cached
+                module.check = ProgramCheck(program, sources, module.prefix_compiler())
+                module.what = f"of {what}"
             except NotCompilable as err:
                 result.append(op)
                 self.numpy_ops.extend(sources)
@@ -392,6 +488,7 @@ class IreeGraphRunner(Runner):
         flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
         self.plan = [f"{head} (llvm-cpu, {flags}; driver "
                      f"{k.modules[0].driver if k.modules else '-'})", flags_reason(options), *k.plan]
+        self.plan.append(self_check(k.modules, self.run, graph, options))
 
     @property
     def entry(self) -> Any:
