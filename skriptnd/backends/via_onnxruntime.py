@@ -39,6 +39,21 @@ def to_onnx_bytes(graph: Any) -> bytes:
     return to_onnx(graph).SerializeToString()
 
 
+#: onnxruntime's input type names and their numpy dtypes
+ONNX_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int16)": np.int16,
+              "tensor(int8)": np.int8, "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16,
+              "tensor(bool)": np.bool_}
+
+
+def input_dtype(onnx_type: str, ours: str) -> Any:
+    """The dtype to feed an input as: what the ONNX model declares (int64 token ids stay int64, in our export
+    and in a model someone else exported), else our tensor's (real: float32, int: int64)."""
+    if onnx_type in ONNX_TYPES:
+        return ONNX_TYPES[onnx_type]
+    return {"real": np.float32, "int": np.int64, "bool": np.bool_}.get(ours, np.float32)
+
+
 class OnnxRuntimeRunner(Runner):
     def __init__(self, graph: Any, model: bytes | str, threads: int | None, plan: list[str]) -> None:
         try:
@@ -47,7 +62,7 @@ class OnnxRuntimeRunner(Runner):
             raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN,
                                               message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
                                               f"{str(err).strip()[:2000]}")]) from None
-        self.inputs = [(t.name, i.name, np.bool_ if t.dtype == "bool" else np.float32)
+        self.inputs = [(t.name, i.name, input_dtype(i.type, t.dtype))
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan
