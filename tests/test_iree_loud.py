@@ -264,3 +264,36 @@ def test_cli_run_verbose_says_why_the_flags_and_what_the_self_check_did(tmp_path
     flagged = sknd("-v", "--iree-flag=--iree-opt-data-tiling=false").stderr
     assert "data tiling as the flags given say (--iree-opt-data-tiling=false)" in flagged
     assert "--iree-opt-data-tiling=false" in flagged.splitlines()[0] and "module compiled" in flagged
+
+
+def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """digits_int8 under iree (its whole integer TOSA graph, skriptnd.tosa.quantized): right, it passes; with
+    the second ReLU's CLAMP compiled to [-128, 0] it is E0785 at that TOSA CLAMP, located at the graph
+    operation whose output it first reaches (pool2)."""
+    require("iree.compiler", "iree.runtime")
+    from dataclasses import replace
+
+    import skriptnd
+    from skriptnd import backends
+    from skriptnd.tosa import quantized
+
+    models = Path(__file__).resolve().parents[1] / "models"
+    runner = backends.prepare(skriptnd.load(models / "digits_int8").compose(), "iree",
+                              Options(cache_dir=str(tmp_path / "right")))
+    assert "self-check against the numpy backend: passed (1 module(s) checked now" in runner.plan[-1]
+
+    original = quantized.to_mlir
+    clamps = [o.output for o in quantized.lower_quantized(skriptnd.load(models / "digits_int8").compose()).ops
+              if o.name == "CLAMP"]
+
+    def wrong(ig: quantized.IntegerGraph, outputs: list[str] | None = None) -> str:
+        ops = [replace(o, attrs={**o.attrs, "max_val": 0}) if o.output == clamps[1] else o for o in ig.ops]
+        return original(replace(ig, ops=ops), outputs)
+
+    monkeypatch.setattr(quantized, "to_mlir", wrong)
+    graph = skriptnd.load(models / "digits_int8").compose()
+    with pytest.raises(DiagnosticError) as err:
+        backends.prepare(graph, "iree", Options(cache_dir=str(tmp_path / "wrong")))
+    (diag,) = err.value.diagnostics
+    pool2 = next(op for op in graph.operations if any(t.name == "pool2" for t in op.outputs))
+    assert diag.code == "E0785" and "(TOSA CLAMP" in diag.message and diag.span == pool2.span
