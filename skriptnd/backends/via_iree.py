@@ -359,6 +359,8 @@ def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options
                 raise
             note = (f"; the seeded run failed ({err.diagnostics[0].message[:200]}): the rest is checked at "
                     "its first call")
+        except Exception as err:  # noqa: BLE001 - e.g. the runtime on inputs the graph does not expect
+            note = f"; the seeded run failed ({type(err).__name__}: {str(err)[:200]}): the rest is checked at its first call"
     done = [m for m in checkable if m.verdict is not None]
     now = [m for m in done if m.checked_now]
     worst = max((m.verdict.worst * RELATIVE for m in done if m.verdict is not None), default=0.0)
