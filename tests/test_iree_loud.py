@@ -297,3 +297,49 @@ def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, m
     (diag,) = err.value.diagnostics
     pool2 = next(op for op in graph.operations if any(t.name == "pool2" for t in op.outputs))
     assert diag.code == "E0785" and "(TOSA CLAMP" in diag.message and diag.span == pool2.span
+
+
+# -- the comparison and the seeded inputs (no IREE needed) ------------------------------------------
+
+
+def test_compare_tolerances_by_dtype() -> None:
+    """Floats: within 1e-3 of the output's largest magnitude; integers: one step; bool: equal; a NaN or an
+    infinity on one side only is a mismatch, on both sides is not."""
+    from skriptnd.backends.iree_check import compare
+
+    e = np.array([[4.0, -2.0], [0.5, 0.0]], np.float32)  # max |value| 4: tolerance 4e-3
+    assert compare([e + np.float32(3.9e-3)], [e]).passed
+    bad = compare([e + np.array([[0, 0], [0, 4.5e-3]], np.float32)], [e])
+    assert not bad.passed and bad.diff == pytest.approx(4.5e-3, rel=1e-3) and bad.scale == 4.0
+    assert bad.worst == pytest.approx(4.5e-3 / 4e-3, rel=1e-3)
+    nan = np.array([np.nan, 1.0, np.inf], np.float32)
+    assert compare([nan.copy()], [nan]).passed
+    assert not compare([np.array([0.0, 1.0, np.inf], np.float32)], [nan]).passed
+    assert not compare([np.array([np.nan, 1.0, 1.0], np.float32)], [nan]).passed
+    i = np.array([10, -3, 7], np.int8)
+    assert compare([i + np.int8(1)], [i]).passed and not compare([i + np.int8(2)], [i]).passed
+    b = np.array([True, False])
+    assert compare([b.copy()], [b]).passed and not compare([~b], [b]).passed
+    # the worst output decides, and it is the one named
+    two = compare([e, i + np.int8(3)], [e, i])
+    assert not two.passed and two.output == 1 and two.kind == "integer" and two.diff == 3
+    assert not compare([e[:1]], [e]).passed  # another shape
+    # a quantized output's step is allowed on top
+    assert compare([e + np.float32(0.1)], [e], steps=[0.125]).passed
+
+
+def test_seeded_inputs_are_valid_for_their_dtype_and_reproducible() -> None:
+    from types import SimpleNamespace
+
+    from skriptnd.backends.iree_check import seeded_inputs
+
+    tensors = [SimpleNamespace(name="x", dtype="real", shape=(2, 3), bounds=None),
+               SimpleNamespace(name="ids", dtype="int", shape=(1, None), bounds=(None, 7)),
+               SimpleNamespace(name="mask", dtype="bool", shape=(4, None), bounds=None)]
+    first, again = seeded_inputs(tensors), seeded_inputs(tensors)
+    assert first["x"].dtype == np.float32 and first["x"].shape == (2, 3)
+    assert first["ids"].dtype == np.int64 and first["ids"].shape == (1, 7)
+    assert set(np.unique(first["ids"])) <= {0, 1}  # valid ids / indices whatever they index
+    assert first["mask"].dtype == np.bool_ and first["mask"].shape == (4, 1)
+    for name in first:
+        np.testing.assert_array_equal(first[name], again[name])
