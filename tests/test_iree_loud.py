@@ -343,3 +343,19 @@ def test_seeded_inputs_are_valid_for_their_dtype_and_reproducible() -> None:
     assert first["mask"].dtype == np.bool_ and first["mask"].shape == (4, 1)
     for name in first:
         np.testing.assert_array_equal(first[name], again[name])
+
+
+def test_a_check_numpy_cannot_run_is_a_warning_not_a_silent_pass(layernorm_matmul: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    require("iree.compiler", "iree.runtime")
+    from skriptnd import backends
+    from skriptnd.backends import iree_check
+
+    def fails(self: object, arrays: object) -> None:
+        raise ValueError("an ERROR_IF of the reference")
+
+    monkeypatch.setattr(iree_check.ProgramCheck, "reference", fails)
+    with pytest.warns(RuntimeWarning, match="could not be compared with the numpy backend.*ERROR_IF"):
+        runner = backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=str(tmp_path)))
+    assert "self-check against the numpy backend: incomplete (1 module(s) NOT checked" in runner.plan[-1]
+    assert not list(tmp_path.glob("*/verdict.json"))  # nothing cached: checked again next time
