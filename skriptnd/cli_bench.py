@@ -1,6 +1,7 @@
-"""`sknd bench MODEL --via A,B [--threads N] [--compare onnxruntime [--onnx FILE]] [--json]`: median latency
-of a model's graph per backend, side by side in one process (skriptnd.backends.bench), with the machine
-and BLAS settings that decide the numbers."""
+"""`sknd bench MODEL --via A,B [--threads N] [--compare onnxruntime [--onnx FILE]] [--check] [--json]`: median
+latency of a model's graph per backend, side by side in one process (skriptnd.backends.bench), with the machine
+and BLAS settings that decide the numbers; each backend's deviation from the first (red above 1e-3, and
+``--check`` exits 1 on it: a wrong result is not a benchmark)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,10 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   seed: Annotated[int, typer.Option("--seed")] = 0,
                   target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for.")]
                   = None,
+                  iree_flag: Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more "
+                                                                     "iree-compile flag (repeatable), e.g. "
+                                                                     "--iree-flag=--iree-opt-data-tiling=false")]
+                  = None,
                   no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: no self-check of a newly "
                                                           "compiled module against numpy (the deviation column "
                                                           "still compares the backends).")] = False,
@@ -80,7 +85,7 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
     inputs = {t.name: _random_input(rng, t) for t in composed.inputs}
     try:
         report = _run(composed, names, inputs, threads, compare, onnx, rounds, Options(target=target,
-                      verify=not no_verify), str(path), as_json)
+                      flags=tuple(iree_flag or ()), verify=not no_verify), str(path), as_json)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if as_json:
