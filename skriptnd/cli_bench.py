@@ -1,6 +1,7 @@
-"""`sknd bench MODEL --via A,B [--threads N] [--compare onnxruntime [--onnx FILE]] [--json]`: median latency
-of a model's graph per backend, side by side in one process (skriptnd.backends.bench), with the machine
-and BLAS settings that decide the numbers."""
+"""`sknd bench MODEL --via A,B [--threads N] [--compare onnxruntime [--onnx FILE]] [--check] [--json]`: median
+latency of a model's graph per backend, side by side in one process (skriptnd.backends.bench), with the machine
+and BLAS settings that decide the numbers; each backend's deviation from the first (red above 1e-3, and
+``--check`` exits 1 on it: a wrong result is not a benchmark)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   compare: Annotated[str | None, typer.Option("--compare", help="onnxruntime: time the model's "
                                                               "ONNX export (or --onnx FILE) too and give each "
                                                               "backend's ratio to it.")] = None,
-                  onnx: Annotated[Path | None, typer.Option("--onnx", help="The onnxruntime reference as a .onnx "
-                                                            "file with the same weights (inputs and outputs in "
-                                                            "the graph's order).")] = None,
+                  onnx: Annotated[Path | None, typer.Option("--onnx", help="The original model as a .onnx file "
+                                                            "with the same weights (inputs and outputs in the "
+                                                            "graph's order): one more row, onnxruntime on it, "
+                                                            "the reference of the ratios.")] = None,
                   rounds: Annotated[int, typer.Option("--rounds", min=1, help="Interleaved rounds (each: one "
                                                       "untimed and 3 timed runs per backend).")] = 10,
                   random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for "
@@ -46,12 +48,23 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   seed: Annotated[int, typer.Option("--seed")] = 0,
                   target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for.")]
                   = None,
+                  iree_flag: Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more "
+                                                                     "iree-compile flag (repeatable), e.g. "
+                                                                     "--iree-flag=--iree-opt-data-tiling=false")]
+                  = None,
+                  no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: no self-check of a newly "
+                                                          "compiled module against numpy (the deviation column "
+                                                          "still compares the backends).")] = False,
+                  check: Annotated[bool, typer.Option("--check", help="Exit 1 when a backend deviates from the "
+                                                      "first by more than 1e-3 (max |difference| / max |value|) "
+                                                      "or fails.")] = False,
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
                   color: Annotated[str, typer.Option("--color")] = "auto") -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime)."""
     import numpy as np
 
     from . import backends
+    from .backends import Options
     from .backends.bench import REFERENCE
     from .diagnostics import DiagnosticError
 
@@ -71,26 +84,26 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
     rng = np.random.default_rng(seed)
     inputs = {t.name: _random_input(rng, t) for t in composed.inputs}
     try:
-        report = _run(composed, names, inputs, threads, compare, onnx, rounds, target, str(path), as_json)
+        report = _run(composed, names, inputs, threads, compare, onnx, rounds, Options(target=target,
+                      flags=tuple(iree_flag or ()), verify=not no_verify), str(path), as_json)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
-        return
-    _show(report, compare)
-    if all(r.median_ms is None for r in report.results):
+    else:
+        _show(report)
+    if all(r.median_ms is None for r in report.results) or (check and report.wrong()):
         raise typer.Exit(1)
 
 
 def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: int | None, compare: str | None,
-         onnx: Path | None, rounds: int, target: str | None, model: str, quiet: bool) -> Any:
+         onnx: Path | None, rounds: int, options: Any, model: str, quiet: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .backends import Options
     from .backends.bench import bench
 
     kwargs = dict(threads=threads, reference=compare, onnx_file=str(onnx) if onnx else None, rounds=rounds,
-                  options=Options(target=target), model=model)
+                  options=options, model=model)
     if quiet or not sys.stderr.isatty():
         return bench(graph, names, inputs, **kwargs)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -103,11 +116,14 @@ def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: i
         return bench(graph, names, inputs, progress=update, **kwargs)
 
 
-def _show(report: Any, compare: str | None) -> None:
+def _show(report: Any) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from .backends.bench import DEVIATION_LIMIT
+
+    compare = report.reference
     env = report.environment
     console = Console(width=None if sys.stdout.isatty() else 140)  # files and pipes: no wrapped table
     pools = env.get("threadpools")
@@ -128,9 +144,16 @@ def _show(report: Any, compare: str | None) -> None:
                  "-" if r.median_ms is None else f"{r.median_ms:.2f}", str(r.runs)]
         if compare:
             cells.append("-" if r.ratio_vs_onnxruntime is None else f"{r.ratio_vs_onnxruntime:.2f}x")
-        cells.append("-" if r.deviation is None else f"{r.deviation:.1e}")
-        table.add_row(*cells, style="red" if r.error else None)
+        wrong = r.deviation is not None and not r.deviation <= DEVIATION_LIMIT
+        cells.append("-" if r.deviation is None else f"[bold red]{r.deviation:.1e}[/]" if wrong
+                     else f"{r.deviation:.1e}")
+        table.add_row(*(escape(c) if i == 0 else c for i, c in enumerate(cells)),
+                      style="red" if r.error or wrong else None)
     console.print(table)
     for r in report.results:
         if r.error:
-            console.print(f"[red]{r.backend}[/]: {escape(r.error)}")
+            console.print(f"[red]{escape(r.backend)}[/]: {escape(r.error)}")
+        elif r.deviation is not None and not r.deviation <= DEVIATION_LIMIT:
+            console.print(f"[bold red]{escape(r.backend)}: wrong results[/]: it deviates from "
+                          f"{escape(report.results[0].backend)} by {r.deviation:.1e} of the largest output value "
+                          f"(limit {DEVIATION_LIMIT:g}); --check makes this exit 1")

@@ -224,8 +224,16 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
                                                            "host; e.g. generic, znver4, or a target triple to "
                                                            "cross-compile).")] = None,
+                iree_flag: Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more "
+                                                                   "iree-compile flag (repeatable), e.g. "
+                                                                   "--iree-flag=--iree-opt-data-tiling=false")]
+                = None,
+                no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: do not compare a newly "
+                                                        "compiled module with the numpy backend before its "
+                                                        "first result (unchecked results).")] = False,
                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
-                                                      "where, compiled or cached.")] = False,
+                                                      "where and why, compiled or cached, the self-check.")]
+                = False,
                 max_memory: Annotated[str | None, typer.Option("--max-memory", help="Refuse runs whose inputs, "
                                                                 "variables or any tensor need more (e.g. 512M, "
                                                                 "4G; default: 80% of physical memory).")]
@@ -271,7 +279,9 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         if t.name not in given:
             given[t.name] = _random_input(rng, t)
     try:
-        runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target))
+        runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target,
+                                                                  flags=tuple(iree_flag or ()),
+                                                                  verify=not no_verify))
         for line in runner.plan if verbose or _has_quantize(composed) else []:
             typer.echo(line, err=True)
         if getattr(runner, "split", False) and not verbose:  # never a silent fallback

@@ -17,7 +17,7 @@ PLACEHOLDERS = {
     "input": "NAME=FILE", "attrib": "NAME=VALUE", "seed": "N", "rtol": "R", "atol": "A", "graph": "NAME",
     "save_inputs": "DIR", "output_dir": "DIR", "expect": "DIR", "output": "FILE", "tosa_mlir": "FILE",
     "tosa_flatbuffer": "FILE", "max_memory": "SIZE", "via": "BACKEND", "color": "auto|always|never",
-    "paths": "PATH", "path": "MODEL", "target": "CPU",
+    "paths": "PATH", "path": "MODEL", "target": "CPU", "iree_flag": "=--FLAG",
 }
 #: Placeholders of a parameter whose meaning depends on the command: (command, parameter name) -> placeholder
 COMMAND_PLACEHOLDERS = {

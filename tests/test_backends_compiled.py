@@ -334,6 +334,29 @@ def test_iree_target_flags() -> None:
     assert "--iree-llvmcpu-target-cpu=generic" in cross
 
 
+def test_iree_data_tiling_is_off_where_it_miscompiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Data tiling (fast on AVX2) is off for AVX-512 targets, where IREE 3.13 miscompiles LayerNorm -> MatMul
+    with it (issue 30): a named AVX-512 CPU, or `host` on a CPU whose /proc/cpuinfo lists avx512 flags; a
+    user's own --iree-opt-data-tiling still comes last (the last occurrence wins)."""
+    from skriptnd.backends import iree_defaults
+    from skriptnd.backends.via_iree import compile_flags, flags_reason
+
+    def tiling(options: Options) -> bool:
+        flags = compile_flags(options)
+        return "--iree-opt-data-tiling" in flags and "--iree-opt-data-tiling=false" not in flags
+
+    assert not tiling(Options(target="emeraldrapids")) and not tiling(Options(target="znver4"))
+    assert "AVX-512" in flags_reason(Options(target="skylake-avx512"))
+    assert tiling(Options(target="haswell")) and tiling(Options(target="znver3"))
+    assert tiling(Options(target="aarch64-unknown-linux-gnu")) and tiling(Options(target="generic"))
+    monkeypatch.setattr(iree_defaults.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(iree_defaults, "host_cpu_flags", lambda: {"sse2", "avx2", "avx512f", "avx512bw", "amx_tile"})
+    assert not tiling(Options()) and "avx512bw, avx512f" in flags_reason(Options())
+    assert compile_flags(Options(flags=("--iree-opt-data-tiling",)))[-1] == "--iree-opt-data-tiling"
+    monkeypatch.setattr(iree_defaults, "host_cpu_flags", lambda: {"sse2", "avx", "avx2", "fma"})
+    assert tiling(Options()) and "data tiling on" in flags_reason(Options())
+
+
 def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_model(tmp_path: Path,
                                                                                   cache: str) -> None:
     """ResNet-18 quantized by onnxruntime's own quantizer (QDQ, int8, per-channel weights), imported with

@@ -73,14 +73,16 @@ def test_bench_json_times_each_backend_against_onnxruntime(lstm_onnx: tuple[Path
     report: dict[str, Any] = json.loads(proc.stdout)
     assert report["model"] == str(folder) and report["threads"] == 1
     rows = {r["backend"]: r for r in report["results"]}
-    assert list(rows) == ["numpy", "kernels", "onnxruntime"]
+    original = "onnxruntime: lstm.onnx"  # the supplied file: a row of its own, the reference
+    assert list(rows) == ["numpy", "kernels", original] and report["reference"] == original
     for row in rows.values():
         assert row["median_ms"] > 0 and row["runs"] == 6 and row["error"] is None
-    assert rows["onnxruntime"]["ratio_vs_onnxruntime"] == pytest.approx(1.0)
+    assert rows[original]["ratio_vs_onnxruntime"] == pytest.approx(1.0)
     assert rows["numpy"]["ratio_vs_onnxruntime"] == pytest.approx(
-        rows["numpy"]["median_ms"] / rows["onnxruntime"]["median_ms"])
+        rows["numpy"]["median_ms"] / rows[original]["median_ms"])
     # the same weights: onnxruntime's LSTM computes what skriptnd does (a different file would not)
-    assert rows["onnxruntime"]["deviation"] < 1e-4 and rows["kernels"]["deviation"] < 1e-4
+    assert rows[original]["deviation"] < 1e-4 and rows["kernels"]["deviation"] < 1e-4
+    assert report["wrong"] == []
     env = report["environment"]
     assert env["cores"] == os.cpu_count() and "numpy_blas" in env and isinstance(env["env"], dict)
     blas = [p for p in env["threadpools"] if p["internal_api"] in ("openblas", "mkl", "blis")]
@@ -91,7 +93,7 @@ def test_bench_table_shows_the_machine_and_the_ratios(lstm_onnx: tuple[Path, Pat
     folder, onnx_path = lstm_onnx
     proc = sknd("bench", str(folder), *ATTRIBS, "--via", "kernels", "--onnx", str(onnx_path), "--rounds", "1")
     assert proc.returncode == 0, proc.stderr
-    assert "BLAS" in proc.stdout and "median (ms)" in proc.stdout and "/ onnxruntime" in proc.stdout
+    assert "BLAS" in proc.stdout and "median (ms)" in proc.stdout and "/ onnxruntime: lstm.onnx" in proc.stdout
     assert "kernels" in proc.stdout and "x" in proc.stdout.split("kernels", 1)[1].splitlines()[0]
 
 
@@ -111,7 +113,8 @@ def test_a_wrong_onnx_reference_is_reported_not_timed(lstm_onnx: tuple[Path, Pat
     assert proc.returncode == 0, proc.stderr
     rows = {r["backend"]: r for r in json.loads(proc.stdout)["results"]}
     assert rows["kernels"]["median_ms"] > 0 and rows["kernels"]["ratio_vs_onnxruntime"] is None
-    assert rows["onnxruntime"]["median_ms"] is None and "onnxruntime refuses" in rows["onnxruntime"]["error"]
+    bad_row = rows["onnxruntime: bad.onnx"]
+    assert bad_row["median_ms"] is None and "onnxruntime refuses" in bad_row["error"]
     assert np.isfinite(rows["kernels"]["median_ms"])
 
 
@@ -164,3 +167,88 @@ def test_blas_note_names_a_coretype_that_holds_openblas_below_the_cpu() -> None:
     assert blas_note("SkylakeX", ["avx2", "avx512f"], pools) is None  # already the AVX-512 kernels
     assert blas_note("Haswell", ["avx2"], pools) is None  # the CPU has nothing better
     assert blas_note(None, ["avx2", "avx512f"], pools) is None  # OpenBLAS picks by itself
+
+
+# -- issue 30: --onnx adds a row, inputs keep their dtype, a deviation is red and --check fails ---------------
+
+
+def _token_model(path: Path, seed: int) -> None:
+    """An ONNX model reading int64 token ids: Gather of an embedding table [10, 8], MatMul by [8, 4]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    tables = [numpy_helper.from_array(rng.standard_normal((10, 8)).astype(np.float32), "emb"),
+              numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")]
+    nodes = [helper.make_node("Gather", ["emb", "ids"], ["e"], axis=0), helper.make_node("MatMul", ["e", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "tokens", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 4])], tables)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, str(path))
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(the imported model, its original .onnx, an .onnx of the same architecture with other weights)."""
+    require_onnxruntime()
+    folder = tmp_path_factory.mktemp("tokens")
+    _token_model(folder / "tokens.onnx", 0)
+    _token_model(folder / "other.onnx", 1)
+    proc = sknd("import", str(folder / "tokens.onnx"), "-o", str(folder / "imported"))
+    assert proc.returncode == 0, proc.stderr
+    return folder / "imported", folder / "tokens.onnx", folder / "other.onnx"
+
+
+def test_onnx_file_adds_a_row_and_int64_inputs_stay_int64(tokens: tuple[Path, Path, Path]) -> None:
+    """--onnx FILE is one more row (onnxruntime on the original model), not a replacement for the
+    onnxruntime backend named in --via (our export, timed too); both get the int64 token ids as int64 (fed as
+    float32, onnxruntime refuses them) and compute what numpy does."""
+    imported, original, _ = tokens
+    proc = sknd("bench", str(imported), "--via", "numpy,onnxruntime", "--onnx", str(original), "--rounds", "1",
+                "--threads", "1", "--json", "--check")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    rows = {r["backend"]: r for r in report["results"]}
+    assert list(rows) == ["numpy", "onnxruntime", "onnxruntime: tokens.onnx"]
+    assert report["reference"] == "onnxruntime: tokens.onnx" and report["wrong"] == []
+    for name in ("onnxruntime", "onnxruntime: tokens.onnx"):
+        assert rows[name]["error"] is None and rows[name]["median_ms"] > 0, rows[name]
+        assert rows[name]["deviation"] < 1e-6
+    assert rows["onnxruntime: tokens.onnx"]["ratio_vs_onnxruntime"] == pytest.approx(1.0)
+
+
+def test_onnxruntime_runner_feeds_the_dtype_the_model_declares(tokens: tuple[Path, Path, Path]) -> None:
+    from skriptnd import backends
+
+    imported, _, _ = tokens
+    graph = skriptnd.load(imported).compose()
+    ids = np.array([[0, 1, 2, 3, 4], [9, 8, 7, 6, 5]], dtype=np.int64)
+    runner = backends.prepare(graph, "onnxruntime", backends.Options(threads=1))
+    assert [dtype for _, _, dtype in runner.inputs] == [np.int64]  # type: ignore[attr-defined]
+    np.testing.assert_allclose(runner.run({"ids": ids})["y"], graph.run({"ids": ids})["y"], rtol=1e-5)
+
+
+def test_a_deviation_is_red_and_check_exits_1(tokens: tuple[Path, Path, Path]) -> None:
+    """An original with other weights deviates by far more than 1e-3: its cell and a line naming it are red;
+    without --check the exit code is 0, with --check 1 (also with --json, which lists it under "wrong")."""
+    imported, _, other = tokens
+    args = ("bench", str(imported), "--via", "numpy", "--onnx", str(other), "--rounds", "1", "--threads", "1")
+    env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "200"}
+    shown = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT,
+                           env=env, timeout=600)
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b[1;31m" in shown.stdout and "wrong results" in shown.stdout
+    line = next(ln for ln in shown.stdout.splitlines() if "wrong results" in ln)
+    assert "other.onnx" in line and "\x1b[1;31m" in line
+    checked = sknd(*args, "--check")
+    assert checked.returncode == 1 and "wrong results" in checked.stdout
+    report = json.loads(sknd(*args, "--check", "--json").stdout)
+    assert report["wrong"] == ["onnxruntime: other.onnx"]
+    assert report["results"][1]["deviation"] > 1e-3
+    # the same original: right, nothing red, --check passes
+    _, original, _ = tokens
+    same = subprocess.run([sys.executable, "-m", "skriptnd", "bench", str(imported), "--via", "numpy", "--onnx",
+                           str(original), "--rounds", "1", "--check"], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=600)
+    assert same.returncode == 0 and "wrong results" not in same.stdout and "\x1b[1;31m" not in same.stdout

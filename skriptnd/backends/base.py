@@ -22,12 +22,15 @@ class Options:
 
     ``threads``: worker threads (None: the backend's default); ``target``: a compiler's target CPU
     (iree: ``host`` by default, or an LLVM CPU name / triple to cross-compile); ``flags``: extra compiler
-    flags; ``cache_dir``: where compiled modules are kept (None: the user cache folder)."""
+    flags; ``cache_dir``: where compiled modules are kept (None: the user cache folder); ``verify``: check a
+    newly compiled module against the numpy backend before its first result (iree; False: unchecked, e.g.
+    to time a cold start)."""
 
     threads: int | None = None
     target: str | None = None
     flags: tuple[str, ...] = ()
     cache_dir: str | None = None
+    verify: bool = True
 
 
 class Runner(ABC):

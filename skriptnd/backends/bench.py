@@ -18,7 +18,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,16 +41,30 @@ class Result:
     error: str | None = None
 
 
+#: A deviation above this (max |difference| / max |first backend's value|) is a wrong result, not rounding:
+#: `sknd bench` shows it in red and `--check` fails on it.
+DEVIATION_LIMIT = 1e-3
+
+
 @dataclass
 class Report:
     model: str
     threads: int | None
     results: list[Result] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    #: the row the ratios are to (the onnxruntime backend, or onnxruntime on a supplied .onnx file)
+    reference: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "threads": self.threads, "results": [asdict(r) for r in self.results],
-                "environment": self.environment}
+        return {"model": self.model, "threads": self.threads, "reference": self.reference,
+                "results": [asdict(r) for r in self.results], "environment": self.environment,
+                "deviation_limit": DEVIATION_LIMIT, "wrong": self.wrong()}
+
+    def wrong(self) -> list[str]:
+        """The rows that are not right: a deviation above :data:`DEVIATION_LIMIT` (or not a number), or
+        a backend that failed."""
+        return [r.backend for r in self.results if r.error or (r.deviation is not None and not
+                                                               r.deviation <= DEVIATION_LIMIT)]
 
 
 def environment(threads: int | None) -> dict[str, Any]:
@@ -155,6 +169,13 @@ class OnnxFileRunner(Runner):
         return self._runner.run(inputs)
 
 
+@dataclass
+class _OnnxFile:
+    """The supplied .onnx file's row, prepared (onnxruntime session) in turn like the others."""
+
+    path: str
+
+
 #: A backend to time: its registry name, or (row label, registry name, its options) to time variants of one
 #: backend (e.g. IREE compiler flags) side by side, or (row label, a prepared Runner) to time something
 #: outside the registry (benchmarks/models.py: PyTorch eager, onnxruntime on a hand-built ONNX graph) the
@@ -166,18 +187,19 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
           reference: str | None = REFERENCE, onnx_file: str | None = None, rounds: int = 10, per_turn: int = 3,
           options: Options | None = None, model: str = "", gap: float | None = None,
           progress: Callable[[str, int, int], None] | None = None) -> Report:
-    """Time ``graph`` on ``backends`` (registry names) and the onnxruntime ``reference`` (``onnx_file``, else
-    the onnxruntime backend; None: no reference). ``gap``: seconds of sleep before each backend's turn
+    """Time ``graph`` on ``backends`` (registry names) and the onnxruntime ``reference``: the onnxruntime
+    backend (our ONNX export), or with ``onnx_file`` one more row for onnxruntime on that file (the original
+    model), which does not replace the backend (None: no reference). ``gap``: seconds of sleep before each backend's turn
     (default 0.3 with more than one thread, else 0): after a run, thread pools (OpenBLAS, onnxruntime,
     IREE's workers) keep spinning a while and, on few cores, slow down the next backend's threads many
     times over. ``progress(stage, done, total)`` reports the work."""
     if gap is None:
         gap = 0.0 if threads == 1 else 0.3
     def with_threads(o: Options) -> Options:
-        return Options(threads=threads, target=o.target, flags=o.flags, cache_dir=o.cache_dir)
+        return replace(o, threads=threads)
 
     default = with_threads(options or Options())
-    entries: dict[str, tuple[str, Options] | Runner] = {}
+    entries: dict[str, tuple[str, Options] | Runner | _OnnxFile] = {}
     for b in backends:
         if isinstance(b, str):
             entries[canonical(b)] = (canonical(b), default)
@@ -185,10 +207,13 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
             entries[b[0]] = b[1]  # type: ignore[misc]
         else:
             entries[b[0]] = (canonical(b[1]), with_threads(b[2]))  # type: ignore[misc]
-    if reference and reference not in entries:
+    if reference and onnx_file:  # the original model: a row of its own, next to our export's
+        reference = f"{REFERENCE}: {os.path.basename(onnx_file)}"
+        entries[reference] = _OnnxFile(onnx_file)
+    elif reference and reference not in entries:
         entries[reference] = (reference, default)
     names = list(entries)
-    report = Report(model=model or graph.name, threads=threads)
+    report = Report(model=model or graph.name, threads=threads, reference=reference)
     runners: dict[str, Runner] = {}
     results: dict[str, Result] = {}
     first: dict[str, Any] | None = None
@@ -202,8 +227,8 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
                 entry = entries[name]
                 if isinstance(entry, Runner):
                     runner: Runner = entry
-                elif name == reference and onnx_file:
-                    runner = OnnxFileRunner(graph, onnx_file, threads)
+                elif isinstance(entry, _OnnxFile):
+                    runner = OnnxFileRunner(graph, entry.path, threads)
                 else:
                     runner = prepare(graph, *entry)
                 out = runner.run(inputs)

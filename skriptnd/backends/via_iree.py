@@ -22,24 +22,38 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..diagnostics import Diagnostic, DiagnosticError, Note
+from ..fileio import write_atomic
 from ..source import NO_SPAN
 from . import register
 from .base import Backend, Options, Progress, Runner
 from .executor_runner import has_quantization
+from .iree_check import (
+    RELATIVE,
+    IntegerCheck,
+    ProgramCheck,
+    check,
+    mismatch,
+    read_verdict,
+    seeded_inputs,
+    write_verdict,
+)
+from .iree_defaults import DATA_TILING, default_flags
 
 #: Flags of every compilation (the input is TOSA; the device the local CPU).
 BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
               "--iree-hal-local-target-device-backends=llvm-cpu")
-#: Optimisation flags on by default (see docs/performance.md for the sweep that chose them): data tiling and
+#: Optimisation flags on by default where the target has no AVX-512 (skriptnd.backends.iree_defaults: IREE
+#: miscompiles with data tiling there; see docs/performance.md for the sweep that chose them): data tiling and
 #: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
 #: than the convolutions they replace), and pack a recurrent layer's weight once for its small per-step
 #: products (lstm-large, 1 thread: 21 -> 12.5 ms; docs/performance.md, Notes).
-DEFAULT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+DEFAULT_FLAGS: tuple[str, ...] = DATA_TILING
 #: Recurrent steps a graph's layers may unroll in all (RecurrentLegalizer's unroll_budget), beyond which they
 #: loop: IREE runs a loop's iterations with a host round trip each (lstm-large, 2 threads: 11.9 ms unrolled,
 #: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
@@ -79,7 +93,15 @@ def compile_flags(options: Options) -> list[str]:
         flags += [f"--iree-llvmcpu-target-triple={target}", "--iree-llvmcpu-target-cpu=generic"]
     else:
         flags.append(f"--iree-llvmcpu-target-cpu={target}")
-    return flags + list(DEFAULT_FLAGS) + list(options.flags)
+    return flags + list(default_flags(target)[0]) + list(options.flags)
+
+
+def flags_reason(options: Options) -> str:
+    """Why the default optimisation flags are what they are for this target (one line of the plan)."""
+    given = [f for f in options.flags if f.startswith("--iree-opt-data-tiling")]
+    if given:
+        return f"data tiling as the flags given say ({given[-1]})"
+    return default_flags(options.target or "host")[1]
 
 
 def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
@@ -107,7 +129,9 @@ def graph_mlir(graph: Any) -> tuple[str, Any]:
     return quantized.to_mlir(integer), integer
 
 
-def _compile(mlir: str, flags: list[str], folder: Any) -> None:
+def _compile(mlir: str, flags: list[str], folder: Any, log: Path | None = None) -> None:
+    """iree-compile ``mlir`` into ``folder``; a failure is E0782 with the compiler's ``error:`` lines, its
+    whole stderr (often megabytes of MLIR dump) written to ``log``."""
     from .iree_cache import MODULE, PARAMS
 
     source = os.path.join(folder, "model.mlir")
@@ -123,11 +147,53 @@ def _compile(mlir: str, flags: list[str], folder: Any) -> None:
     finally:
         os.unlink(source)
     if done.returncode != 0:
-        raise _compiler_failed(f"iree-compile failed:\n{done.stderr.strip()[-4000:]}")
+        kept = None
+        if log is not None:
+            try:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(log, done.stderr)
+                kept = log
+            except OSError:
+                pass
+        raise _compiler_failed(f"iree-compile failed:\n{compiler_errors(done.stderr)}", kept)
 
 
-def _compiler_failed(message: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN,
+#: What E0782 quotes of iree-compile's stderr: the lines after each ``error:`` line, each line cut at its width.
+ERROR_CONTEXT_LINES, ERROR_LINE_WIDTH, ERROR_MAX_LINES = 4, 400, 40
+
+
+def compiler_errors(stderr: str) -> str:
+    """The part of iree-compile's stderr that says what failed: every line with ``error:`` and the few after
+    it (its notes, the failing operation), each cut at :data:`ERROR_LINE_WIDTH` characters; without an
+    ``error:`` line, the last lines. (The whole of it is usually an MLIR dump whose tail is not the error.)"""
+    lines = stderr.strip().splitlines()
+    marked = [i for i, line in enumerate(lines) if "error:" in line]
+    if marked:
+        keep = sorted({j for i in marked for j in range(i, min(i + 1 + ERROR_CONTEXT_LINES, len(lines)))})
+    else:
+        keep = list(range(max(0, len(lines) - ERROR_CONTEXT_LINES * 3), len(lines)))
+    out, previous = [], -1
+    for j in keep[:ERROR_MAX_LINES]:
+        if previous >= 0 and j != previous + 1:
+            out.append("…")
+        line = lines[j]
+        out.append(line if len(line) <= ERROR_LINE_WIDTH else line[:ERROR_LINE_WIDTH] + " …")
+        previous = j
+    if len(keep) > ERROR_MAX_LINES:
+        out.append(f"… and {len(keep) - ERROR_MAX_LINES} more lines")
+    return "\n".join(out)
+
+
+def compile_log(options: Options, key: str) -> Path:
+    """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
+    from .iree_cache import cache_root
+
+    return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
+
+
+def _compiler_failed(message: str, log: Path | None = None) -> DiagnosticError:
+    notes = (Note(f"iree-compile's whole output: {log}"),) if log is not None else ()
+    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN, notes=notes,
                                        hint="report it with the model; --via numpy runs it meanwhile")])
 
 
@@ -203,7 +269,7 @@ class IreeModule:
         self.flags = [f for f in flags if f not in BASE_FLAGS]
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
-                                     lambda folder: _compile(source.mlir(), flags, folder))
+                                     lambda folder: _compile(source.mlir(), flags, folder, compile_log(options, key)))
         self.driver = "local-sync" if options.threads == 1 else "local-task"
         config = _config(self.driver, options.threads)
         modules = []
@@ -221,6 +287,12 @@ class IreeModule:
                                               f"{self.entry.module}: {err}",
                                               hint=f"remove {self.entry.folder} to recompile it")]) from None
         self.seconds = time.perf_counter() - start
+        self.options = options
+        #: how the module is checked against numpy (set by the runner that made it; None: not checked)
+        self.check: ProgramCheck | IntegerCheck | None = None
+        self.what = "module"  # what it computes, for E0785
+        self.verdict = read_verdict(self.entry.folder)  # the self-check's, kept with the module
+        self.checked_now = False
 
     def describe(self) -> str:
         how = "compiled" if self.entry.compiled else "loaded from the cache"
@@ -232,6 +304,97 @@ class IreeModule:
         results = list(result) if isinstance(result, list | tuple) else [result]
         return [np.array(r.to_host(), copy=True) for r in results]
 
+    @property
+    def unchecked(self) -> bool:
+        """Whether its next call is checked against numpy (verify on, a check known, no verdict yet)."""
+        return self.options.verify and self.check is not None and self.verdict is None
+
+    def refuse_if_failed(self) -> None:
+        """E0785 when the verdict (maybe cached from an earlier run) is a mismatch and verify is on."""
+        if self.options.verify and self.check is not None and self.verdict is not None and not self.verdict.passed:
+            v = self.verdict
+            located = self.check.locate(v.op) if v.op >= 0 else None
+            raise mismatch(v, self.what, located, str(self.entry.folder), self.flags, cached=not self.checked_now)
+
+    def checked(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """The module's outputs; on its first call (no verdict yet) compared with numpy first: E0785 on a
+        mismatch, located at the first diverging operation (skriptnd.backends.iree_check)."""
+        self.refuse_if_failed()
+        outputs = self(arrays)
+        if self.unchecked:
+            assert self.check is not None
+            reference = arrays  # numpy runs the program on its own dtypes (bool crosses the boundary as i8)
+            if isinstance(self.source, ProgramSource):
+                reference = [a.astype(dt, copy=False) for a, (_, dt) in zip(arrays, self.source.inputs, strict=True)]
+            try:
+                self.verdict = check(outputs, reference, self.check)
+            except Exception as err:  # noqa: BLE001 - numpy's run of the program fails on these inputs
+                import warnings
+
+                self.check = None  # not checked again: said once
+                warnings.warn(f"the IREE module {self.what} could not be compared with the numpy backend: numpy's "
+                              f"run of it failed ({type(err).__name__}: {str(err)[:300]}); its results are "
+                              "unchecked", RuntimeWarning, stacklevel=2)
+                return outputs
+            self.checked_now = True
+            write_verdict(self.entry.folder, self.verdict)
+            self.refuse_if_failed()
+        return outputs
+
+    def prefix_compiler(self) -> Any:
+        """Compiles the prefix programs of a bisection the way this module was (unchecked modules)."""
+        inputs = self.source.inputs if isinstance(self.source, ProgramSource) else None
+
+        def compile(prefix: Any) -> IreeModule:
+            if isinstance(prefix, str):
+                return IreeModule(prefix, self.options)
+            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix"), self.options)
+
+        return compile
+
+
+def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options) -> str:
+    """Check every module without a verdict by running the graph (``run(inputs)``) on seeded inputs
+    (skriptnd.backends.iree_check.seeded_inputs) before the first real result; the plan line saying what
+    happened. E0785 when a module disagrees with numpy (now, or in a cached verdict)."""
+    if not options.verify:
+        return "self-check: off (--no-verify / Options(verify=False)): results are not compared with numpy"
+    checkable = [m for m in modules if m.check is not None]
+    for m in checkable:
+        m.refuse_if_failed()  # a cached mismatch: refused before any work
+    pending = [m for m in checkable if m.verdict is None]
+    note = ""
+    if pending:
+        try:
+            run(seeded_inputs(graph.inputs))
+        except DiagnosticError as err:
+            if any(d.code == "E0785" for d in err.diagnostics):
+                raise
+            note = (f"; the seeded run failed ({err.diagnostics[0].message[:200]}): the rest is checked at "
+                    "its first call")
+        except Exception as err:  # noqa: BLE001 - e.g. the runtime on inputs the graph does not expect
+            note = f"; the seeded run failed ({type(err).__name__}: {str(err)[:200]}): the rest is checked at its first call"
+    done = [m for m in checkable if m.verdict is not None]
+    now = [m for m in done if m.checked_now]
+    worst = max((m.verdict.worst * RELATIVE for m in done if m.verdict is not None), default=0.0)
+    if not checkable:
+        return "self-check: nothing compiled to check"
+    parts = []
+    if now:
+        parts.append(f"{len(now)} module(s) checked now on seeded inputs in "
+                     f"{sum(m.verdict.seconds for m in now if m.verdict is not None):.2f} s")
+    if len(done) > len(now):
+        parts.append(f"{len(done) - len(now)} verdict(s) cached with the module(s)")
+    lost = [m for m in checkable if m.check is None]
+    if lost:
+        parts.append(f"{len(lost)} module(s) NOT checked: numpy's run of their program failed (see the warning)")
+    if len(done) + len(lost) < len(checkable):
+        parts.append(f"{len(checkable) - len(done) - len(lost)} module(s) not reached: checked at their first "
+                     "call")
+    return (f"self-check against the numpy backend: {'passed' if not lost else 'incomplete'} "
+            f"({'; '.join(parts)}; worst deviation "
+            f"{worst:.1e} of max |value|, tolerance {RELATIVE:g}){note}")
+
 
 class IntegerRunner(Runner):
     """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
@@ -239,14 +402,18 @@ class IntegerRunner(Runner):
     def __init__(self, graph: Any, options: Options) -> None:
         mlir, self.integer = graph_mlir(graph)
         self.module = IreeModule(mlir, options)
+        self.module.check = IntegerCheck(self.integer, graph, self.module.prefix_compiler())
+        self.module.what = f"of graph '{graph.name}' (its integer TOSA graph)"
         self.entry = self.module.entry
         self.output_names = [n for n, _ in self.integer.outputs]
         self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
-                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", self.module.describe()]
+                     f"{' '.join(self.module.flags)}), driver {self.module.driver}", flags_reason(options),
+                     self.module.describe()]
+        self.plan.append(self_check([self.module], self.run, graph, options))
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
         arrays = self.integer.quantize_inputs(dict(inputs))
-        return dict(zip(self.output_names, self.module(arrays), strict=True))
+        return dict(zip(self.output_names, self.module.checked(arrays), strict=True))
 
 
 IREE_OP = "iree.module"
@@ -275,7 +442,7 @@ def _boundary_input(t: Any, a: Any, dtype: np.dtype) -> np.ndarray:
 def _run_module(op: Any, args: list[Any]) -> list[Any]:
     module: IreeModule = op.attribs["module"]
     dtypes = op.attribs["dtypes"]
-    results = module([_boundary_input(t, a, d) for t, a, d in zip(op.inputs, args, dtypes, strict=True)])
+    results = module.checked([_boundary_input(t, a, d) for t, a, d in zip(op.inputs, args, dtypes, strict=True)])
     return [r.astype(_GRAPH_DTYPES[t.dtype], copy=False) if t.dtype in _GRAPH_DTYPES else r
             for t, r in zip(op.outputs, results, strict=True)]
 
@@ -324,6 +491,8 @@ class IreeKernels:
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), _PROGRAM_DTYPES[t.dtype])
                                                  for t in op.inputs], f"of {what}")
                 module = IreeModule(source, self.options)  # writes the MLIR only when not cached
+                module.check = ProgramCheck(program, sources, module.prefix_compiler())
+                module.what = f"of {what}"
             except NotCompilable as err:
                 result.append(op)
                 self.numpy_ops.extend(sources)
@@ -360,7 +529,8 @@ class IreeGraphRunner(Runner):
                 f"{len(k.numpy_ops)} operation(s) on numpy")
         flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
         self.plan = [f"{head} (llvm-cpu, {flags}; driver "
-                     f"{k.modules[0].driver if k.modules else '-'})", *k.plan]
+                     f"{k.modules[0].driver if k.modules else '-'})", flags_reason(options), *k.plan]
+        self.plan.append(self_check(k.modules, self.run, graph, options))
 
     @property
     def entry(self) -> Any:

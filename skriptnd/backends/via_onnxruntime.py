@@ -20,9 +20,6 @@ from .executor_runner import has_quantization
 UNFUSED_INT8 = ("onnxruntime's fused int8 kernels saturate on this CPU (x86 without VNNI or AMX), so the "
                 "QuantizeLinear/DequantizeLinear pairs run unfused (session.disable_quant_qdq), as ONNX defines them")
 
-#: The numpy dtype fed to onnxruntime per SkriptND dtype (what skriptnd.interop.onnx_export declares).
-_FEED_DTYPES = {"real": np.float32, "bool": np.bool_, "int": np.int64}
-
 
 def keep_qdq_unfused() -> bool:
     """On x86 without an int8 dot product, onnxruntime's QDQ fusion (Conv/MatMul into u8s8 integer kernels)
@@ -58,6 +55,21 @@ def to_onnx_bytes(graph: Any) -> bytes:
     return to_onnx(graph).SerializeToString()
 
 
+#: onnxruntime's input type names and their numpy dtypes
+ONNX_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int16)": np.int16,
+              "tensor(int8)": np.int8, "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16,
+              "tensor(bool)": np.bool_}
+
+
+def input_dtype(onnx_type: str, ours: str) -> Any:
+    """The dtype to feed an input as: what the ONNX model declares (int64 token ids stay int64, in our export
+    and in a model someone else exported), else our tensor's (real: float32, int: int64)."""
+    if onnx_type in ONNX_TYPES:
+        return ONNX_TYPES[onnx_type]
+    return {"real": np.float32, "int": np.int64, "bool": np.bool_}.get(ours, np.float32)
+
+
 class OnnxRuntimeRunner(Runner):
     def __init__(self, graph: Any, model: bytes | str, threads: int | None, plan: list[str],
                  unfused_qdq: bool = False) -> None:
@@ -68,7 +80,7 @@ class OnnxRuntimeRunner(Runner):
                                               message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
                                               f"{str(err).strip()[:2000]}")]) from None
         # inputs keep their dtype: SkriptND int is the export's int64 (token ids), bool its bool
-        self.inputs = [(t.name, i.name, _FEED_DTYPES.get(t.dtype, np.float32))
+        self.inputs = [(t.name, i.name, input_dtype(i.type, t.dtype))
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan
