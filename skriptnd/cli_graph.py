@@ -224,6 +224,9 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
                                                            "host; e.g. generic, znver4, or a target triple to "
                                                            "cross-compile).")] = None,
+                device: Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), "
+                                                           "cuda[:ARCH] (default sm_80), vulkan[:TARGET] or "
+                                                           "hip[:ARCH] (default gfx942).")] = None,
                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
                                                       "where, compiled or cached.")] = False,
                 max_memory: Annotated[str | None, typer.Option("--max-memory", help="Refuse runs whose inputs, "
@@ -248,6 +251,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         raise typer.BadParameter(f"choose one of {', '.join(backends.names())} (tosa: numpy)",
                                  param_hint="--via") from None
     colour = _color(color)
+    device = cli_io.check_device(device, [via], target)
     limit = cli_io.parse_size(max_memory) if max_memory is not None else cli_io.default_max_memory()
     cli_io.check_output_dir(save_inputs, "--save-inputs")
     cli_io.check_output_dir(output_dir, "--output-dir")
@@ -271,7 +275,8 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         if t.name not in given:
             given[t.name] = _random_input(rng, t)
     try:
-        runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target))
+        with backends.reporting_compiles(cli_io.CompileLine()):
+            runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target, device=device))
         for line in runner.plan if verbose or _has_quantize(composed) else []:
             typer.echo(line, err=True)
         if getattr(runner, "split", False) and not verbose:  # never a silent fallback
