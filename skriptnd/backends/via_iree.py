@@ -48,6 +48,11 @@ DEFAULT_FLAGS: tuple[str, ...] = ("--iree-opt-data-tiling", "--iree-llvmcpu-enab
 #: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
 #: ~2.5 s; docs/performance.md, Notes). 0: always loop (from 2k steps on).
 UNROLL_BUDGET = 256
+#: Grouped convolutions as one depthwise convolution and a sum (tosa.legalize.tensor.conv_for_compilers) rather
+#: than one CONV2D per group: ResNeXt-50's cold compile 312 -> 40 s, its run 272 -> 523 ms (1 thread, a loaded
+#: 2-core machine; docs/performance.md, "Grouped convolutions"): the compile time is the issue's goal, the run
+#: time the price. False: the TABLE's per-group form.
+GROUPED_AS_DEPTHWISE = True
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -349,12 +354,20 @@ class IreeKernels:
         from dataclasses import replace
 
         from ..execute.tosa_backend import PROGRAM_OP, compile_segments
+        from ..tosa.legalize.recurrent import RecurrentLegalizer
+        from ..tosa.legalize.tensor import conv_for_compilers
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        from ..tosa.legalize.recurrent import RecurrentLegalizer
+        recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
 
-        for op in compile_segments(operations, known, keep, RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)):
+        def extra(op: Any) -> Any:
+            """The compiler's own forms: recurrences unrolled within the budget, a grouped convolution as one
+            depthwise convolution and a sum (one dispatch, not three per group: a cold compile of ResNeXt-50
+            went from minutes to tens of seconds; conv_for_compilers)."""
+            return recurrent(op) or (conv_for_compilers(op) if GROUPED_AS_DEPTHWISE else None)
+
+        for op in compile_segments(operations, known, keep, extra):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)
