@@ -58,6 +58,9 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   check: Annotated[bool, typer.Option("--check", help="Exit 1 when a backend deviates from the "
                                                       "first by more than 1e-3 (max |difference| / max |value|) "
                                                       "or fails.")] = False,
+                  device: Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), "
+                                                             "cuda[:ARCH], vulkan[:TARGET] or hip[:ARCH]; the "
+                                                             "other backends run on the CPU.")] = None,
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
                   color: Annotated[str, typer.Option("--color")] = "auto") -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime)."""
@@ -80,12 +83,15 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
     if onnx is not None and compare is None:
         compare = REFERENCE
     colour = _color(color)
+    from .cli_io import check_device
+
+    device = check_device(device, names, target)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
     rng = np.random.default_rng(seed)
     inputs = {t.name: _random_input(rng, t) for t in composed.inputs}
     try:
         report = _run(composed, names, inputs, threads, compare, onnx, rounds, Options(target=target,
-                      flags=tuple(iree_flag or ()), verify=not no_verify), str(path), as_json)
+                      flags=tuple(iree_flag or ()), verify=not no_verify, device=device), str(path), as_json)
     except DiagnosticError as err:
         fail(err.diagnostics, None, colour)
     if as_json:
@@ -100,12 +106,15 @@ def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: i
          onnx: Path | None, rounds: int, options: Any, model: str, quiet: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .backends import reporting_compiles
     from .backends.bench import bench
+    from .cli_io import CompileLine
 
     kwargs = dict(threads=threads, reference=compare, onnx_file=str(onnx) if onnx else None, rounds=rounds,
                   options=options, model=model)
     if quiet or not sys.stderr.isatty():
-        return bench(graph, names, inputs, **kwargs)
+        with reporting_compiles(None if quiet else CompileLine()):
+            return bench(graph, names, inputs, **kwargs)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task("preparing", total=1)
@@ -113,7 +122,12 @@ def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: i
         def update(stage: str, done: int, total: int) -> None:
             progress.update(task, description=stage, completed=done, total=total)
 
-        return bench(graph, names, inputs, progress=update, **kwargs)
+        def compiling(what: str, seconds: float | None) -> None:  # the compile as the bar's description
+            progress.update(task, description=f"compiling {what}… {seconds:.0f} s" if seconds is not None
+                            else "preparing")
+
+        with reporting_compiles(compiling):
+            return bench(graph, names, inputs, progress=update, **kwargs)
 
 
 def _show(report: Any) -> None:

@@ -231,6 +231,9 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: do not compare a newly "
                                                         "compiled module with the numpy backend before its "
                                                         "first result (unchecked results).")] = False,
+                device: Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), "
+                                                           "cuda[:ARCH] (default sm_80), vulkan[:TARGET] or "
+                                                           "hip[:ARCH] (default gfx942).")] = None,
                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
                                                       "where and why, compiled or cached, the self-check.")]
                 = False,
@@ -256,6 +259,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         raise typer.BadParameter(f"choose one of {', '.join(backends.names())} (tosa: numpy)",
                                  param_hint="--via") from None
     colour = _color(color)
+    device = cli_io.check_device(device, [via], target)
     limit = cli_io.parse_size(max_memory) if max_memory is not None else cli_io.default_max_memory()
     cli_io.check_output_dir(save_inputs, "--save-inputs")
     cli_io.check_output_dir(output_dir, "--output-dir")
@@ -279,9 +283,10 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
         if t.name not in given:
             given[t.name] = _random_input(rng, t)
     try:
-        runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target,
-                                                                  flags=tuple(iree_flag or ()),
-                                                                  verify=not no_verify))
+        with backends.reporting_compiles(cli_io.CompileLine()):
+            runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target,
+                                                                      flags=tuple(iree_flag or ()),
+                                                                      verify=not no_verify, device=device))
         for line in runner.plan if verbose or _has_quantize(composed) else []:
             typer.echo(line, err=True)
         if getattr(runner, "split", False) and not verbose:  # never a silent fallback

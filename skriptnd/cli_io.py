@@ -27,7 +27,7 @@ import typer
 from .diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from .fileio import output_target, write_atomic
 from .io.npy import NpyError, read_npy
-from .source import NO_SPAN, Span
+from .source import Span
 
 register_codes({
     "E0791": "tensor too large for the memory allowed",
@@ -122,11 +122,7 @@ def save_arrays(folder: Path, arrays: dict[str, Any], option: str) -> None:
 
 def graph_span(graph: Any) -> Span:
     """The declaration of a composed graph (its name in `graph Name {`), for run-time diagnostics."""
-    program = getattr(graph, "program", None)
-    for d in program.graphs() if program is not None else []:
-        if d.name == graph.name:
-            return d.name_span if d.name_span is not NO_SPAN else d.span
-    return NO_SPAN
+    return graph.declared_at()
 
 
 def read_array(spec: str, name: str) -> np.ndarray:
@@ -252,3 +248,53 @@ def check_memory(graph: Any, limit: int, random: Iterable[str] = ()) -> None:
             code="E0791", message=f"the inputs, variables and constants of graph '{graph.name}' would need "
             f"{format_bytes(held)} ({held:,} bytes) together; the limit is {format_bytes(limit)}", span=where,
             hint="raise the limit with --max-memory")])
+
+
+class CompileLine:
+    """The status line of a running compiler (skriptnd.backends.base.reporting_compiles): on a terminal one
+    line rewritten in place ("compiling G (…) with iree-compile (llvm-cpu)… 12 s") and cleared when the
+    compile ends; elsewhere (a log, a pipe) one plain line per compile that runs past a second, so logs show
+    what took the time without a line per tick."""
+
+    def __init__(self, stream: Any = None) -> None:
+        import sys
+
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.shown: set[str] = set()
+
+    def __call__(self, what: str, seconds: float | None) -> None:
+        if seconds is None:
+            if self.tty and what in self.shown:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+            self.shown.discard(what)
+            return
+        if self.tty:
+            self.stream.write(f"\r\033[Kcompiling {what}… {seconds:.0f} s")
+        elif what not in self.shown:
+            self.stream.write(f"compiling {what}…\n")
+        self.shown.add(what)
+        self.stream.flush()
+
+
+def check_device(device: str | None, backends: Iterable[str], target: str | None) -> str | None:
+    """``--device`` checked as a usage error (exit 2): a device IREE knows, for a backend that runs there,
+    without a CPU ``--target`` beside a GPU."""
+    if not device:
+        return None
+    from .backends import get
+    from .backends.iree_devices import parse
+
+    try:
+        parsed = parse(device)
+    except ValueError as err:
+        raise _usage("--device", str(err)) from None
+    names = list(backends)
+    if not any(parsed.kind.name in get(n).devices for n in names):
+        raise _usage("--device", f"--device {device} is for --via iree (the {', '.join(names)} backend runs "
+                     f"on the CPU)")
+    if target and not parsed.is_cpu:
+        raise _usage("--target", f"--target names the CPU to compile for; for a {parsed.kind.name} GPU give its "
+                     f"architecture as --device {parsed.kind.name}:ARCH")
+    return device

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, DiagnosticError, register_codes
 from ..source import NO_SPAN
-from .base import Backend, Options, Progress, Runner
+from .base import Backend, CompileStatus, Options, Progress, Runner, reporting_compiles
 
 register_codes({
     "E0780": "backend not available",
@@ -70,6 +70,13 @@ def prepare(graph: Any, backend: str = DEFAULT, options: Options | None = None) 
     """The graph prepared by ``backend`` (kept on the graph: prepared once per backend and options)."""
     b = get(backend)
     options = options or Options()
+    if options.device:
+        from .iree_devices import parse
+
+        device = parse(options.device)  # ValueError for a device no backend knows
+        if device.kind.name not in b.devices:
+            raise ValueError(f"the {b.name} backend runs on {', '.join(b.devices)}, not on {device.kind.name}; "
+                             f"--device {device.kind.name} is for --via iree")
     runners: dict[tuple[str, Options], Runner] = graph.__dict__.setdefault("_runners", {})
     key = (b.name, options)
     runner = runners.get(key)
@@ -99,5 +106,5 @@ for _module in MODULES:
 
 from .kernel_maps import kernels_for  # noqa: E402
 
-__all__ = ["ALIASES", "BACKENDS", "DEFAULT", "Backend", "Options", "Progress", "Runner", "canonical", "forget",
-           "get", "kernels_for", "names", "prepare", "run"]
+__all__ = ["ALIASES", "BACKENDS", "DEFAULT", "Backend", "CompileStatus", "Options", "Progress", "Runner", "canonical",
+           "forget", "get", "kernels_for", "names", "prepare", "reporting_compiles", "run"]

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from . import Options, canonical, prepare
+from . import Options, canonical, get, prepare
 from .base import Runner
+from .iree_devices import parse as parse_device
 
 REFERENCE = "onnxruntime"
 
@@ -195,23 +196,25 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
     times over. ``progress(stage, done, total)`` reports the work."""
     if gap is None:
         gap = 0.0 if threads == 1 else 0.3
-    def with_threads(o: Options) -> Options:
-        return replace(o, threads=threads)
+    def with_threads(o: Options, backend: str) -> Options:
+        # --device applies to the backends that run there (iree); the others are timed on the CPU beside it
+        device = o.device if o.device and parse_device(o.device).kind.name in get(backend).devices else None
+        return replace(o, threads=threads, device=device)
 
-    default = with_threads(options or Options())
+    default = options or Options()
     entries: dict[str, tuple[str, Options] | Runner | _OnnxFile] = {}
     for b in backends:
         if isinstance(b, str):
-            entries[canonical(b)] = (canonical(b), default)
+            entries[canonical(b)] = (canonical(b), with_threads(default, canonical(b)))
         elif len(b) == 2:
             entries[b[0]] = b[1]  # type: ignore[misc]
         else:
-            entries[b[0]] = (canonical(b[1]), with_threads(b[2]))  # type: ignore[misc]
+            entries[b[0]] = (canonical(b[1]), with_threads(b[2], canonical(b[1])))  # type: ignore[misc]
     if reference and onnx_file:  # the original model: a row of its own, next to our export's
         reference = f"{REFERENCE}: {os.path.basename(onnx_file)}"
         entries[reference] = _OnnxFile(onnx_file)
     elif reference and reference not in entries:
-        entries[reference] = (reference, default)
+        entries[reference] = (reference, with_threads(default, reference))
     names = list(entries)
     report = Report(model=model or graph.name, threads=threads, reference=reference)
     runners: dict[str, Runner] = {}

@@ -1,5 +1,6 @@
 """``iree``: the graph compiled by IREE for the CPU (llvm-cpu, ``--iree-llvmcpu-target-cpu=host`` unless
-``Options.target`` names another CPU or a target triple) and run by the IREE runtime.
+``Options.target`` names another CPU or a target triple), or for a GPU (``Options.device``: cuda, vulkan,
+hip; skriptnd.backends.iree_devices), and run by the IREE runtime.
 
 A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
 every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
@@ -30,8 +31,8 @@ import numpy as np
 from ..diagnostics import Diagnostic, DiagnosticError, Note
 from ..fileio import write_atomic
 from ..source import NO_SPAN
-from . import register
-from .base import Backend, Options, Progress, Runner
+from . import iree_devices, register
+from .base import Backend, Options, Progress, Runner, compile_status
 from .executor_runner import has_quantization
 from .iree_check import (
     RELATIVE,
@@ -45,9 +46,11 @@ from .iree_check import (
 )
 from .iree_defaults import DATA_TILING, default_flags
 
-#: Flags of every compilation (the input is TOSA; the device the local CPU).
-BASE_FLAGS = ("--iree-input-type=tosa", "--iree-hal-target-device=local",
-              "--iree-hal-local-target-device-backends=llvm-cpu")
+#: The input flag of every compilation.
+INPUT_FLAGS = ("--iree-input-type=tosa",)
+#: Flags of every CPU compilation (the input is TOSA; the device the local CPU); a GPU's are its device's
+#: (iree_devices.Device.compile_flags).
+BASE_FLAGS = (*INPUT_FLAGS, "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu")
 #: Optimisation flags on by default where the target has no AVX-512 (skriptnd.backends.iree_defaults: IREE
 #: miscompiles with data tiling there; see docs/performance.md for the sweep that chose them): data tiling and
 #: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
@@ -59,9 +62,16 @@ DEFAULT_FLAGS: tuple[str, ...] = DATA_TILING
 #: 15.9 ms looped), and compiles lstm-large's 2 x 128 unrolled steps in ~6.5 s with data tiling (looped:
 #: ~2.5 s; docs/performance.md, Notes). 0: always loop (from 2k steps on).
 UNROLL_BUDGET = 256
+#: Grouped convolutions as one depthwise convolution and a sum (tosa.legalize.tensor.conv_for_compilers) rather
+#: than one CONV2D per group: ResNeXt-50's cold compile 312 -> 40 s, its run 272 -> 523 ms (1 thread, a loaded
+#: 2-core machine; docs/performance.md, "Grouped convolutions"): the compile time is the issue's goal, the run
+#: time the price. False: the TABLE's per-group form.
+GROUPED_AS_DEPTHWISE = True
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
+#: Seconds between two reports of a running iree-compile to the caller's status line (base.compile_status).
+STATUS_INTERVAL = 1.0
 
 
 def iree_version() -> str:
@@ -87,6 +97,13 @@ def compiler_path() -> str:
 
 
 def compile_flags(options: Options) -> list[str]:
+    device = iree_devices.parse(options.device)
+    if not device.is_cpu:
+        if options.target:
+            raise ValueError(f"--target names the CPU to compile for; for --device {device.kind.name} give the "
+                             f"GPU's architecture as --device {device.kind.name}:ARCH")
+        # data tiling and micro-kernels are the CPU's (DEFAULT_FLAGS); a GPU gets IREE's own defaults
+        return [*INPUT_FLAGS, *device.compile_flags(), *options.flags]
     target = options.target or "host"
     flags = list(BASE_FLAGS)
     if target.count("-") >= 2:  # a target triple (aarch64-linux-gnu), not a CPU (skylake-avx512): its generic CPU
@@ -129,9 +146,12 @@ def graph_mlir(graph: Any) -> tuple[str, Any]:
     return quantized.to_mlir(integer), integer
 
 
-def _compile(mlir: str, flags: list[str], folder: Any, log: Path | None = None) -> None:
-    """iree-compile ``mlir`` into ``folder``; a failure is E0782 with the compiler's ``error:`` lines, its
-    whole stderr (often megabytes of MLIR dump) written to ``log``."""
+def _compile(mlir: str, flags: list[str], folder: Any, label: str = "", hint: str | None = None,
+             log: Path | None = None) -> None:
+    """Run iree-compile on ``mlir`` into ``folder``; while it runs, report ``label`` and the seconds so far
+    to the caller's status line (base.compile_status) about every :data:`STATUS_INTERVAL` seconds. A failure
+    is E0782 with the compiler's ``error:`` lines, its whole stderr (often megabytes of MLIR dump) written to
+    ``log``."""
     from .iree_cache import MODULE, PARAMS
 
     source = os.path.join(folder, "model.mlir")
@@ -140,22 +160,39 @@ def _compile(mlir: str, flags: list[str], folder: Any, log: Path | None = None) 
     command = [compiler_path(), *flags, f"--iree-parameter-export={PARAMETER_SCOPE}={os.path.join(folder, PARAMS)}",
                f"--iree-parameter-export-minimum-size={PARAMETER_MIN_BYTES}", source,
                "-o", os.path.join(folder, MODULE)]
+    status = compile_status()
+    start = time.monotonic()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise _compiler_failed(f"iree-compile did not finish in {COMPILE_TIMEOUT:.0f} s") from None
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                while True:
+                    try:  # communicate() again after a timeout loses no output (and drains the pipes)
+                        _, stderr = proc.communicate(timeout=STATUS_INTERVAL)
+                        break
+                    except subprocess.TimeoutExpired:
+                        elapsed = time.monotonic() - start
+                        if elapsed > COMPILE_TIMEOUT:
+                            raise _compiler_failed(f"iree-compile did not finish in {COMPILE_TIMEOUT:.0f} s",
+                                                   hint) from None
+                        if status is not None:
+                            status(label, elapsed)
+            except BaseException:  # a timeout, or Ctrl-C: no compiler left running
+                proc.kill()
+                raise
     finally:
         os.unlink(source)
-    if done.returncode != 0:
+        if status is not None:
+            status(label, None)
+    if proc.returncode != 0:
         kept = None
         if log is not None:
             try:
                 log.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(log, done.stderr)
+                write_atomic(log, stderr)
                 kept = log
             except OSError:
                 pass
-        raise _compiler_failed(f"iree-compile failed:\n{compiler_errors(done.stderr)}", kept)
+        raise _compiler_failed(f"iree-compile failed:\n{compiler_errors(stderr)}", hint, kept)
 
 
 #: What E0782 quotes of iree-compile's stderr: the lines after each ``error:`` line, each line cut at its width.
@@ -191,10 +228,10 @@ def compile_log(options: Options, key: str) -> Path:
     return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
 
 
-def _compiler_failed(message: str, log: Path | None = None) -> DiagnosticError:
+def _compiler_failed(message: str, hint: str | None = None, log: Path | None = None) -> DiagnosticError:
     notes = (Note(f"iree-compile's whole output: {log}"),) if log is not None else ()
     return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN, notes=notes,
-                                       hint="report it with the model; --via numpy runs it meanwhile")])
+                                       hint=hint or "report it with the model; --via numpy runs it meanwhile")])
 
 
 _CONFIGS: dict[tuple[str, int | None], Any] = {}
@@ -207,10 +244,39 @@ def _config(driver: str, threads: int | None) -> Any:
 
     key = (driver, threads)
     if key not in _CONFIGS:
-        if threads and threads > 1:  # read when the task executor is created, i.e. by this Config
+        if threads and threads > 1 and driver == "local-task":  # read when the task executor is created
             rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
         _CONFIGS[key] = rt.Config(driver)
     return _CONFIGS[key]
+
+
+def open_device(options: Options, graph: Any = None) -> Any:
+    """The runtime configuration of ``options.device``, opened before anything is compiled: a machine without
+    the device (no GPU, no driver library) gets a located E0786 naming it and the driver's reason at once."""
+    device = iree_devices.parse(options.device)
+    driver = device.driver(options.threads)
+    try:
+        return _config(driver, options.threads)
+    except (RuntimeError, ValueError, OSError) as err:
+        reasons, cause = [], err  # "Could not create device", caused by the driver's own reason: keep both
+        while cause is not None and len(reasons) < 4:
+            reasons.append(str(cause))
+            cause = cause.__cause__ or cause.__context__
+        if not any("driver" in r for r in reasons):  # "No device found": ask the driver itself why
+            try:
+                import iree.runtime as rt
+
+                rt.get_driver(driver)
+            except (RuntimeError, ValueError, OSError) as why:
+                reasons.append(str(why))
+        raise iree_devices.unavailable(device, driver, ": ".join(reasons), graph.declared_at() if graph else NO_SPAN,
+                                       graph.name if graph else "?") from None
+
+
+def _target_name(options: Options) -> str:
+    """What the plan says the graph is compiled for: llvm-cpu, or the GPU device (cuda:sm_80)."""
+    device = iree_devices.parse(options.device)
+    return "llvm-cpu" if device.is_cpu else str(device)
 
 
 class ProgramSource:
@@ -254,9 +320,11 @@ class TextSource:
 
 
 class IreeModule:
-    """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``."""
+    """One MLIR module compiled (or found in the cache) and loaded: ``module(arrays) -> list of arrays``.
+    ``load=False`` only compiles (into the cache: a module for a device this machine does not have)."""
 
-    def __init__(self, source: ProgramSource | TextSource | str, options: Options) -> None:
+    def __init__(self, source: ProgramSource | TextSource | str, options: Options, label: str = "",
+                 load: bool = True, ops: int | None = None) -> None:
         import iree.runtime as rt
 
         from .iree_cache import cache_root, content_key, lookup_or_build
@@ -266,11 +334,25 @@ class IreeModule:
         self.source = source  # what was compiled (a ProgramSource's program: its TOSA operators)
         start = time.perf_counter()
         flags = compile_flags(options)
-        self.flags = [f for f in flags if f not in BASE_FLAGS]
+        self.flags = [f for f in flags if f not in BASE_FLAGS and f not in INPUT_FLAGS]
+        device = iree_devices.parse(options.device)
+        count = f", {ops} op{'s' if ops != 1 else ''}" if ops is not None else ""
+        label = f"{label or 'a module'} with iree-compile ({_target_name(options)}{count})"
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
-                                     lambda folder: _compile(source.mlir(), flags, folder, compile_log(options, key)))
-        self.driver = "local-sync" if options.threads == 1 else "local-task"
+                                     lambda folder: _compile(source.mlir(), flags, folder, label,
+                                                             iree_devices.compile_hint(device),
+                                                             compile_log(options, key)))
+        self.driver = device.driver(options.threads)
+        self.seconds = time.perf_counter() - start
+        self.options = options
+        #: how the module is checked against numpy (set by the runner that made it; None: not checked)
+        self.check: ProgramCheck | IntegerCheck | None = None
+        self.what = "module"  # what it computes, for E0785
+        self.verdict = read_verdict(self.entry.folder)  # the self-check's, kept with the module
+        self.checked_now = False
+        if not load:
+            return
         config = _config(self.driver, options.threads)
         modules = []
         if self.entry.params is not None:
@@ -287,12 +369,6 @@ class IreeModule:
                                               f"{self.entry.module}: {err}",
                                               hint=f"remove {self.entry.folder} to recompile it")]) from None
         self.seconds = time.perf_counter() - start
-        self.options = options
-        #: how the module is checked against numpy (set by the runner that made it; None: not checked)
-        self.check: ProgramCheck | IntegerCheck | None = None
-        self.what = "module"  # what it computes, for E0785
-        self.verdict = read_verdict(self.entry.folder)  # the self-check's, kept with the module
-        self.checked_now = False
 
     def describe(self) -> str:
         how = "compiled" if self.entry.compiled else "loaded from the cache"
@@ -399,14 +475,16 @@ def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options
 class IntegerRunner(Runner):
     """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
 
-    def __init__(self, graph: Any, options: Options) -> None:
+    def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
+        if load:
+            open_device(options, graph)
         mlir, self.integer = graph_mlir(graph)
-        self.module = IreeModule(mlir, options)
+        self.module = IreeModule(mlir, options, f"{graph.name}'s integer TOSA graph", load)
         self.module.check = IntegerCheck(self.integer, graph, self.module.prefix_compiler())
         self.module.what = f"of graph '{graph.name}' (its integer TOSA graph)"
         self.entry = self.module.entry
         self.output_names = [n for n, _ in self.integer.outputs]
-        self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE (llvm-cpu, "
+        self.plan = [f"{graph.name}: the whole integer TOSA graph compiled by IREE ({_target_name(options)}, "
                      f"{' '.join(self.module.flags)}), driver {self.module.driver}", flags_reason(options),
                      self.module.describe()]
         self.plan.append(self_check([self.module], self.run, graph, options))
@@ -453,11 +531,11 @@ class IreeKernels:
     each program is written as MLIR and compiled by IREE (one module per run); what does not legalize or
     compile runs on numpy (native kernels, else @lower) and the plan says so."""
 
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, graph_name: str = "", load: bool = True) -> None:
         from ..execute.executor import KERNELS
         from ..execute.tosa_backend import TosaKernels
 
-        self.options = options
+        self.options, self.graph_name, self.load = options, graph_name, load
         self._numpy = TosaKernels(KERNELS)
         self.plan: list[str] = []
         self.modules: list[IreeModule] = []
@@ -468,12 +546,20 @@ class IreeKernels:
         from dataclasses import replace
 
         from ..execute.tosa_backend import PROGRAM_OP, compile_segments
+        from ..tosa.legalize.recurrent import RecurrentLegalizer
+        from ..tosa.legalize.tensor import conv_for_compilers
         from ..tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
-        from ..tosa.legalize.recurrent import RecurrentLegalizer
+        recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
 
-        for op in compile_segments(operations, known, keep, RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)):
+        def extra(op: Any) -> Any:
+            """The compiler's own forms: recurrences unrolled within the budget, a grouped convolution as one
+            depthwise convolution and a sum (one dispatch, not three per group: a cold compile of ResNeXt-50
+            went from minutes to tens of seconds; conv_for_compilers)."""
+            return recurrent(op) or (conv_for_compilers(op) if GROUPED_AS_DEPTHWISE else None)
+
+        for op in compile_segments(operations, known, keep, extra):
             if op.op != PROGRAM_OP:  # does not legalize: numpy (its native kernel, else @lower)
                 result.append(op)
                 self.numpy_ops.append(op)
@@ -490,7 +576,7 @@ class IreeKernels:
                 check_compilable(program)
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), _PROGRAM_DTYPES[t.dtype])
                                                  for t in op.inputs], f"of {what}")
-                module = IreeModule(source, self.options)  # writes the MLIR only when not cached
+                module = IreeModule(source, self.options, self.graph_name, self.load, len(sources))  # MLIR on a miss
                 module.check = ProgramCheck(program, sources, module.prefix_compiler())
                 module.what = f"of {what}"
             except NotCompilable as err:
@@ -514,10 +600,12 @@ class IreeKernels:
 class IreeGraphRunner(Runner):
     """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
 
-    def __init__(self, graph: Any, options: Options) -> None:
+    def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
         from .executor_runner import ExecutorRunner
 
-        self.kernels = IreeKernels(options)
+        if load:
+            open_device(options, graph)  # before compiling: no device, no minutes of compiling for nothing
+        self.kernels = IreeKernels(options, graph.name, load)
         self._runner = ExecutorRunner(graph, self.kernels, True, [])  # type: ignore[arg-type]
         self._runner.executor.prepare()
         total = len(graph.operations)
@@ -527,8 +615,9 @@ class IreeGraphRunner(Runner):
         head = (f"{graph.name}: all {total} operations compiled by IREE" if not self.split else
                 f"{graph.name}: split: {len(k.modules)} IREE module(s) for the operations that legalize, "
                 f"{len(k.numpy_ops)} operation(s) on numpy")
-        flags = " ".join(k.modules[0].flags) if k.modules else " ".join(compile_flags(options)[len(BASE_FLAGS):])
-        self.plan = [f"{head} (llvm-cpu, {flags}; driver "
+        flags = " ".join(k.modules[0].flags) if k.modules else " ".join(
+            f for f in compile_flags(options) if f not in BASE_FLAGS and f not in INPUT_FLAGS)
+        self.plan = [f"{head} ({_target_name(options)}, {flags}; driver "
                      f"{k.modules[0].driver if k.modules else '-'})", flags_reason(options), *k.plan]
         self.plan.append(self_check(k.modules, self.run, graph, options))
 
@@ -544,8 +633,9 @@ class IreeGraphRunner(Runner):
 @register
 class IreeBackend(Backend):
     def __init__(self) -> None:
-        super().__init__("iree", "the whole graph as TOSA MLIR compiled by IREE for the CPU (cached; weights in a "
-                         "parameter archive)", requires=("iree.compiler", "iree.runtime"))
+        super().__init__("iree", "the whole graph as TOSA MLIR compiled by IREE for the CPU or a GPU (cached; "
+                         "weights in a parameter archive)", requires=("iree.compiler", "iree.runtime"),
+                         devices=tuple(iree_devices.KINDS))
 
     def prepare(self, graph: Any, options: Options) -> Runner:
         if has_quantization(graph):

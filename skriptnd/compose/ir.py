@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from .. import ast
 from ..semantics.binding import Binding
+from ..source import NO_SPAN, Span
 
 TensorKind = Literal["input", "output", "variable", "constant", "intermediate"]
 
@@ -86,11 +87,19 @@ class Graph:
     def output_name(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name
 
+    def declared_at(self) -> Span:
+        """Where the graph is declared (its name in `graph Name {`), for diagnostics about the graph as a whole
+        (its inputs, the device it runs on); NO_SPAN for a graph composed from no source."""
+        for d in self.program.graphs() if self.program is not None else []:
+            if d.name == self.name:
+                return d.name_span if d.name_span is not NO_SPAN else d.span
+        return NO_SPAN
+
     def run(self, inputs: dict[str, Any], backend: str = "numpy", **options: Any) -> dict[str, Any]:
         """Execute the graph on numpy inputs (by input name); returns the outputs by name.
 
         ``backend``: a name of skriptnd.backends (numpy, the default; kernels, lower, iree, onnxruntime),
-        ``options``: its :class:`skriptnd.backends.Options` (threads=, target=, ...). The prepared backend
+        ``options``: its :class:`skriptnd.backends.Options` (threads=, target=, device=, ...). The prepared backend
         is kept on the graph, so later runs do no planning or compiling. The backends sit above the IR:
         imported here, at call time, never at import time."""
         from ..backends import Options, run

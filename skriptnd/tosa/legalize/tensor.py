@@ -187,10 +187,11 @@ def _blank_conv(b: Builder, op: Any, perm: list[int], d: int) -> Subgraph:
     return b.done(b.transpose(y, _inverse(perm)))
 
 
-def _conv(op: Any) -> Subgraph:
+def _conv(op: Any, grouped_as_depthwise: bool = False) -> Subgraph:
     """TRANSPOSE input to N,X..,C and filter to O,X..,I; a 1-D convolution gets a unit second spatial
     dimension; SLICE the input where the stdlib's padding is negative or leaves a remainder;
-    CONV2D / CONV3D / DEPTHWISE_CONV2D, per group SLICE + conv + CONCAT for other groupings."""
+    CONV2D / CONV3D / DEPTHWISE_CONV2D, per group SLICE + conv + CONCAT for other groupings (or, with
+    ``grouped_as_depthwise``, 1-D / 2-D groupings as one DEPTHWISE_CONV2D: :func:`conv_for_compilers`)."""
     b = Builder(op)
     d = len(shape_of(op.inputs[0])) - 2
     fmt, ffmt = op.attribs.get("data_format", "NCX"), op.attribs.get("filter_format", "NCX")
@@ -220,6 +221,8 @@ def _conv(op: Any) -> Subgraph:
     if g > 1 and fc == 1 and dd == 2:  # depthwise: weight [KH, KW, C, M]
         wd = b.transpose(b.reshape(w, fs, [ic, m, fs[1], fs[2]]), [2, 3, 0, 1])
         y = b.emit("DEPTHWISE_CONV2D", x, wd, b.const(np.zeros(1)) if bias is None else bias, *zps, **attrs)
+    elif g > 1 and dd == 2 and grouped_as_depthwise:
+        y = _grouped_as_depthwise(b, x, w, bias, s, fs, g, ox, attrs, zps)
     else:
         name = "CONV2D" if dd == 2 else "CONV3D"
         parts = []
@@ -235,6 +238,43 @@ def _conv(op: Any) -> Subgraph:
     if d == 1:
         y = b.reshape(y, [s[0], *ox, n], [s[0], ox[0], n])
     return b.done(b.transpose(y, _inverse(perm)))
+
+
+def _grouped_as_depthwise(b: Builder, x: str, w: str, bias: str | None, s: list[int], fs: list[int], g: int,
+                          ox: list[int], attrs: dict[str, Any], zps: tuple[str, str]) -> str:
+    """A grouped 2-D convolution (``g`` groups of ``fc`` input and ``m`` output channels) as one depthwise
+    convolution and a sum: the input's channels TILEd to [g, m, fc] (each group's fc channels once per
+    output channel of the group), one DEPTHWISE_CONV2D with multiplier 1 over those g*m*fc channels (filter
+    [KH, KW, g*m*fc, 1]: output channel o's taps for its input channel c), REDUCE_SUM over fc, ADD bias.
+    Same products, summed over the taps of each input channel first; g*m*fc = fc x the output channels
+    of intermediate values."""
+    n, kh, kw, fc = fs
+    m, lead = n // g, s[:-1]
+    tiled = b.emit("TILE", b.reshape(x, s, [*lead, g, 1, fc]), b.shape([1] * len(lead) + [1, m, 1]))
+    tiled = b.reshape(tiled, [*lead, g, m, fc], [*lead, n * fc])
+    wd = b.reshape(b.transpose(w, [1, 2, 0, 3]), [kh, kw, n, fc], [kh, kw, n * fc, 1])
+    y = b.emit("DEPTHWISE_CONV2D", tiled, wd, b.const(np.zeros(1)), *zps, **attrs)
+    positions = s[0] * ox[0] * ox[1]
+    y = b.emit("REDUCE_SUM", b.reshape(y, [s[0], *ox, n * fc], [positions, n, fc]), axis=2)
+    y = b.reshape(y, [positions, n, 1], [s[0], *ox, n])
+    return y if bias is None else b.emit("ADD", y, b.reshape(bias, [n], [1, 1, 1, n]))
+
+
+def conv_for_compilers(op: Any) -> Subgraph | None:
+    """A grouped 1-D / 2-D ``nn.conv`` (neither one group nor depthwise) as one DEPTHWISE_CONV2D and a sum
+    (:func:`_grouped_as_depthwise`), for a backend that compiles TOSA (the iree backend's ``extra``
+    legalization); None for any other operation (the TABLE's rule applies).
+
+    Why: the TABLE writes a grouped convolution as one CONV2D per group between a SLICE and a CONCAT, and
+    IREE compiles each of those as its own dispatch: ResNeXt-50's 16 convolutions of 32 groups become 692
+    dispatches (290 convolutions, 370 copies), a cold compile of minutes; in this form they are 53
+    (docs/performance.md, "Grouped convolutions"). The numpy backend and the exports keep the TABLE's form
+    (numpy runs per-group CONV2Ds well, and exports stay one operator per group)."""
+    if op.op != "nn.conv" or _conv_check(op) is not None or len(shape_of(op.inputs[0])) > 4:
+        return None
+    if int(env(op, "g")) <= 1:
+        return None
+    return _conv(op, grouped_as_depthwise=True)  # a depthwise one (one input channel per group) stays as it is
 
 
 # -- deconvolution -------------------------------------------------------------------------------
