@@ -343,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-memory", default="10G", help="address-space limit per step (0: none)")
     parser.add_argument("--json", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--markdown", type=Path, default=None, help="write the table and failures as markdown")
+    parser.add_argument("--doc", action="store_true",
+                        help="also write the table between <!-- zoo --> and <!-- /zoo --> in docs/performance.md")
     args = parser.parse_args(argv)
     via = [b.strip() for b in args.via.split(",") if b.strip()]
     # classic exports first, then the dynamo variants; the smallest file first within each
@@ -377,7 +379,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"{table(rows, via)}\n\n## Failures\n\n{failures(rows)}\n")
     print()
     print(table(rows, via))
+    if args.doc:
+        write_doc(f"Measured {started} on {machine()}; one thread per step, under the load of other processes.",
+                  table(rows, via))
     return 0
+
+
+def write_doc(header: str, body: str) -> None:
+    """Replace the zoo section of docs/performance.md (between its markers), atomically."""
+    from skriptnd.fileio import write_atomic
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "performance.md"
+    text = doc.read_text(encoding="utf-8")
+    section = f"<!-- zoo -->\n{header}\n\n{body}\n<!-- /zoo -->"
+    if "<!-- zoo -->" in text:
+        head, _, rest = text.partition("<!-- zoo -->")
+        _, _, tail = rest.partition("<!-- /zoo -->")
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    write_atomic(doc, text)
 
 
 if __name__ == "__main__":
