@@ -194,6 +194,8 @@ class Cell:
     message: str = ""
     compile_s: float | None = None
     run_s: float | None = None
+    #: the backend's plan in short: "all N compiled" or "split: K module(s), M op(s) on numpy" (iree)
+    plan: str = ""
 
 
 @dataclass
@@ -212,8 +214,14 @@ class Row:
 def _first_lines(text: str, n: int = DIAGNOSTIC_LINES) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     # keep an `error:` line of a compiler dump if it is not among the first ones
-    head = lines[:n]
-    errors = [line for line in lines[n:] if "error:" in line][:2]
+    head = [line[:400] for line in lines[:n]]
+    errors = [line[:400] for line in lines[n:] if "error:" in line][:2]
+    # an iree-compile dump cut to its end: name the dispatches it shows (e.g. an i1 encoding)
+    import re
+
+    dispatches = sorted(set(re.findall(r'sym_name = "([\w.]+)"', text)))[:4]
+    if dispatches:
+        errors.append("dispatches in the compiler's dump: " + ", ".join(dispatches))
     return "\n".join(head + errors)
 
 
@@ -253,8 +261,20 @@ def run_model(onnx_path: Path, work: Path, via: list[str], timeout: float, memor
         err, where = relative_error(dict(np.load(out_path)), expected)
         row.backends[backend] = Cell("ok" if err <= TOLERANCE else "wrong", err, where,
                                      compile_s=res["prepare_s"] + res["first_run_s"] - res["run_s"],
-                                     run_s=res["run_s"])
+                                     run_s=res["run_s"], plan=short_plan(res.get("plan", [])))
     return row
+
+
+def short_plan(plan: list[str]) -> str:
+    """The first line of an iree plan in a few words: how much of the graph IREE compiled."""
+    import re
+
+    first = plan[0] if plan else ""
+    if m := re.search(r"all (\d+) operations compiled", first):
+        return f"all {m.group(1)} compiled"
+    if m := re.search(r"split: (\d+) IREE module\(s\).*?, (\d+) operation\(s\) on numpy", first):
+        return f"split: {m.group(1)} module(s), {m.group(2)} op(s) on numpy"
+    return ""
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -275,13 +295,14 @@ def _cell_text(cell: Cell | None) -> str:
 def table(rows: list[Row], via: list[str]) -> str:
     """The markdown table: per model, import and each backend (verdict and relative error), then the
     times (iree: cold compile / run; onnxruntime on the original: run)."""
-    head = ["model", "MB", "import", *via, "iree compile", *(f"{b} run" for b in via), "ort original run",
+    head = ["model", "MB", "import", *via, "iree plan", "iree compile", *(f"{b} run" for b in via), "ort original run",
             "torch vs ort"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r.model, f"{r.onnx_mb:g}",
                  r.import_status + (f" {_fmt_time(r.import_s)}" if r.import_s is not None else ""),
                  *(_cell_text(r.backends.get(b)) for b in via),
+                 r.backends["iree"].plan or "–" if "iree" in r.backends else "–",
                  _fmt_time(r.backends["iree"].compile_s) if "iree" in r.backends else "–",
                  *(_fmt_time(r.backends[b].run_s) if b in r.backends else "–" for b in via),
                  _fmt_time(r.ort_run_s), "–" if r.torch_vs_ort is None else f"{r.torch_vs_ort:.1e}"]
@@ -345,8 +366,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="write the table and failures as markdown")
     parser.add_argument("--doc", action="store_true",
                         help="also write the table between <!-- zoo --> and <!-- /zoo --> in docs/performance.md")
+    parser.add_argument("--merge", nargs="*", type=Path, default=None,
+                        help="combine earlier --json results (later files win per model) instead of running; "
+                             "iree cells without a plan are re-prepared from --work's IREE cache to get it")
     args = parser.parse_args(argv)
     via = [b.strip() for b in args.via.split(",") if b.strip()]
+    if args.merge is not None:
+        return merge(args, via)
     # classic exports first, then the dynamo variants; the smallest file first within each
     models = sorted(args.cache.glob("*.onnx"), key=lambda p: (p.name.endswith("_dynamo.onnx"), p.stat().st_size))
     if args.exporter != "both":
@@ -372,17 +398,57 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(report, indent=1))
         if args.markdown:
-            args.markdown.write_text(
-                f"# Zoo results ({started}, {len(rows)} of {len(models)} models)\n\n"
-                f"Machine: {machine()}. Pass: max |skriptnd - onnxruntime on the original .onnx| <= "
-                f"{TOLERANCE:g} x max |reference| (worst output). Times: one thread; iree compile is cold.\n\n"
-                f"{table(rows, via)}\n\n## Failures\n\n{failures(rows)}\n")
+            args.markdown.write_text(markdown(started, len(rows), len(models), rows, via))
     print()
     print(table(rows, via))
     if args.doc:
         write_doc(f"Measured {started} on {machine()}; one thread per step, under the load of other processes.",
                   table(rows, via))
     return 0
+
+
+def _row(data: dict[str, Any]) -> Row:
+    backends = {b: Cell(**c) for b, c in data.pop("backends").items()}
+    return Row(**data, backends=backends)
+
+
+def merge(args: argparse.Namespace, via: list[str]) -> int:
+    rows: dict[str, Row] = {}
+    started = ""
+    for path in args.merge:
+        report = json.loads(path.read_text())
+        started = started or report["started"]
+        for data in report["rows"]:
+            rows[data["model"]] = _row(data)
+    memory = _parse_size(args.max_memory)
+    for row in rows.values():
+        cell = row.backends.get("iree")
+        if cell is None or cell.plan or cell.status not in ("ok", "wrong") or args.work is None:
+            continue
+        cache = args.work / "iree-cache" / row.model
+        res = run_step(["backend", str(args.work / row.model), "iree",
+                        str(args.cache / f"{row.model}.inputs.npz"), str(args.work / f"{row.model}.replan.npz"),
+                        str(cache)], args.timeout, memory)
+        cell.plan = short_plan(res.get("plan", []))
+    ordered = sorted(rows.values(), key=lambda r: (r.model.endswith("_dynamo"), r.onnx_mb))
+    if args.json:
+        args.json.write_text(json.dumps({"started": started, "machine": machine(), "tolerance": TOLERANCE,
+                                         "via": via, "rows": [asdict(r) for r in ordered]}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(started, len(ordered), len(ordered), ordered, via))
+    print(table(ordered, via))
+    if args.doc:
+        write_doc(f"Measured from {started} on {machine()}; one thread per step, under the load of other "
+                  "processes.", table(ordered, via))
+    return 0
+
+
+def markdown(started: str, done: int, total: int, rows: list[Row], via: list[str]) -> str:
+    return (f"# Zoo results ({started}, {done} of {total} models)\n\n"
+            f"Machine: {machine()}. Pass: max |skriptnd - onnxruntime on the original .onnx| <= "
+            f"{TOLERANCE:g} x max |reference| (worst output). Times: one thread; iree compile is cold; "
+            "iree plan: how much of the graph IREE compiled (the rest ran on numpy).\n\n"
+            f"{table(rows, via)}\n\n## Failures\n\n{failures(rows)}\n")
 
 
 def write_doc(header: str, body: str) -> None:
