@@ -334,9 +334,10 @@ def machine() -> str:
     except OSError:
         pass
     versions = []
-    for module in ("onnxruntime", "iree.runtime", "numpy"):
+    for module, attribute in (("onnxruntime", "__version__"), ("iree.compiler.version", "VERSION"),
+                              ("numpy", "__version__")):
         try:
-            versions.append(f"{module} {__import__(module, fromlist=['_']).__version__}")
+            versions.append(f"{module.split('.')[0]} {getattr(__import__(module, fromlist=['_']), attribute)}")
         except (ImportError, AttributeError):
             pass
     return f"{cpu}, {os.cpu_count()} CPUs; " + ", ".join(versions)
