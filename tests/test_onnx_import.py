@@ -716,3 +716,22 @@ def test_scatter_reductions(reduction: str, tmp_path: Path) -> None:
              node("ScatterND", ["x", "j", "u"], ["n"], reduction=reduction)]
     nodes[1].name = "nd"
     check(nodes, {"x": data, "u": updates}, ["e", "n"], tmp_path, {"i": index, "j": nd_index}, opset=18)
+
+
+def test_shapes_resolved_through_many_dependent_stages(tmp_path: Path) -> None:
+    """Eight stages, each padding by half of the previous stage's length (Shape -> Div -> Concat -> Pad,
+    a chain onnx's shape inference does not propagate through Div): each fold-then-infer round of the
+    importer opens one more stage. Swin-T's shifted windows are such a chain over its 12 blocks; with
+    4 rounds its import stopped at E0808."""
+    from onnx import helper
+
+    nodes, x = [], "x"
+    for i in range(8):
+        nodes += [helper.make_node("Shape", [x], [f"s{i}"]), helper.make_node("Div", [f"s{i}", "two"], [f"h{i}"]),
+                  helper.make_node("Concat", ["zero", f"h{i}"], [f"p{i}"], axis=0),
+                  helper.make_node("Pad", [x, f"p{i}"], [f"x{i}"], name=f"pad{i}")]
+        x = f"x{i}"
+    nodes.append(helper.make_node("Identity", [x], ["y"], name="out"))
+    folder = check(nodes, {"x": rand(4)}, ["y"], tmp_path / "m",
+                   {"two": np.array([2], np.int64), "zero": np.array([0], np.int64)})
+    assert "real[94]" in (folder / "main.sknd").read_text()

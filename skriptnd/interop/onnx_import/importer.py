@@ -24,6 +24,11 @@ from .errors import ImportProblem, diagnostic
 from .fold import fold as _fold
 from .registry import registry
 
+#: Rounds of fold-then-infer in _resolve_shapes; each round can open one more level of shapes that depend
+#: on shapes (Swin-T's shifted windows need one per block: 12 blocks, pads computed from the previous
+#: block's shape). It stops early once a round learns nothing, so the bound only limits pathological graphs.
+ROUNDS = 64
+
 
 @dataclass
 class ImportResult:
@@ -156,7 +161,7 @@ def _resolve_shapes(model: Any, ctx: Context, fold_all: bool) -> None:
     import onnx
     from onnx import numpy_helper
 
-    for _ in range(4):
+    for _ in range(ROUNDS):
         if not _unknown(ctx, model):
             return
         scratch = Context(opset=ctx.opset, values=copy.deepcopy(ctx.values), consts=dict(ctx.consts),
