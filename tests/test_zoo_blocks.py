@@ -36,13 +36,10 @@ TOLERANCE = 1e-3
 
 #: (block, backend) -> why it fails today; strict: a case that starts passing fails until the mark goes.
 XFAIL = {
-    ("ci_bert_block", "iree"): "issue 30: iree-compile fails on tosa.select of i1 attention masks "
-                               "with data tiling (E0782); without it, the int64 inputs leave 20 operations "
-                               "on numpy",
-    ("ci_gpt2_block", "iree"): "issue 30: iree-compile fails on tosa.select of i1 attention masks "
-                               "with data tiling (E0782); int64 inputs leave operations on numpy",
-    ("ci_bert_block", "onnxruntime"): "issue 30: the onnxruntime backend feeds int64 inputs as float",
-    ("ci_gpt2_block", "onnxruntime"): "issue 30: the onnxruntime backend feeds int64 inputs as float",
+    ("ci_bert_block", "iree"): "issue 30: compiles and is right, but split: the importer's negative-index wrap "
+                               "before a Gather is an int math.add, which stays on numpy (int32 could wrap)",
+    ("ci_gpt2_block", "iree"): "issue 30: compiles and is right, but split: the importer's negative-index wrap "
+                               "before a Gather is an int math.add, which stays on numpy (int32 could wrap)",
 }
 
 
