@@ -14,8 +14,11 @@ import typer
 
 from .cli_graph import (
     AttribOpt,
+    DeviceOpt,
     GraphOpt,
+    IreeFlagOpt,
     ModelArg,
+    NoVerifyOpt,
     _color,
     _random_input,
     fail,
@@ -48,19 +51,12 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                   seed: Annotated[int, typer.Option("--seed")] = 0,
                   target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for.")]
                   = None,
-                  iree_flag: Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more "
-                                                                     "iree-compile flag (repeatable), e.g. "
-                                                                     "--iree-flag=--iree-opt-data-tiling=false")]
-                  = None,
-                  no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: no self-check of a newly "
-                                                          "compiled module against numpy (the deviation column "
-                                                          "still compares the backends).")] = False,
+                  iree_flag: IreeFlagOpt = None,
+                  no_verify: NoVerifyOpt = False,
                   check: Annotated[bool, typer.Option("--check", help="Exit 1 when a backend deviates from the "
                                                       "first by more than 1e-3 (max |difference| / max |value|) "
                                                       "or fails.")] = False,
-                  device: Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), "
-                                                             "cuda[:ARCH], vulkan[:TARGET] or hip[:ARCH]; the "
-                                                             "other backends run on the CPU.")] = None,
+                  device: DeviceOpt = None,
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
                   color: Annotated[str, typer.Option("--color")] = "auto") -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime)."""

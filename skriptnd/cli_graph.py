@@ -26,6 +26,14 @@ class GraphFormat(StrEnum):
 
 
 ModelArg = Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")]
+#: The iree backend's options, shared by `sknd run` and `sknd bench`.
+IreeFlagOpt = Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more iree-compile flag "
+                                                       "(repeatable), e.g. --iree-flag=--iree-opt-data-tiling=false")]
+NoVerifyOpt = Annotated[bool, typer.Option("--no-verify", help="iree: do not compare a newly compiled module with "
+                                           "the numpy backend before its first result (unchecked results).")]
+DeviceOpt = Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), cuda[:ARCH] "
+                                               "(default sm_80), vulkan[:TARGET] or hip[:ARCH] (default gfx942); "
+                                               "sknd bench runs the other backends on the CPU.")]
 GraphOpt = Annotated[str | None, typer.Option("--graph", help="The graph to compose (default: the first).")]
 ColorOpt = Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")]
 AttribOpt = Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value "
@@ -224,16 +232,9 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
                 target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
                                                            "host; e.g. generic, znver4, or a target triple to "
                                                            "cross-compile).")] = None,
-                iree_flag: Annotated[list[str] | None, typer.Option("--iree-flag", help="iree: one more "
-                                                                   "iree-compile flag (repeatable), e.g. "
-                                                                   "--iree-flag=--iree-opt-data-tiling=false")]
-                = None,
-                no_verify: Annotated[bool, typer.Option("--no-verify", help="iree: do not compare a newly "
-                                                        "compiled module with the numpy backend before its "
-                                                        "first result (unchecked results).")] = False,
-                device: Annotated[str | None, typer.Option("--device", help="iree: where to run, cpu (default), "
-                                                           "cuda[:ARCH] (default sm_80), vulkan[:TARGET] or "
-                                                           "hip[:ARCH] (default gfx942).")] = None,
+                iree_flag: IreeFlagOpt = None,
+                no_verify: NoVerifyOpt = False,
+                device: DeviceOpt = None,
                 verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the backend's plan: what runs "
                                                       "where and why, compiled or cached, the self-check.")]
                 = False,
