@@ -20,7 +20,7 @@ MLIR → model-converter → VGF → vgf_dump --dump-spirv. Its module holds the
 same attribute values once MLIR's TOSA canonicalizations, which the converter runs and we do not, are
 applied to ours: TRANSPOSE and RESHAPE of constants are folded into constants, a TRANSPOSE that moves only
 unit dimensions is a RESHAPE, a TRANSPOSE followed by its inverse cancels, RESHAPE of RESHAPE is one
-RESHAPE, and an integer CLAMP to its type's whole range is dropped. For digits and digits_int8 its module
+RESHAPE (and none where it gives back its input's shape), and an integer CLAMP to its type's whole range is dropped. For digits and digits_int8 its module
 (with the constants vgf_dump extracts) is also read by our reader and run: it gives sknd run's outputs too
 (int8 exactly).
 """
@@ -212,6 +212,9 @@ def canonical(p: TosaProgram) -> list[tuple[str, dict]]:
                 continue
         if o.name == "RESHAPE" and src is not None and src.name == "RESHAPE":
             o = TosaOp("RESHAPE", [src.inputs[0]], {}, o.output)
+        if o.name == "RESHAPE" and p.types[o.inputs[0]].shape == p.types[o.output].shape:  # folds to its input
+            alias[o.output] = o.inputs[0]
+            continue
         producer[o.output] = o
         ops.append(o)
     needed = {alias.get(n, n) for n in p.outputs}

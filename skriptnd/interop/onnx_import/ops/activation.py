@@ -118,7 +118,7 @@ def _softsign(ctx: Context, node: Node) -> None:
 
 
 @converter("Clip", target="`nn.relu{max}` for [0, max], else `math.clamp`",
-           caveats="a missing bound is ±inf (the type's extreme for integers)")
+           caveats="a missing bound is ±inf (for integers: no bound, so no constant beyond int32 is written)")
 def _clip(ctx: Context, node: Node) -> None:
     x = ctx.arg(node.input(0))
     kind = ctx.dtype(node.input(0))
@@ -130,7 +130,16 @@ def _clip(ctx: Context, node: Node) -> None:
     if kind == "real" and lo is not None and float(lo) == 0.0 and not node.input(2):
         ctx.emit("nn.relu", [x])
         return
-    big = np.array(np.inf, np.float32) if kind == "real" else np.array(np.iinfo(np.int64).max, np.int64)
+    if kind != "real" and (lo is None or hi is None):  # a missing integer bound is no bound: no constant for it
+        if node.input(1):
+            x = ctx.emit("math.max", [x, ctx.arg(node.input(1))], outputs=None if not node.input(2) else
+                         ctx.fresh("lo"), label=not node.input(2))
+        if node.input(2):
+            ctx.emit("math.min", [x, ctx.arg(node.input(2))])
+        elif not node.input(1):
+            ctx.emit("math.iden", [x])
+        return
+    big = np.array(np.inf, np.float32)
     a = ctx.arg(node.input(1)) if node.input(1) else ctx.literal_arg(-big, "lo")
     b = ctx.arg(node.input(2)) if node.input(2) else ctx.literal_arg(big, "hi")
     if lo is None or hi is None or float(lo) > float(hi):  # ONNX: min > max makes everything max
