@@ -13,23 +13,23 @@ __version__ = "0.1.0"
 __all__ = ["infer", "InferResult", "TensorType", "load", "Model", "import_model", "__version__"]
 
 if TYPE_CHECKING:
-    from .api import InferResult, TensorType, infer
-    from .interop.onnx_import import import_model
-    from .model import Model, load
+    from skriptnd.api import InferResult, TensorType, infer
+    from skriptnd.interop.onnx_import import import_model
+    from skriptnd.model import Model, load
 
 
 def __getattr__(name: str) -> Any:
     """Lazy: `import skriptnd` stays cheap for the CLI."""
     if name in ("infer", "InferResult", "TensorType"):
-        from . import api
+        from skriptnd import api
 
         return getattr(api, name)
     if name in ("load", "Model"):
-        from . import model
+        from skriptnd import model
 
         return getattr(model, name)
     if name == "import_model":
-        from .interop.onnx_import import import_model
+        from skriptnd.interop.onnx_import import import_model
 
         return import_model
     raise AttributeError(name)

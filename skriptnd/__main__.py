@@ -1,3 +1,3 @@
-from .cli import main
+from skriptnd.cli import main
 
 main()

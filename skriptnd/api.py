@@ -8,14 +8,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import ast
-from .diagnostics import Diagnostic, DiagnosticError
-from .fileio import read_source
-from .resources import STDLIB_MODULES, stdlib_dir
-from .semantics.binding import bind
-from .semantics.values import Pack, TensorValue
-from .source import Span
-from .syntax import parse_module
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, DiagnosticError
+from skriptnd.fileio import read_source
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.binding import bind
+from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.source import Span
+from skriptnd.syntax import parse_module
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int
     for d in shape:
         if isinstance(d, str):
             if d not in symbols:
-                from .semantics.symbolic import SymInt
+                from skriptnd.semantics.symbolic import SymInt
 
                 symbols[d] = SymInt.named(d, hints.get(d, 840 * (len(symbols) + 1)))
             out.append(symbols[d])
@@ -150,7 +150,7 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
         except DiagnosticError as err:
             return InferResult(diagnostics=err.diagnostics)
         return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
-    from .semantics.values import recording
+    from skriptnd.semantics.values import recording
 
     with recording() as guards:
         try:

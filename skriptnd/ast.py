@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from .source import NO_SPAN, Span
+from skriptnd.source import NO_SPAN, Span
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,15 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ast
-from .compose.check import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
-from .compose.check_cache import cached_check
-from .diagnostics import Diagnostic
-from .fileio import module_files
-from .semantics.binding import binding_order_diagnostics
-from .semantics.modules import LoadedModule, Program, check_modules, load_program
-from .semantics.typecheck import check_definition
-from .source import SourceFile, Span
+from skriptnd import ast
+from skriptnd.compose.check import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
+from skriptnd.compose.check_cache import cached_check
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.fileio import module_files
+from skriptnd.semantics.binding import binding_order_diagnostics
+from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
+from skriptnd.semantics.typecheck import check_definition
+from skriptnd.source import SourceFile, Span
 
 DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
 

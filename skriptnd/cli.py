@@ -11,13 +11,13 @@ from typing import Annotated
 
 import typer
 
-from . import __version__, cli_bench, cli_graph
-from .cli_export import export_command
-from .cli_help import TidyGroup
-from .cli_import import import_command
-from .diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
-from .fileio import read_source
-from .source import SourceFile
+from skriptnd import __version__, cli_bench, cli_graph
+from skriptnd.cli_export import export_command
+from skriptnd.cli_help import TidyGroup
+from skriptnd.cli_import import import_command
+from skriptnd.diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
+from skriptnd.fileio import read_source
+from skriptnd.source import SourceFile
 
 app = typer.Typer(
     cls=TidyGroup,
@@ -84,7 +84,7 @@ def check(paths: Annotated[list[str] | None, typer.Argument(
     """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
 
     Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
-    from .checking import check_paths, shown
+    from skriptnd.checking import check_paths, shown
 
     result = check_paths(paths or [])
     diags = shown(result.diagnostics, strict=strict, verbose=verbose)
@@ -103,9 +103,9 @@ def fmt(
     """Format SkriptND modules in place (comments are kept).
 
     Example: sknd fmt --check models/digits/main.sknd"""
-    from .checking import expand_paths
-    from .syntax import parse_module
-    from .syntax.printer import format_module
+    from skriptnd.checking import expand_paths
+    from skriptnd.syntax import parse_module
+    from skriptnd.syntax.printer import format_module
 
     files, diags = expand_paths(paths)
     sources: dict[str, SourceFile] = {}
@@ -126,7 +126,7 @@ def fmt(
         elif formatted != source.text:
             changed.append(source.path)
             if not check_only:
-                from .cli_io import write_output
+                from skriptnd.cli_io import write_output
 
                 write_output(Path(source.path), formatted, "PATHS")
     if diags:
@@ -147,8 +147,8 @@ def doc(
     """Print the operator reference of the standard library (as in docs/stdlib.md).
 
     Example: sknd doc nn.conv   (or: sknd doc -o stdlib.md)"""
-    from .cli_io import check_output_file, write_output
-    from .docgen import render_target
+    from skriptnd.cli_io import check_output_file, write_output
+    from skriptnd.docgen import render_target
 
     check_output_file(output, "--output")
     try:
@@ -174,7 +174,7 @@ def lsp() -> None:
     """Run the SkriptND language server over stdin/stdout (for editors).
 
     Example: configure your editor's LSP client to start the command: sknd lsp"""
-    from .lsp.server import main as serve
+    from skriptnd.lsp.server import main as serve
 
     serve()
 
@@ -196,7 +196,7 @@ def version() -> None:
 
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
-    from .deepstack import Terminated, call_with_deep_stack
+    from skriptnd.deepstack import Terminated, call_with_deep_stack
 
     def terminate(_signum: int, _frame: object) -> None:
         raise Terminated

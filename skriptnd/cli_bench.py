@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .cli_graph import (
+from skriptnd.cli_graph import (
     AttribOpt,
     DeviceOpt,
     GraphOpt,
@@ -62,10 +62,10 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
     """Time a model on several backends (median latency, ratio to onnxruntime)."""
     import numpy as np
 
-    from . import backends
-    from .backends import Options
-    from .backends.bench import REFERENCE
-    from .diagnostics import DiagnosticError
+    from skriptnd import backends
+    from skriptnd.backends import Options
+    from skriptnd.backends.bench import REFERENCE
+    from skriptnd.diagnostics import DiagnosticError
 
     names = [v.strip() for v in via.split(",") if v.strip()]
     try:
@@ -79,7 +79,7 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
     if onnx is not None and compare is None:
         compare = REFERENCE
     colour = _color(color)
-    from .cli_io import check_device
+    from skriptnd.cli_io import check_device
 
     device = check_device(device, names, target)
     composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
@@ -102,9 +102,9 @@ def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: i
          onnx: Path | None, rounds: int, options: Any, model: str, quiet: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .backends import reporting_compiles
-    from .backends.bench import bench
-    from .cli_io import CompileLine
+    from skriptnd.backends import reporting_compiles
+    from skriptnd.backends.bench import bench
+    from skriptnd.cli_io import CompileLine
 
     kwargs = dict(threads=threads, reference=compare, onnx_file=str(onnx) if onnx else None, rounds=rounds,
                   options=options, model=model)
@@ -131,7 +131,7 @@ def _show(report: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .backends.bench import DEVIATION_LIMIT
+    from skriptnd.backends.bench import DEVIATION_LIMIT
 
     compare = report.reference
     env = report.environment

@@ -15,13 +15,13 @@ from typing import Annotated, Any
 
 import typer
 
-from .diagnostics import DiagnosticError
+from skriptnd.diagnostics import DiagnosticError
 
 
 def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
     """The TOSA MLIR text and its profile: the integer graph for @quantize, else the fp32 graph."""
-    from .tosa.export import to_mlir
-    from .tosa.quantized import export_mlir, has_quantization
+    from skriptnd.tosa.export import to_mlir
+    from skriptnd.tosa.quantized import export_mlir, has_quantization
 
     if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.quantized)
         return export_mlir(composed)
@@ -30,7 +30,7 @@ def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
 
 def _onnx_model(composed: Any, opset: int) -> Any:
     """The ONNX model of the composed graph (skriptnd.interop.onnx_export), checked by onnx.checker."""
-    from .interop.onnx_export import to_onnx
+    from skriptnd.interop.onnx_export import to_onnx
 
     return to_onnx(composed, opset=opset)
 
@@ -77,9 +77,9 @@ def export_command(
     what ONNX cannot express is a located E0840-E0849 diagnostic.
 
     Example: sknd export models/digits --tosa-mlir digits.mlir"""
-    from .cli_graph import _color, fail, load_and_compose, parse_attribs
-    from .cli_io import check_output_file, write_output
-    from .tosa.export import ExportError, to_flatbuffer
+    from skriptnd.cli_graph import _color, fail, load_and_compose, parse_attribs
+    from skriptnd.cli_io import check_output_file, write_output
+    from skriptnd.tosa.export import ExportError, to_flatbuffer
 
     #: (option, target file, producer of its contents); producers run in order and may share work.
     wanted: list[tuple[str, Path, Callable[[], Any]]] = []
@@ -98,7 +98,7 @@ def export_command(
 
     def spirv_module() -> Any:
         if "spirv" not in memo:
-            from .tosa.spirv import export
+            from skriptnd.tosa.spirv import export
 
             memo["spirv"] = export(composed)
         return memo["spirv"]
@@ -108,7 +108,7 @@ def export_command(
         wanted.append(("--spirv", spirv.with_name(spirv.name + ".constants.npz"),
                        lambda: spirv_module().constants_npz()))
     if spirv_asm is not None:
-        from .tosa.spirv import asm_comments, disassemble
+        from skriptnd.tosa.spirv import asm_comments, disassemble
 
         wanted.append(("--spirv-asm", spirv_asm,
                        lambda: disassemble(spirv_module().to_bytes(), asm_comments(spirv_module()))))
@@ -134,7 +134,7 @@ def export_command(
         if isinstance(data, str | bytes):
             write_output(target, data, option)
         else:  # an onnx.ModelProto: with an external data file beside it when large
-            from .interop.onnx_export import save_onnx
+            from skriptnd.interop.onnx_export import save_onnx
 
             try:
                 save_onnx(data, target)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .diagnostics import Diagnostic, DiagnosticError, print_diagnostics
-from .source import SourceFile
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, print_diagnostics
+from skriptnd.source import SourceFile
 
 if TYPE_CHECKING:  # numpy is imported by the commands that use it: `sknd --help` starts fast
     import numpy as np
@@ -51,8 +51,8 @@ _INT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 def parse_attribs(items: list[str] | None) -> dict[str, Any]:
     """`name=value` pairs; the value is a SkriptND compile-time expression."""
-    from .semantics.evaluate import EvalError, evaluate
-    from .syntax import parse_expr
+    from skriptnd.semantics.evaluate import EvalError, evaluate
+    from skriptnd.syntax import parse_expr
 
     out: dict[str, Any] = {}
     for item in items or []:
@@ -92,7 +92,7 @@ def fail(diags: list[Diagnostic], model: Any, color: bool | None, exit_code: int
 
 def load_and_compose(path: Path, graph: str | None, attribs: dict[str, Any], decompose: bool,
                      random_weights: bool, seed: int, color: bool | None) -> Any:
-    from .model import load
+    from skriptnd.model import load
 
     model = None
     try:
@@ -120,17 +120,17 @@ def compose_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = 
     """Compose a model's graph and print it.
 
     Example: sknd compose models/digits --attrib batch=4 --format dot -o digits.svg"""
-    from .cli_io import check_output_file, write_output
-    from .compose.render import to_dot, to_json_text, to_text
+    from skriptnd.cli_io import check_output_file, write_output
+    from skriptnd.compose.render import to_dot, to_json_text, to_text
 
     check_output_file(output, "--output")
     if target is not None:
-        from .cli_targets import known_target
+        from skriptnd.cli_targets import known_target
 
         known_target(target)
     composed = load_and_compose(path, graph, parse_attribs(attrib), decompose_all, True, 0, _color(color))
     if target is not None:
-        from .cli_targets import render_command
+        from skriptnd.cli_targets import render_command
 
         render_command(composed, target, format.value, output)
         return
@@ -163,9 +163,9 @@ def _tosa_coverage(graph: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from .compose.quantization import has_quantization
-    from .execute import KERNELS
-    from .tosa.legalize import coverage
+    from skriptnd.compose.quantization import has_quantization
+    from skriptnd.execute import KERNELS
+    from skriptnd.tosa.legalize import coverage
 
     rows = coverage(graph)
     table = Table(title=f"TOSA coverage of graph {graph.name}")
@@ -181,7 +181,7 @@ def _tosa_coverage(graph: Any) -> None:
     console.print(f"{done} of {len(rows)} operations map to TOSA; {len(rows) - done} fall back to a native "
                   "kernel or @lower")
     if has_quantization(graph):  # what `sknd run` runs by default for it: the integer graph
-        from .tosa.quantized import lower_quantized
+        from skriptnd.tosa.quantized import lower_quantized
 
         try:
             integer = lower_quantized(graph)
@@ -252,7 +252,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
     Example: sknd run models/digits --input image=models/digits/samples/3.npy"""
     import numpy as np
 
-    from . import backends, cli_io
+    from skriptnd import backends, cli_io
 
     try:
         via = backends.canonical(via)
@@ -320,7 +320,7 @@ def _run_with_progress(graph: Any, runner: Any, inputs: dict[str, np.ndarray]) -
 
 
 def _has_quantize(graph: Any) -> bool:
-    from .compose.quantization import has_quantization
+    from skriptnd.compose.quantization import has_quantization
 
     return has_quantization(graph)
 
@@ -372,8 +372,8 @@ def _show(outputs: dict[str, Any], classes: set[str] = frozenset(), top_k: int |
 def _compare(outputs: dict[str, Any], folder: Path, rtol: float, atol: float) -> None:
     import numpy as np
 
-    from .io.npy import NpyError, read_npy
-    from .source import Span
+    from skriptnd.io.npy import NpyError, read_npy
+    from skriptnd.source import Span
 
     failed = False
     for name, value in outputs.items():

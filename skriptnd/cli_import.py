@@ -17,11 +17,11 @@ from typing import Annotated, Any
 
 import typer
 
-from .diagnostics import DiagnosticError
+from skriptnd.diagnostics import DiagnosticError
 
 
 def _import_onnx(src: Path, out: Path, options: dict[str, Any]) -> tuple[Path, dict[str, str], list[str]]:
-    from .interop.onnx_import import import_onnx
+    from skriptnd.interop.onnx_import import import_onnx
 
     result = import_onnx(src, out, input_shapes=options["input_shapes"], fold_constants=options["fold_constants"],
                          opset_upgrade=options["opset_upgrade"])
@@ -88,8 +88,8 @@ def import_command(
     one exists, node names as labels, explicit paddings) and the weights as
     NNEF tensor files. Nothing is written when the model cannot be imported;
     an unsupported model gets one diagnostic listing every missing operator."""
-    from .cli_graph import _color
-    from .diagnostics import print_diagnostics
+    from skriptnd.cli_graph import _color
+    from skriptnd.diagnostics import print_diagnostics
 
     colour = _color(color)
     importer = next((i for i in IMPORTERS if i.accepts(source)), None)

@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import typer
 
-from .diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from .fileio import output_target, write_atomic
-from .io.npy import NpyError, read_npy
-from .source import Span
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.fileio import output_target, write_atomic
+from skriptnd.io.npy import NpyError, read_npy
+from skriptnd.source import Span
 
 register_codes({
     "E0791": "tensor too large for the memory allowed",
@@ -134,7 +134,7 @@ def read_array(spec: str, name: str) -> np.ndarray:
         raise typer.BadParameter(f"{what}: {spec}", param_hint=hint)
     try:
         if path.suffix == ".dat":
-            from .io.tensor_file import read_tensor
+            from skriptnd.io.tensor_file import read_tensor
 
             return read_tensor(path)
         with path.open("rb") as fh:
@@ -283,8 +283,8 @@ def check_device(device: str | None, backends: Iterable[str], target: str | None
     without a CPU ``--target`` beside a GPU."""
     if not device:
         return None
-    from .backends import get
-    from .backends.iree_devices import parse
+    from skriptnd.backends import get
+    from skriptnd.backends.iree_devices import parse
 
     try:
         parsed = parse(device)

@@ -7,12 +7,12 @@ from typing import Any
 
 import typer
 
-from .cli_io import write_output
+from skriptnd.cli_io import write_output
 
 
 def known_target(name: str) -> None:
     """A usage error (exit 2) for an unknown target name, before anything is composed."""
-    from .targets import targets
+    from skriptnd.targets import targets
 
     if name not in targets():
         raise typer.BadParameter(f"choose one of {', '.join(sorted(targets()))}", param_hint="--target")
@@ -20,7 +20,7 @@ def known_target(name: str) -> None:
 
 def render_command(graph: Any, target: str, fmt: str, output: Any = None) -> None:
     """The mapping table on stdout, or JSON (``--format json``, or to ``output``, written atomically)."""
-    from .targets.table import print_table, to_json
+    from skriptnd.targets.table import print_table, to_json
 
     if fmt == "dot":
         raise typer.BadParameter("--target prints a table (text) or JSON", param_hint="--format")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import ast
-from .resources import STDLIB_MODULES, stdlib_dir
-from .semantics.intrinsics import operator_kind
-from .syntax import parse_module
-from .syntax.printer import format_expr, format_type
+from skriptnd import ast
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.printer import format_expr, format_type
 
 _KIND_TEXT = {
     "composite": "composite: defined by `@compose` from other operators",

@@ -8,9 +8,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .diagnostics import Diagnostic
-from .source import SourceFile, Span
-from .untrusted import UnsafeFile, read_regular
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.source import SourceFile, Span
+from skriptnd.untrusted import UnsafeFile, read_regular
 
 #: The largest source file read (a .sknd file this big is not source text someone wrote).
 MAX_SOURCE_BYTES = 64 << 20

@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from .checking import check_program
-from .compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
-from .compose.ir import Graph, Tensor
-from .diagnostics import Diagnostic, DiagnosticError
-from .io.tensor_file import TensorFileError, expected_header, read_tensor
-from .semantics.modules import Program, load_program
-from .source import Span
-from .untrusted import UnsafeFile, contained
+from skriptnd.checking import check_program
+from skriptnd.compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
+from skriptnd.compose.ir import Graph, Tensor
+from skriptnd.diagnostics import Diagnostic, DiagnosticError
+from skriptnd.io.tensor_file import TensorFileError, expected_header, read_tensor
+from skriptnd.semantics.modules import Program, load_program
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, contained
 
 
 def variable_file(model_dir: Path, module: str, graph: str, tensor: Tensor | str) -> Path:
@@ -41,7 +41,7 @@ def _inside(folder: Path, path: Path) -> None:
 def save_weights(folder: Path | str, graph: str, params: Mapping[str, np.ndarray], module: str = "main",
                  dtype: Any = np.float32) -> list[Path]:
     """Write variables (by scoped name) as the tensor files `load(...).compose()` reads."""
-    from .io.tensor_file import write_tensor
+    from skriptnd.io.tensor_file import write_tensor
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

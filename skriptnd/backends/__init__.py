@@ -19,9 +19,9 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..source import NO_SPAN
-from .base import Backend, CompileStatus, Options, Progress, Runner, reporting_compiles
+from skriptnd.backends.base import Backend, CompileStatus, Options, Progress, Runner, reporting_compiles
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import NO_SPAN
 
 register_codes({
     "E0780": "backend not available",
@@ -71,7 +71,7 @@ def prepare(graph: Any, backend: str = DEFAULT, options: Options | None = None) 
     b = get(backend)
     options = options or Options()
     if options.device:
-        from .iree_devices import parse
+        from skriptnd.backends.iree_devices import parse
 
         device = parse(options.device)  # ValueError for a device no backend knows
         if device.kind.name not in b.devices:
@@ -104,7 +104,7 @@ MODULES = ("via_numpy", "via_kernels", "via_lower", "via_iree", "via_onnxruntime
 for _module in MODULES:
     importlib.import_module(f"{__name__}.{_module}")
 
-from .kernel_maps import kernels_for  # noqa: E402
+from skriptnd.backends.kernel_maps import kernels_for  # noqa: E402
 
 __all__ = ["ALIASES", "BACKENDS", "DEFAULT", "Backend", "CompileStatus", "Options", "Progress", "Runner", "canonical",
            "forget", "get", "kernels_for", "names", "prepare", "reporting_compiles", "run"]

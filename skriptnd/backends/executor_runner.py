@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Progress, Runner
+from skriptnd.backends.base import Progress, Runner
 
 
 class ExecutorRunner(Runner):
@@ -15,7 +15,7 @@ class ExecutorRunner(Runner):
 
     def __init__(self, graph: Any, kernels: Mapping[str, Any], optimize: bool, plan: list[str],
                  threads: int | None = None) -> None:
-        from ..execute import Executor
+        from skriptnd.execute import Executor
 
         variables = ({t.name: graph.variable_source(t) for t in graph.variables}
                      if graph.variable_source else {})
@@ -25,7 +25,7 @@ class ExecutorRunner(Runner):
         self.threads = threads
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
-        from .. import parallel
+        from skriptnd import parallel
 
         self.executor.on_operation = progress
         try:
@@ -37,12 +37,12 @@ class ExecutorRunner(Runner):
 
 def fake_quantized(graph: Any) -> Any:
     """The float graph with every quantized tensor through its quantize operator (spec §2.14)."""
-    from ..compose.quantization import fake_quantize
+    from skriptnd.compose.quantization import fake_quantize
 
     return fake_quantize(graph)
 
 
 def has_quantization(graph: Any) -> bool:
-    from ..compose.quantization import has_quantization as has
+    from skriptnd.compose.quantization import has_quantization as has
 
     return has(graph)

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fileio import write_atomic
-from ..untrusted import private_dir, user_cache_root
+from skriptnd.fileio import write_atomic
+from skriptnd.untrusted import private_dir, user_cache_root
 
 MANIFEST = "manifest.json"
 MODULE = "module.vmfb"

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..fileio import write_atomic
-from ..source import NO_SPAN, Span
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.fileio import write_atomic
+from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0785": "compiled module disagrees with the numpy backend"})
 
@@ -232,7 +232,7 @@ class ProgramCheck:
 
     def prefix(self, k: int) -> Any:
         """The program computing operator ``k``'s value: the operators it needs, their constants."""
-        from ..tosa.program import Program
+        from skriptnd.tosa.program import Program
 
         ops = self.program.ops
         keep = _ancestors(ops, ops[k].output)
@@ -268,7 +268,7 @@ class IntegerCheck:
             self.steps.append(float(np.max(qv.qp.scale)) if qv is not None and qv.qp is not None else None)
 
     def reference(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        from ..tosa.legalize import run_subgraph
+        from skriptnd.tosa.legalize import run_subgraph
 
         return [np.asarray(a) for a in run_subgraph(self.sg, arrays)]
 
@@ -276,8 +276,8 @@ class IntegerCheck:
         return _ancestors(self.sg.ops, self.sg.outputs[output])
 
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        from ..tosa.legalize import run_subgraph
-        from ..tosa.quantized import to_mlir
+        from skriptnd.tosa.legalize import run_subgraph
+        from skriptnd.tosa.quantized import to_mlir
 
         value = self.sg.ops[k].output
         (expected,) = run_subgraph(self.integer.subgraph([value]), arrays)

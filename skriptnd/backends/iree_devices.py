@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..source import Span
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import Span
 
 register_codes({"E0786": "device not available"})
 

@@ -16,15 +16,15 @@ from typing import Any
 
 def kernels_for(name: str) -> tuple[Mapping[str, Any], bool]:
     """(kernel mapping, whether plan-time optimisations apply) of a numpy backend (or its alias)."""
-    from ..execute.executor import KERNELS
-    from ..semantics.intrinsics import STDLIB_INTRINSICS
+    from skriptnd.execute.executor import KERNELS
+    from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS
 
     if name == "kernels":
         return KERNELS, True
     if name == "lower":
         return {n: fn for n, fn in KERNELS.items() if n in STDLIB_INTRINSICS}, False
     if name in ("numpy", "tosa"):
-        from ..execute.tosa_backend import TosaKernels
+        from skriptnd.execute.tosa_backend import TosaKernels
 
         return TosaKernels(KERNELS), True
     raise ValueError(f"'{name}' is not a numpy backend; choose numpy, kernels or lower")

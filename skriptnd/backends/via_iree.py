@@ -28,13 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, Note
-from ..fileio import write_atomic
-from ..source import NO_SPAN
-from . import iree_devices, register
-from .base import Backend, Options, Progress, Runner, compile_status
-from .executor_runner import has_quantization
-from .iree_check import (
+from skriptnd.backends import iree_devices, register
+from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
+from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.backends.iree_check import (
     RELATIVE,
     IntegerCheck,
     ProgramCheck,
@@ -44,7 +41,10 @@ from .iree_check import (
     seeded_inputs,
     write_verdict,
 )
-from .iree_defaults import DATA_TILING, default_flags
+from skriptnd.backends.iree_defaults import DATA_TILING, default_flags
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.fileio import write_atomic
+from skriptnd.source import NO_SPAN
 
 #: The input flag of every compilation.
 INPUT_FLAGS = ("--iree-input-type=tosa",)
@@ -137,7 +137,7 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
 
 def graph_mlir(graph: Any) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
-    from ..tosa import quantized
+    from skriptnd.tosa import quantized
 
     try:
         integer = quantized.lower_quantized(graph)
@@ -152,7 +152,7 @@ def _compile(mlir: str, flags: list[str], folder: Any, label: str = "", hint: st
     to the caller's status line (base.compile_status) about every :data:`STATUS_INTERVAL` seconds. A failure
     is E0782 with the compiler's ``error:`` lines, its whole stderr (often megabytes of MLIR dump) written to
     ``log``."""
-    from .iree_cache import MODULE, PARAMS
+    from skriptnd.backends.iree_cache import MODULE, PARAMS
 
     source = os.path.join(folder, "model.mlir")
     with open(source, "w", encoding="utf-8") as f:
@@ -223,7 +223,7 @@ def compiler_errors(stderr: str) -> str:
 
 def compile_log(options: Options, key: str) -> Path:
     """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
-    from .iree_cache import cache_root
+    from skriptnd.backends.iree_cache import cache_root
 
     return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
 
@@ -288,7 +288,7 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from ..tosa import conv_as_matmul, export, mlir_regions, program_mlir
+        from skriptnd.tosa import conv_as_matmul, export, mlir_regions, program_mlir
 
         for module in (program_mlir, export, mlir_regions, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
@@ -300,8 +300,8 @@ class ProgramSource:
             yield memoryview(a.reshape(-1).view(np.uint8))
 
     def mlir(self) -> str:
-        from ..tosa.conv_as_matmul import convs_as_matmuls
-        from ..tosa.program_mlir import program_to_mlir
+        from skriptnd.tosa.conv_as_matmul import convs_as_matmuls
+        from skriptnd.tosa.program_mlir import program_to_mlir
 
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
         return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment,
@@ -327,7 +327,7 @@ class IreeModule:
                  load: bool = True, ops: int | None = None) -> None:
         import iree.runtime as rt
 
-        from .iree_cache import cache_root, content_key, lookup_or_build
+        from skriptnd.backends.iree_cache import cache_root, content_key, lookup_or_build
 
         if isinstance(source, str):
             source = TextSource(source)
@@ -532,8 +532,8 @@ class IreeKernels:
     compile runs on numpy (native kernels, else @lower) and the plan says so."""
 
     def __init__(self, options: Options, graph_name: str = "", load: bool = True) -> None:
-        from ..execute.executor import KERNELS
-        from ..execute.tosa_backend import TosaKernels
+        from skriptnd.execute.executor import KERNELS
+        from skriptnd.execute.tosa_backend import TosaKernels
 
         self.options, self.graph_name, self.load = options, graph_name, load
         self._numpy = TosaKernels(KERNELS)
@@ -545,10 +545,10 @@ class IreeKernels:
     def compile_segments(self, operations: list[Any], known: Any, keep: set[int]) -> list[Any]:
         from dataclasses import replace
 
-        from ..execute.tosa_backend import PROGRAM_OP, compile_segments
-        from ..tosa.legalize.recurrent import RecurrentLegalizer
-        from ..tosa.legalize.tensor import conv_for_compilers
-        from ..tosa.program_mlir import NotCompilable, check_compilable
+        from skriptnd.execute.tosa_backend import PROGRAM_OP, compile_segments
+        from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+        from skriptnd.tosa.legalize.tensor import conv_for_compilers
+        from skriptnd.tosa.program_mlir import NotCompilable, check_compilable
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
@@ -601,7 +601,7 @@ class IreeGraphRunner(Runner):
     """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
 
     def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
-        from .executor_runner import ExecutorRunner
+        from skriptnd.backends.executor_runner import ExecutorRunner
 
         if load:
             open_device(options, graph)  # before compiling: no device, no minutes of compiling for nothing

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import register
-from .base import Backend, Options, Runner
-from .executor_runner import ExecutorRunner, fake_quantized, has_quantization
-from .kernel_maps import kernels_for
+from skriptnd.backends import register
+from skriptnd.backends.base import Backend, Options, Runner
+from skriptnd.backends.executor_runner import ExecutorRunner, fake_quantized, has_quantization
+from skriptnd.backends.kernel_maps import kernels_for
 
 
 @register

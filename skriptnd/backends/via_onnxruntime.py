@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import hostcpu
-from ..diagnostics import Diagnostic, DiagnosticError
-from ..source import NO_SPAN
-from . import register
-from .base import Backend, Options, Progress, Runner
-from .executor_runner import has_quantization
+from skriptnd import hostcpu
+from skriptnd.backends import register
+from skriptnd.backends.base import Backend, Options, Progress, Runner
+from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.diagnostics import Diagnostic, DiagnosticError
+from skriptnd.source import NO_SPAN
 
 #: Why int8 QDQ graphs run unfused on this host (None: they run fused); see :func:`session`.
 UNFUSED_INT8 = ("onnxruntime's fused int8 kernels saturate on this CPU (x86 without VNNI or AMX), so the "
@@ -47,7 +47,7 @@ def session(model: bytes | str, threads: int | None = None, unfused_qdq: bool = 
 
 def to_onnx_bytes(graph: Any) -> bytes:
     try:
-        from ..interop.onnx_export import to_onnx
+        from skriptnd.interop.onnx_export import to_onnx
     except ImportError:
         raise DiagnosticError([Diagnostic(code="E0780", span=NO_SPAN, message="the onnxruntime backend needs the "
                                           "ONNX exporter (skriptnd.interop.onnx_export), which this installation "

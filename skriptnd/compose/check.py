@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import ast
-from ..diagnostics import Diagnostic, DiagnosticError, Note, Severity, register_codes
-from ..semantics.binding import ASSERTION_HOOKS, Binder
-from ..semantics.modules import LoadedModule, Program
-from ..source import NO_SPAN
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, Severity, register_codes
+from skriptnd.semantics.binding import ASSERTION_HOOKS, Binder
+from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.source import NO_SPAN
 
 register_codes({
     "E0611": "assertion holds only under a condition on graph attributes",
@@ -57,7 +57,7 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
         return {}  # composed with plain ints: sympy is not even imported
     import sympy
 
-    from ..semantics.symbolic import SymInt
+    from skriptnd.semantics.symbolic import SymInt
 
     return {decl.name: SymInt(_SAMPLE * (k + 1), sympy.Symbol(decl.name, integer=True))
             for k, decl in enumerate(undefaulted)}
@@ -85,8 +85,8 @@ _TRIALS = (1, 2, 3, 4, 8)
 
 def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
     """value with every symbolic extent replaced by its value under assignment."""
-    from ..semantics.symbolic import SymInt
-    from ..semantics.values import Pack, TensorValue
+    from skriptnd.semantics.symbolic import SymInt
+    from skriptnd.semantics.values import Pack, TensorValue
 
     if isinstance(value, SymInt):
         result = value.expr.xreplace(assignment)
@@ -100,8 +100,8 @@ def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
 
 def _holds_for(binder: Binder, a: ast.Assertion, assignment: dict[Any, int]) -> bool | None:
     """The assertion's value with the symbols replaced by assignment; None if it cannot be told."""
-    from ..semantics.evaluate import EvalError, evaluate
-    from ..semantics.values import Pack, guards_suspended
+    from skriptnd.semantics.evaluate import EvalError, evaluate
+    from skriptnd.semantics.values import Pack, guards_suspended
 
     env = {k: _substituted(v, assignment) for k, v in binder.env.items()}
     try:
@@ -160,7 +160,7 @@ class _Judge:
         condition = path if holds else sympy.simplify(sympy.Not(path))
         counter: dict[Any, int] | None = None
         if holds:
-            from ..semantics.values import GUARD_STACK
+            from skriptnd.semantics.values import GUARD_STACK
 
             outer = GUARD_STACK[-1] if GUARD_STACK else None
             context = [g for g in outer or () if g not in guards]
@@ -196,13 +196,13 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     docstring); nothing for an operator, or for a graph of a module that is not the one composed."""
     if definition.kind != "graph":
         return []
-    from .composer import Composer
+    from skriptnd.compose.composer import Composer
 
     symbolic = _symbolic_attribs(definition)
     if symbolic is None:
         return []
     composer = Composer(program)
-    from ..semantics.values import recording
+    from skriptnd.semantics.values import recording
 
     judge = _Judge(set(symbolic))
     try:
@@ -228,9 +228,9 @@ def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs
     spreads, expressions, `~`): those operators are checked where they are invoked."""
     import sympy
 
-    from ..semantics.evaluate import EvalError, evaluate
-    from ..semantics.symbolic import SymInt
-    from ..semantics.values import TensorValue
+    from skriptnd.semantics.evaluate import EvalError, evaluate
+    from skriptnd.semantics.symbolic import SymInt
+    from skriptnd.semantics.values import TensorValue
 
     symbols: dict[str, Any] = dict(attribs)
     inputs: list[Any] = []
@@ -298,10 +298,10 @@ def check_operator(program: Program, module: LoadedModule, definition: ast.Defin
     inputs = _operator_inputs(definition, dtypes, attribs)
     if inputs is None:
         return []
-    from ..semantics.binding import Site, bind
-    from ..semantics.values import recording
-    from .composer import Composer, _Frame
-    from .ir import Graph, Tensor
+    from skriptnd.compose.composer import Composer, _Frame
+    from skriptnd.compose.ir import Graph, Tensor
+    from skriptnd.semantics.binding import Site, bind
+    from skriptnd.semantics.values import recording
 
     judge = _OperatorJudge(definition)
     composer = Composer(program, atomic=lambda *_: True)

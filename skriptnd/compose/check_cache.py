@@ -23,11 +23,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .. import ast
-from ..diagnostics import Diagnostic
-from ..semantics.modules import LoadedModule, Program
-from ..syntax.cache import cache_dir, load_entry, store
-from ..untrusted import UnsafeFile, read_regular
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.syntax.cache import cache_dir, load_entry, store
+from skriptnd.untrusted import UnsafeFile, read_regular
 
 Check = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
 
@@ -37,7 +37,7 @@ _VERSION = b"composition-check 1\0"
 @lru_cache(maxsize=1)
 def _checker_fingerprint() -> bytes:
     """The package version and the source of every module composing a definition may run."""
-    from .. import __version__
+    from skriptnd import __version__
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(_VERSION + __version__.encode())

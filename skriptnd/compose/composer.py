@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import ast
-from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..semantics.binding import Binder, Binding, Site, bind, signature
-from ..semantics.evaluate import EvalError, evaluate, free_names
-from ..semantics.modules import LoadedModule, Program
-from ..semantics.values import Pack, TensorValue
-from ..source import NO_SPAN, Span
-from ..syntax.printer import format_type
-from .ir import Graph, Operation, Tensor, Value
+from skriptnd import ast
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
+from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
+from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax.printer import format_type
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 #: The values an int tensor may hold: TOSA's int32, what every backend computes in (compile-time values,
@@ -110,7 +110,7 @@ def _dims(t: Tensor) -> tuple[Any, ...]:
     dynamic input extents, with upper bounds (§3.1)."""
     if not t.dynamic:
         return t.shape
-    from ..semantics.symbolic import SymInt, symbol
+    from skriptnd.semantics.symbolic import SymInt, symbol
 
     bounds = t.bounds or (None,) * t.rank
     symbolic = t.symbolic or (None,) * t.rank
@@ -259,7 +259,7 @@ class Composer:
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
-        from ..semantics.symbolic import symbol
+        from skriptnd.semantics.symbolic import symbol
 
         names = [i.value.id if isinstance(i.value, ast.Name) and i.pack is None else None
                  for i in decl.type.shape or ()]
@@ -314,7 +314,7 @@ class Composer:
         computes from the dynamic input extents (`floor(s/2)`), symbolically."""
         import sympy
 
-        from ..semantics.symbolic import SymInt, expression, symbol, vanishes
+        from skriptnd.semantics.symbolic import SymInt, expression, symbol, vanishes
 
         env = dict(binder.env)
         env.update({name: SymInt(1, symbol(name)) for name in dynamic})
@@ -907,13 +907,13 @@ class Composer:
 
 
 def _sym(expr: Any) -> Any:
-    from ..semantics.symbolic import SymInt
+    from skriptnd.semantics.symbolic import SymInt
 
     return SymInt(1, expr)
 
 
 def _same_extent(a: Any, b: Any) -> bool:
-    from ..semantics.symbolic import identical
+    from skriptnd.semantics.symbolic import identical
 
     return identical(a, b)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .. import ast
-from ..semantics.binding import Binding
-from ..source import NO_SPAN, Span
+from skriptnd import ast
+from skriptnd.semantics.binding import Binding
+from skriptnd.source import NO_SPAN, Span
 
 TensorKind = Literal["input", "output", "variable", "constant", "intermediate"]
 
@@ -102,7 +102,7 @@ class Graph:
         ``options``: its :class:`skriptnd.backends.Options` (threads=, target=, device=, ...). The prepared backend
         is kept on the graph, so later runs do no planning or compiling. The backends sit above the IR:
         imported here, at call time, never at import time."""
-        from ..backends import Options, run
+        from skriptnd.backends import Options, run
 
         return run(self, inputs, backend, Options(**options) if options else None)
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..source import NO_SPAN, Span
-from .ir import Graph, Operation, Tensor
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0760": "unsupported quantization parameters"})
 
@@ -249,8 +249,8 @@ def has_quantization(graph: Graph) -> bool:
 
 
 def _quantize_operation(graph: Graph, t: Tensor, out: Tensor) -> Operation:
-    from ..semantics.binding import Site, bind
-    from ..semantics.values import TensorValue
+    from skriptnd.semantics.binding import Site, bind
+    from skriptnd.semantics.values import TensorValue
 
     program = graph.program
     found = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..semantics.evaluate import format_value
-from .ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.semantics.evaluate import format_value
 
 
 def _type(t: Tensor) -> str:

@@ -1,6 +1,6 @@
 """Execution of composed graphs."""
 
-from . import intrinsics, kernels, pointwise, recurrent  # noqa: F401  (register the native and fast kernels)
-from .executor import KERNELS, Executor, kernel, run
+from skriptnd.execute import intrinsics, kernels, pointwise, recurrent  # noqa: F401  (register the native and fast kernels)
+from skriptnd.execute.executor import KERNELS, Executor, kernel, run
 
 __all__ = ["KERNELS", "Executor", "kernel", "run"]

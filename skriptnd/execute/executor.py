@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.composer import NUMPY_DTYPES
-from ..compose.ir import Graph, Operation, Tensor, Value
-from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..semantics.intrinsics import operator_kind
-from ..source import NO_SPAN, Span
+from skriptnd.compose.composer import NUMPY_DTYPES
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.source import NO_SPAN, Span
 
 register_codes({
     "E0711": "wrong input for a graph",
@@ -46,7 +46,7 @@ def kernel(name: str) -> Callable[[Kernel], Kernel]:
 
 def default_kernels() -> Mapping[str, Kernel]:
     """The default backend: TOSA programs, native kernels for what does not legalize, else @lower."""
-    from .tosa_backend import TosaKernels
+    from skriptnd.execute.tosa_backend import TosaKernels
 
     return TosaKernels(KERNELS)
 
@@ -90,7 +90,7 @@ class Executor:
         self._constants = {}
         keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
         if self.optimize and not self.graph.updates:
-            from .optimize import optimize_operations
+            from skriptnd.execute.optimize import optimize_operations
 
             operations, constants = optimize_operations(operations, self.graph, self.variables)
             self._constants = {id(t): t.value for t in constants}
@@ -266,7 +266,7 @@ class Executor:
                 values[id(t)] = a
             self._run_graph(plan, values)
             return _regroup(op.outputs, [values[id(t)] for t in plan.outputs])
-        from ..lower import LoweringError
+        from skriptnd.lower import LoweringError
 
         try:
             results = plan.run(args)
@@ -297,8 +297,8 @@ class Executor:
         key = (id(op), actual)
         special = self._specials.get(key)
         if special is None:
-            from ..semantics.binding import Site, bind
-            from ..semantics.values import Pack, TensorValue
+            from skriptnd.semantics.binding import Site, bind
+            from skriptnd.semantics.values import Pack, TensorValue
 
             def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
                 return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
@@ -330,10 +330,10 @@ class Executor:
 
     def _plan(self, op: Operation) -> Any:
         if operator_kind(op.definition) == "composite" and self.graph.program is not None:
-            from ..compose.composer import Composer
+            from skriptnd.compose.composer import Composer
 
             return Composer(self.graph.program).expand(op)
-        from ..lower import compile_lowering
+        from skriptnd.lower import compile_lowering
 
         return compile_lowering(op.definition, op.binding)
 

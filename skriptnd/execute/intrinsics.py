@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Operation
-from .executor import kernel
+from skriptnd.compose.ir import Operation
+from skriptnd.execute.executor import kernel
 
 __all__ = ["keys_cubic"]
 

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..compose.ir import Operation
-from .executor import kernel
+from skriptnd.compose.ir import Operation
+from skriptnd.execute.executor import kernel
 
 __all__ = ["FAST_KERNELS"]
 

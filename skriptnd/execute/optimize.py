@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 
 __all__ = ["optimize_operations", "fold_batch_norm"]
 
@@ -80,9 +80,9 @@ def _foldable_conv(op: Operation, variables: Mapping[str, np.ndarray]) -> bool:
 
 def _rebind(conv: Operation, filter_: Tensor, bias: Tensor) -> Operation | None:
     """The convolution bound anew with (filter_, bias) as its arguments."""
-    from ..semantics.binding import Site, bind
-    from ..semantics.values import TensorValue
-    from ..source import NO_SPAN, Span
+    from skriptnd.semantics.binding import Site, bind
+    from skriptnd.semantics.values import TensorValue
+    from skriptnd.source import NO_SPAN, Span
 
     x = conv.inputs[0]
     assert isinstance(x, Tensor)

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Operation
-from .executor import kernel
+from skriptnd.compose.ir import Operation
+from skriptnd.execute.executor import kernel
 
 __all__ = ["RECURRENT_KERNELS", "lstm_sequence", "regroup"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Operation, Tensor
-from ..diagnostics import Diagnostic, DiagnosticError, Note
-from ..semantics.intrinsics import STDLIB_INTRINSICS
-from ..source import NO_SPAN, Span
-from .executor import flat_tensors, read_keys
+from skriptnd.compose.ir import Operation, Tensor
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.execute.executor import flat_tensors, read_keys
+from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS
+from skriptnd.source import NO_SPAN, Span
 
 PROGRAM_OP = "tosa.program"
 Kernel = Callable[[Operation, list[Any]], Any]
@@ -28,7 +28,7 @@ Kernel = Callable[[Operation, list[Any]], Any]
 def _subgraph(op: Operation, extra: Callable[[Operation], Any] | None = None) -> Any:
     """The operation's TOSA subgraph if it can join a program (legalize refuses control flow;
     programs have no pack outputs); ``extra``: a backend's own legalization, tried first."""
-    from ..tosa.legalize import legalize
+    from skriptnd.tosa.legalize import legalize
 
     if any(isinstance(v, list) for v in op.outputs):
         return None
@@ -46,7 +46,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
     ``known(t)``: a tensor's plan-time value (variables, constants) or None; ``keep``: ids of tensors
     that must stay visible (graph outputs, @update values); ``extra``: a backend's own legalization of
     some operations (e.g. unrolled recurrences for a compiler), tried before the TABLE's rules."""
-    from ..tosa.program import Builder
+    from skriptnd.tosa.program import Builder
 
     last_use: dict[int, int] = {}
     #: items of packs that may be shorter at run time (the scan outputs of loops, §2.10.1)
@@ -122,7 +122,7 @@ def _source(op: Operation) -> Operation:
 
 
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:
-    from ..tosa.program import ProgramError
+    from skriptnd.tosa.program import ProgramError
 
     try:
         return op.attribs["program"](args)
@@ -155,7 +155,7 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
     compiled into programs), else the native kernel of ``fallback``, else NotImplemented (@lower)."""
 
     def run(op: Operation, args: list[Any]) -> Any:
-        from ..tosa.legalize import legalize, run_subgraph
+        from skriptnd.tosa.legalize import legalize, run_subgraph
 
         entry = cache.get(id(op))
         if entry is None or entry[0] is not op:
@@ -163,7 +163,7 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
             cache[id(op)] = entry
         subgraph = entry[1]
         if subgraph is not None and _composed_shapes(op, args):
-            from ..tosa import TosaError, TosaUnpredictable
+            from skriptnd.tosa import TosaError, TosaUnpredictable
 
             try:
                 return run_subgraph(subgraph, args)

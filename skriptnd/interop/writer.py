@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..source import Span
-from ..untrusted import UnsafeFile, read_regular
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, read_regular
 
 #: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words and the
 #: operators `is`/`in`. Standard module names (`image`, `nn`) are fine: `image.resize(image)` calls the
@@ -265,8 +265,8 @@ class ModelFolder:
 def render(text: str, path: str) -> str:
     """Parse and re-print generated text in the house style; a parse failure is a bug in the importer
     and is raised as such (with the generated text's location), never written."""
-    from ..syntax import parse_module
-    from ..syntax.printer import format_module
+    from skriptnd.syntax import parse_module
+    from skriptnd.syntax.printer import format_module
 
     module, diags = parse_module(text, path)
     if module is None or diags:
@@ -285,8 +285,8 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     With `verify` (where the imported model is, for the diagnostic), the written folder is checked as
     `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
     a folder that fails later, and leaves nothing behind when it would."""
-    from ..io.tensor_file import write_tensor
-    from ..model import variable_file
+    from skriptnd.io.tensor_file import write_tensor
+    from skriptnd.model import variable_file
 
     named = Path(out_dir)
     # a symlink (to a folder, or dangling): the folder it points to is written, the link stays a link
@@ -353,8 +353,8 @@ def verify_model(path: Path, graph: str, where: Span) -> None:
     """Check a written model folder as `sknd check` and `sknd run` would (load, compose the graph with its
     default attributes, read each quantized tensor's parameters); DiagnosticError E0794 at `where`,
     quoting the first problems with their places in the folder, when it fails."""
-    from ..compose.quantization import qparams, quantized_tensors
-    from ..model import load
+    from skriptnd.compose.quantization import qparams, quantized_tensors
+    from skriptnd.model import load
 
     try:
         composed = load(path).compose(graph)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import tensor_file
-from .tensor_file import *  # noqa: F403  (the public names are tensor_file's __all__)
+from skriptnd.io import tensor_file
+from skriptnd.io.tensor_file import *  # noqa: F403  (the public names are tensor_file's __all__)
 
 __all__ = tensor_file.__all__

@@ -17,9 +17,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, register_codes
-from ..source import Span
-from ..untrusted import UnsafeFile, open_regular
+from skriptnd.diagnostics import Diagnostic, register_codes
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, open_regular
 
 __all__ = ["NpyError", "read_npy", "read_npz"]
 

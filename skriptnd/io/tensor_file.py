@@ -40,10 +40,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, register_codes
-from ..fileio import write_atomic
-from ..source import Span
-from ..untrusted import UnsafeFile, open_regular
+from skriptnd.diagnostics import Diagnostic, register_codes
+from skriptnd.fileio import write_atomic
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, open_regular
 
 __all__ = [
     "HEADER_SIZE",

@@ -7,8 +7,8 @@
 located at the formula that failed.
 """
 
-from .plan import CHUNK_ELEMENTS, LoweringPlan, compile_lowering, run_lowering
-from .values import NP_DTYPES, LoweringError, np_dtype
+from skriptnd.lower.plan import CHUNK_ELEMENTS, LoweringPlan, compile_lowering, run_lowering
+from skriptnd.lower.values import NP_DTYPES, LoweringError, np_dtype
 
 __all__ = ["CHUNK_ELEMENTS", "NP_DTYPES", "LoweringError", "LoweringPlan", "compile_lowering", "np_dtype",
            "run_lowering"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .values import INT, REAL, Aff, Arr, LoweringError, kind_of
+from skriptnd.lower.values import INT, REAL, Aff, Arr, LoweringError, kind_of
 
 
 def conc(v: Any) -> Any:

@@ -27,16 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import ast
-from ..semantics.binding import Binding
-from ..semantics.evaluate import EvalError, evaluate, free_names
-from ..semantics.values import TensorValue
-from ..source import NO_SPAN
-from . import ops
-from .stage import PackedDim, Shared, Stager, _view_builder
-from .values import Aff as _Aff
-from .values import Arr as _Arr
-from .values import (
+from skriptnd import ast
+from skriptnd.lower import ops
+from skriptnd.lower.stage import PackedDim, Shared, Stager, _view_builder
+from skriptnd.lower.values import Aff as _Aff
+from skriptnd.lower.values import Arr as _Arr
+from skriptnd.lower.values import (
     BIdx,
     Counter,
     Dyn,
@@ -49,6 +45,10 @@ from .values import (
     np_dtype,
     param,
 )
+from skriptnd.semantics.binding import Binding
+from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
+from skriptnd.semantics.values import TensorValue
+from skriptnd.source import NO_SPAN
 
 #: Index spaces larger than this are evaluated in chunks along one axis (elements).
 CHUNK_ELEMENTS = 1 << 24

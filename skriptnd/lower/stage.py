@@ -17,10 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import ast
-from ..semantics.evaluate import EvalError, Unbound, evaluate, free_names
-from . import ops
-from .values import (
+from skriptnd import ast
+from skriptnd.lower import ops
+from skriptnd.lower.values import (
     BOOL,
     INT,
     REAL,
@@ -37,6 +36,7 @@ from .values import (
     TStack,
     kind_of,
 )
+from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, free_names
 
 _SCALAR = (int, float, bool, str)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import register_codes
-from ..source import NO_SPAN, Span
+from skriptnd.diagnostics import register_codes
+from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0710": "error while evaluating @lower"})
 
@@ -86,7 +86,7 @@ class LoweringError(Exception):
         return f"{self.span}: {self.message}"
 
     def to_diagnostic(self) -> Any:
-        from ..diagnostics import Diagnostic
+        from skriptnd.diagnostics import Diagnostic
 
         return Diagnostic(self.code, self.message, self.span)
 

@@ -14,19 +14,29 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from .. import ast
-from ..diagnostics import Diagnostic, Severity
-from ..docgen import render_operator, signature
-from ..resources import STDLIB_MODULES
-from ..semantics.builtins import BUILTIN_FUNCTIONS
-from ..semantics.modules import LoadedModule
-from ..semantics.scope import Kind, Symbol
-from ..source import NO_SPAN, Span
-from ..syntax import parse_module
-from ..syntax.printer import format_expr, format_module, format_type
-from ..untrusted import UnsafeFile, read_regular
-from .locate import Word, contains, definition_at, from_lsp, name_span, nodes_at, symbol_at, word_at, words_in
-from .workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, Severity
+from skriptnd.docgen import render_operator, signature
+from skriptnd.lsp.locate import (
+    Word,
+    contains,
+    definition_at,
+    from_lsp,
+    name_span,
+    nodes_at,
+    symbol_at,
+    word_at,
+    words_in,
+)
+from skriptnd.lsp.workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
+from skriptnd.resources import STDLIB_MODULES
+from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
+from skriptnd.semantics.modules import LoadedModule
+from skriptnd.semantics.scope import Kind, Symbol
+from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.printer import format_expr, format_module, format_type
+from skriptnd.untrusted import UnsafeFile, read_regular
 
 __all__ = [
     "BLOCK_NAMES",

@@ -19,13 +19,13 @@ from collections import OrderedDict
 from dataclasses import fields
 from typing import Any
 
-from .. import ast
-from ..diagnostics import Diagnostic, Note, Severity
-from ..source import NO_SPAN, Span
-from ..syntax import parse_module
-from ..syntax.cache import cached_parse
-from ..syntax.parser import MAX_ERRORS
-from ..syntax.scan import mask
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, Note, Severity
+from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.cache import cached_parse
+from skriptnd.syntax.parser import MAX_ERRORS
+from skriptnd.syntax.scan import mask
 
 __all__ = ["IncrementalParser", "shift_diagnostic", "shift_node", "split_pieces"]
 

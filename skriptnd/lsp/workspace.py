@@ -24,13 +24,13 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .. import ast
-from ..checking import DEFINITION_CHECKS, check_composition, one_per_location
-from ..diagnostics import Diagnostic
-from ..semantics.modules import LoadedModule, Program, check_modules, load_program
-from ..semantics.scope import Scope
-from ..semantics.typecheck import build_scope
-from .incremental import IncrementalParser, shift_diagnostic
+from skriptnd import ast
+from skriptnd.checking import DEFINITION_CHECKS, check_composition, one_per_location
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.lsp.incremental import IncrementalParser, shift_diagnostic
+from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
+from skriptnd.semantics.scope import Scope
+from skriptnd.semantics.typecheck import build_scope
 
 __all__ = ["MAX_FILE_BYTES", "Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]
 
@@ -128,7 +128,7 @@ class Analysis:
         index = module.text_index() if module is not None and module.source is not None else None
         if index is not None and len(index.masked) == len(self.text):
             return index.masked
-        from ..syntax.scan import mask
+        from skriptnd.syntax.scan import mask
 
         return mask(self.text)
 

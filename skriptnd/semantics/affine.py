@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import ast
+from skriptnd import ast
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ast
-from ..diagnostics import Diagnostic, DiagnosticError, Note
-from ..source import NO_SPAN, Span
-from .affine import Affine, affine
-from .evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
-from .values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.semantics.affine import Affine, affine
+from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
+from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
+from skriptnd.source import NO_SPAN, Span
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
@@ -227,7 +227,7 @@ def _is_packed_default(expr: ast.Expr) -> bool:
 
 def _expr_text(expr: ast.Expr) -> str:
     try:
-        from ..syntax.printer import format_expr
+        from skriptnd.syntax.printer import format_expr
     except ImportError:  # pragma: no cover - printer always present in a full install
         return type(expr).__name__
     return format_expr(expr)
@@ -717,7 +717,7 @@ class Binder:
     def assertion_holds(self, a: ast.Assertion) -> bool:
         if not ASSERTION_HOOKS:
             return self._assertion_value(a)
-        from .values import recording
+        from skriptnd.semantics.values import recording
 
         with recording() as guards:
             holds = self._assertion_value(a)

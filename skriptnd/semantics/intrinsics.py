@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .. import ast
+from skriptnd import ast
 
 OperatorKind = Literal["composite", "primitive", "intrinsic"]
 

@@ -25,16 +25,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ast
-from ..diagnostics import Diagnostic, Note, Severity, register_codes
-from ..fileio import read_source
-from ..resources import STDLIB_MODULES, stdlib_dir
-from ..source import SourceFile, Span
-from ..syntax import parse_module
-from ..syntax.cache import cached_parse
-from ..syntax.scan import mask
-from ..untrusted import UnsafeFile, contained
-from .builtins import BUILTIN_FUNCTIONS
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic, Note, Severity, register_codes
+from skriptnd.fileio import read_source
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
+from skriptnd.source import SourceFile, Span
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.cache import cached_parse
+from skriptnd.syntax.scan import mask
+from skriptnd.untrusted import UnsafeFile, contained
 
 __all__ = [
     "BUILTIN_FUNCTIONS",

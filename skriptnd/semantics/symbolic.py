@@ -18,7 +18,7 @@ from typing import Any
 
 import sympy
 
-from .values import GUARD_STACK, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
+from skriptnd.semantics.values import GUARD_STACK, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
 
 
 def _guard(condition: Any) -> None:

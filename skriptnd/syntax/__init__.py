@@ -1,5 +1,5 @@
 """The front end: SkriptND source text → AST (skriptnd.ast) with located syntax diagnostics."""
 
-from .parser import parse, parse_expr, parse_module
+from skriptnd.syntax.parser import parse, parse_expr, parse_module
 
 __all__ = ["parse", "parse_expr", "parse_module"]

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..untrusted import private_dir, trusted_file, user_cache_root
+from skriptnd.untrusted import private_dir, trusted_file, user_cache_root
 
 Parse = Callable[[str, str], tuple[Any, list[Any]]]
 
@@ -52,8 +52,8 @@ def load_entry(entry: Path) -> Any:
 
 @lru_cache(maxsize=1)
 def _parser_fingerprint() -> bytes:
-    from .. import __version__
-    from ..resources import grammar_path
+    from skriptnd import __version__
+    from skriptnd.resources import grammar_path
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())

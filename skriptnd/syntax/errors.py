@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..diagnostics import Diagnostic
-from ..source import Span
-from .scan import mask, mask_comments
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.source import Span
+from skriptnd.syntax.scan import mask, mask_comments
 
 BLOCK_NAMES = ("dtype", "attrib", "input", "using", "constant", "variable", "output", "assert", "lower",
                "compose", "update", "quantize")

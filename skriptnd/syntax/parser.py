@@ -17,15 +17,15 @@ from typing import Any
 from lark import Lark
 from lark.exceptions import UnexpectedInput
 
-from .. import ast
-from ..diagnostics import Diagnostic
-from ..resources import grammar_path
-from ..source import Span
-from ..untrusted import trusted_file
-from . import errors
-from .cache import cache_dir
-from .scan import comments, mask
-from .transform import ToAst
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.resources import grammar_path
+from skriptnd.source import Span
+from skriptnd.syntax import errors
+from skriptnd.syntax.cache import cache_dir
+from skriptnd.syntax.scan import comments, mask
+from skriptnd.syntax.transform import ToAst
+from skriptnd.untrusted import trusted_file
 
 START_RULES = ("module", "blocks", "compose_body", "block_stmt", "stmt", "expr")
 MAX_ERRORS = 20

@@ -22,9 +22,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .. import ast
-from .scan import mask
-from .strings import quote
+from skriptnd import ast
+from skriptnd.syntax.scan import mask
+from skriptnd.syntax.strings import quote
 
 WIDTH = 100
 INDENT = "    "

@@ -13,10 +13,10 @@ from typing import Any
 
 from lark import Token, Tree
 
-from .. import ast
-from ..diagnostics import Diagnostic
-from ..source import NO_SPAN, Span
-from .strings import FieldSource, split_literal
+from skriptnd import ast
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax.strings import FieldSource, split_literal
 
 FOLDABLE = {"+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", "<?", ">?", ":="}
 CUMULATIVE = {"+", "*", "&&", "||", "<?", ">?"}

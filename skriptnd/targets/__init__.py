@@ -62,7 +62,7 @@ def register(target: Target) -> Target:
 
 def targets() -> dict[str, Target]:
     """Every registered target, by name (importing the target modules registers them)."""
-    from . import mli, nnapi, tosa  # noqa: F401  (registration)
+    from skriptnd.targets import mli, nnapi, tosa  # noqa: F401  (registration)
 
     return TARGETS
 

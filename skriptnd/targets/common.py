@@ -18,8 +18,8 @@ def quant(t: Any) -> Any:
     """The tensor's :class:`QParams`, or None (no @quantize entry, or one that is not affine)."""
     if t is None or getattr(t, "quant", None) is None:
         return None
-    from ..compose.quantization import qparams
-    from ..diagnostics import DiagnosticError
+    from skriptnd.compose.quantization import qparams
+    from skriptnd.diagnostics import DiagnosticError
 
     try:
         return qparams(t)
@@ -38,7 +38,7 @@ class QuantView:
     """Each tensor's quantization: its @quantize entry, else its input's through pass-through operations."""
 
     def __init__(self, graph: Any) -> None:
-        from . import walk
+        from skriptnd.targets import walk
 
         self._q: dict[int, Any] = {}
         for t in graph.tensors:
@@ -117,7 +117,7 @@ def _per_dim(value: Any, d: int) -> list[int]:
 def consumers(graph: Any) -> dict[int, list[Any]]:
     """For each tensor (by id), the operations that read it."""
     users: dict[int, list[Any]] = {}
-    from . import walk
+    from skriptnd.targets import walk
 
     for op in walk(graph):
         for t in tensor_inputs(op):
@@ -142,7 +142,7 @@ def map_with_rules(graph: Any, rules: dict[str, Any], ctx: RuleContext, *, contr
     """One Mapping per operation of ``graph`` (subgraphs included): its rule's, else why none (``control_flow``
     for an operation with subgraphs, ``missing`` with ``{op}`` for one without a rule); an activation a rule
     fused into an earlier operation (decided when that one is mapped) is reported as ``fused``."""
-    from . import Mapping, walk
+    from skriptnd.targets import Mapping, walk
 
     rows = []
     for op in walk(graph):

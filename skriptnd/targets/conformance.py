@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError
+from skriptnd.diagnostics import DiagnosticError
 
 
 @dataclass
@@ -36,13 +36,13 @@ class VectorResult:
 
 def run_graph(graph: Any, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
     """Run a composed graph as ``sknd run`` does (see the module docstring); ``(outputs, path)``."""
-    from ..backends.kernel_maps import kernels_for
-    from ..compose.quantization import fake_quantize, has_quantization
-    from ..execute import Executor
+    from skriptnd.backends.kernel_maps import kernels_for
+    from skriptnd.compose.quantization import fake_quantize, has_quantization
+    from skriptnd.execute import Executor
 
     variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
     if has_quantization(graph):
-        from ..tosa.quantized import lower_quantized
+        from skriptnd.tosa.quantized import lower_quantized
 
         try:
             integer = lower_quantized(graph, variables)
@@ -102,8 +102,8 @@ def compare(o: dict[str, Any], actual: np.ndarray, expected: list[Any], tol: dic
 
 def run_vector(model: dict[str, Any], workdir: Path | None = None) -> VectorResult:
     """Write, compose and run one NNAPI vector model on all its examples."""
-    from ..model import load
-    from .nnapi_import import to_sknd
+    from skriptnd.model import load
+    from skriptnd.targets.nnapi_import import to_sknd
 
     name = str(model.get("name", "?"))
     ops = [op.get("op", "?") for op in model.get("operations", [])]
@@ -147,6 +147,6 @@ def run_vector(model: dict[str, Any], workdir: Path | None = None) -> VectorResu
 
 
 def _sanitized(name: str) -> str:
-    from ..interop.writer import Names
+    from skriptnd.interop.writer import Names
 
     return Names()(name)

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from . import get
+from skriptnd.targets import get
 
 #: MLI specification names → the conformance folder's kernel groups (eltwise split by operation).
 _MLI_GROUPS = {"mli_krn_depthwise_conv2d": "mli_krn_depthwise_conv", "mli_mov_tensor": "mli_krn_data_movement"}
@@ -22,8 +22,8 @@ _MLI_GROUPS = {"mli_krn_depthwise_conv2d": "mli_krn_depthwise_conv", "mli_mov_te
 
 def run_all(shared: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict], dict[str, dict]]:
     """``(nnapi results, mli results, nnapi vectors, mli cases)`` by file stem."""
-    from .conformance import run_vector
-    from .mli_run import run_case
+    from skriptnd.targets.conformance import run_vector
+    from skriptnd.targets.mli_run import run_case
 
     nn_vectors = {p.stem: json.loads(p.read_text()) for p in sorted((shared / "conformance" / "nnapi-1.0")
                                                                      .glob("*.json"))}

@@ -20,8 +20,17 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import Mapping, SpecOp, Target, register
-from .common import QuantView, RuleContext, activation_of, map_with_rules, quant, shape, tensor_inputs, window
+from skriptnd.targets import Mapping, SpecOp, Target, register
+from skriptnd.targets.common import (
+    QuantView,
+    RuleContext,
+    activation_of,
+    map_with_rules,
+    quant,
+    shape,
+    tensor_inputs,
+    window,
+)
 
 #: MLI kernels and helpers: the MLI 1.0 API document's (embarc-mli.txt) and those MLI 2.0 adds (the
 #: conformance vectors' kernel groups): status, how, caveat.
@@ -251,6 +260,6 @@ __all__ = ["SPEC", "TARGET", "map_graph", "mli_type", "spec_ops", "to_sknd"]
 
 def to_sknd(case: dict, out_dir: Any, **kwargs: Any) -> Any:
     """One MLI case's JSON → a SkriptND model folder (see :mod:`.mli_import`)."""
-    from .mli_import import to_sknd as write
+    from skriptnd.targets.mli_import import to_sknd as write
 
     return write(case, out_dir, **kwargs)

@@ -29,9 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import register_codes
-from ..interop.writer import Call, Expr, GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
-from .vectors import Locator, field
+from skriptnd.diagnostics import register_codes
+from skriptnd.interop.writer import (
+    Call,
+    Expr,
+    GraphText,
+    ModelFolder,
+    Names,
+    Quantize,
+    TensorDecl,
+    write_model,
+)
+from skriptnd.targets.vectors import Locator, field
 
 register_codes({"E0903": "MLI kernel group not translated to the standard library"})
 
@@ -202,8 +211,8 @@ def _fully_connected(b: _Builder) -> str:
     if b.case["config"].get("bias_includes_input_zero_point_term"):
         # the _ext_bias kernels take bias - zp_in * sum(w_q) (the input zero point's term folded in): the
         # linear operation's own bias is that plus zp_in * s_in * sum over the inputs of the weights
-        from ..compose.quantization import dequantize, quantize
-        from .mli_run import qparams_of
+        from skriptnd.compose.quantization import dequantize, quantize
+        from skriptnd.targets.mli_run import qparams_of
 
         wq = qparams_of(b.t("weights")["quant"], list(w.shape))
         xq = b.t("input")["quant"]
@@ -260,8 +269,8 @@ def _axes(b: _Builder) -> dict[str, Any]:
 
 def _slope(b: _Builder) -> float:
     """The slope as MLI's kernel sees it: its quantized value."""
-    from ..compose.quantization import dequantize, quantize
-    from .mli_run import qparams_of
+    from skriptnd.compose.quantization import dequantize, quantize
+    from skriptnd.targets.mli_run import qparams_of
 
     t = b.t("slope_coeff")
     qp = qparams_of(t["quant"])

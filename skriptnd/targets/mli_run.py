@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError
+from skriptnd.diagnostics import DiagnosticError
 
 EPS = 1e-18
 
@@ -27,9 +27,9 @@ EPS = 1e-18
 def qparams_of(quant: dict[str, Any], shape: list[int] | None = None) -> Any:
     """The :class:`QParams` of an MLI ``quant`` object (None for fp32), through the quant operator's own
     reading (:func:`skriptnd.compose.quantization.qparams`)."""
-    from ..compose.ir import Tensor
-    from ..compose.quantization import qparams
-    from .mli_import import quant_spec
+    from skriptnd.compose.ir import Tensor
+    from skriptnd.compose.quantization import qparams
+    from skriptnd.targets.mli_import import quant_spec
 
     spec = quant_spec(quant)
     if spec is None:
@@ -121,10 +121,10 @@ class CaseResult:
 
 
 def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> CaseResult:
-    from ..compose.quantization import quantize
-    from ..model import load
-    from .conformance import run_graph
-    from .mli_import import to_sknd
+    from skriptnd.compose.quantization import quantize
+    from skriptnd.model import load
+    from skriptnd.targets.conformance import run_graph
+    from skriptnd.targets.mli_import import to_sknd
 
     group, qtype = str(case.get("kernel_group", "?")), str(case.get("quant_type", "?"))
     tensors = case.get("tensors", {})
@@ -140,7 +140,7 @@ def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> Ca
     out_t = tensors["output"]
     real = np.asarray(outputs[graph.outputs[0].name], np.float64).reshape(out_t["shape"] or [1])
     ref = np.asarray(out_t["data"], np.float64).reshape(out_t["shape"] or [1])
-    from .mli_import import output_quant
+    from skriptnd.targets.mli_import import output_quant
 
     oq = qparams_of(output_quant(case), out_t["shape"])
     if oq is not None:
@@ -160,20 +160,20 @@ def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> Ca
 
 
 def _output_quant(case: dict[str, Any]) -> dict[str, Any]:
-    from .mli_import import output_quant
+    from skriptnd.targets.mli_import import output_quant
 
     return output_quant(case)
 
 
 def _deq(q: np.ndarray, qp: Any) -> np.ndarray:
-    from ..compose.quantization import dequantize
+    from skriptnd.compose.quantization import dequantize
 
     return np.asarray(dequantize(q, qp), np.float64)
 
 
 def _crc(case: dict[str, Any], out_codes: np.ndarray) -> tuple[bool, str]:
     """Whether the CRC32 of the covered buffers matches MLI's default build or a variant (and which)."""
-    from ..compose.quantization import quantize
+    from skriptnd.compose.quantization import quantize
 
     tensors = case["tensors"]
     pattern = int(str(case.get("config", {}).get("mem_fill_pattern", "0xDEADBEEF")), 16)

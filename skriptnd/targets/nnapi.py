@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import Mapping, SpecOp, Target, register
-from .common import (
+from skriptnd.targets import Mapping, SpecOp, Target, register
+from skriptnd.targets.common import (
     QuantView,
     RuleContext,
     activation_of,
@@ -27,7 +27,7 @@ from .common import (
     tensor_inputs,
     window,
 )
-from .nnapi_import import UNSUPPORTED, to_sknd
+from skriptnd.targets.nnapi_import import UNSUPPORTED, to_sknd
 
 _QUANT_REQUANT = ("quant8: NNAPI requantizes the int32 accumulator with QuantizeMultiplierSmallerThanOne "
                   "(saturating rounding doubling high-mul, rounding divide by 2^shift); SkriptND's integer graph "

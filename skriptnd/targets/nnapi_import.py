@@ -33,9 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import DiagnosticError
-from ..interop.writer import Call, Expr, GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
-from .vectors import Locator, field
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.writer import (
+    Call,
+    Expr,
+    GraphText,
+    ModelFolder,
+    Names,
+    Quantize,
+    TensorDecl,
+    write_model,
+)
+from skriptnd.targets.vectors import Locator, field
 
 ROLES = ("input", "output", "parameter", "internal")
 TYPES = ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_INT32", "INT32", "FLOAT32")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import Mapping, get
+from skriptnd.targets import Mapping, get
 
 
 def rows(graph: Any, target: str) -> list[Mapping]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Mapping, SpecOp, Target, register
+from skriptnd.targets import Mapping, SpecOp, Target, register
 
 
 def map_graph(graph: Any) -> list[Mapping]:
-    from ..tosa.legalize import coverage, legalize
-    from ..tosa.legalize.recurrent import RecurrentLegalizer
+    from skriptnd.tosa.legalize import coverage, legalize
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     rows = []
     recurrent = RecurrentLegalizer()
@@ -29,7 +29,7 @@ def map_graph(graph: Any) -> list[Mapping]:
 
 
 def spec_ops() -> list[SpecOp]:
-    from ..tosa import OPS
+    from skriptnd.tosa import OPS
 
     return [SpecOp(name, "supported", "numpy TOSA operator (skriptnd.tosa), target of the legalization tables")
             for name in sorted(OPS)]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..source import Span
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import Span
 
 register_codes({
     "E0900": "conformance vector file is not readable JSON",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import (
+from skriptnd.tosa import (
     control_flow,
     data_layout,
     elementwise,
@@ -33,8 +33,8 @@ from . import (
     tensor_ops,
     variable,
 )
-from .dtypes import BF16Array, bf16
-from .errors import TosaError, TosaUnpredictable
+from skriptnd.tosa.dtypes import BF16Array, bf16
+from skriptnd.tosa.errors import TosaError, TosaUnpredictable
 
 __all__ = ["OPS", "TosaError", "TosaUnpredictable", "BF16Array", "bf16", "run"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import INT_RANGES, BF16Array, is_float, tosa_type
-from .errors import TosaError, check_version, error_if
+from skriptnd.tosa.dtypes import INT_RANGES, BF16Array, is_float, tosa_type
+from skriptnd.tosa.errors import TosaError, check_version, error_if
 
 __all__ = ["tensor", "check_types", "broadcast_shape", "broadcast", "const_scalar", "shape_operand",
            "check_axis", "NAN_MODES", "check_nan_mode", "FLOATS", "ALL_TYPES"]

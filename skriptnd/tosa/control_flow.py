@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from .common import tensor
-from .errors import TosaError, check_version, error_if
+from skriptnd.tosa.common import tensor
+from skriptnd.tosa.errors import TosaError, check_version, error_if
 
 __all__ = ["TensorType", "Node", "Graph", "execute_graph", "cond_if", "while_loop", "custom", "MAX_NESTING"]
 
@@ -148,7 +148,7 @@ def _require_same(a: Sequence[TensorType], b: Sequence[TensorType], condition: s
 
 
 def _run_nodes(graph: Graph, inputs: list[Any], version: str, max_nesting: int | None) -> list[Any]:
-    from . import OPS  # the operator table imports this module
+    from skriptnd.tosa import OPS  # the operator table imports this module
 
     env: dict[str, Any] = dict(graph.constants)
     env.update(zip(graph.input_names, inputs, strict=True))

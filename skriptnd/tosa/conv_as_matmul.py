@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .program import Op, Program, placeholder_value
+from skriptnd.tosa.program import Op, Program, placeholder_value
 
 #: Output positions (batch x height x width) up to which a convolution becomes a matrix product: ResNet-18's
 #: 14x14 and 7x7 layers; 28x28 (784) measured slower as products.

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import ALL_TYPES, FLOATS, check_types, const_scalar, shape_operand, tensor
-from .dtypes import INT_RANGES, BF16Array, round_float
-from .errors import TosaError, check_version, error_if, require
+from skriptnd.tosa.common import ALL_TYPES, FLOATS, check_types, const_scalar, shape_operand, tensor
+from skriptnd.tosa.dtypes import INT_RANGES, BF16Array, round_float
+from skriptnd.tosa.errors import TosaError, check_version, error_if, require
 
 __all__ = ["concat", "pad", "reshape", "reverse", "slice", "tile", "transpose", "gather", "scatter",
            "identity", "const"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import (
+from skriptnd.tosa.common import (
     FLOATS,
     broadcast,
     broadcast_shape,
@@ -24,8 +24,8 @@ from .common import (
     float_min,
     tensor,
 )
-from .dtypes import INT_RANGES, is_float, round_float, wrap
-from .errors import TosaError, check_version, error_if, require
+from skriptnd.tosa.dtypes import INT_RANGES, is_float, round_float, wrap
+from skriptnd.tosa.errors import TosaError, check_version, error_if, require
 
 __all__ = [
     "clamp", "erf", "sigmoid", "tanh", "add", "arithmetic_right_shift", "bitwise_and", "bitwise_or",

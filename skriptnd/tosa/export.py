@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, DiagnosticError, register_codes
-from ..source import Span
-from .legalize import coverage, graph_constant, legalize
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import Span
+from skriptnd.tosa.legalize import coverage, graph_constant, legalize
 
 register_codes({"E0750": "operation cannot be exported to TOSA"})
 
@@ -158,7 +158,7 @@ def _fail(message: str, span: Span | None) -> Diagnostic:
 
 def check_exportable(graph: Any) -> list[Diagnostic]:
     """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
-    from .legalize.recurrent import RecurrentLegalizer
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     recurrent = RecurrentLegalizer()  # knows the static length of a legalized nn.lstm's Y
     for op in graph.operations:
@@ -188,8 +188,8 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from .program import graph_program
-    from .program_mlir import NotCompilable, program_to_mlir
+    from skriptnd.tosa.program import graph_program
+    from skriptnd.tosa.program_mlir import NotCompilable, program_to_mlir
 
     program = graph_program(graph, variables)  # the simplified program the iree backend compiles
     if program is not None:
@@ -234,9 +234,9 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         vals[id(t)] = np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32)
         args.append(f"%arg{i}: {_type(vals[id(t)])}")
 
-    from . import mlir_regions
-    from .invoke import ITEM, apply
-    from .legalize.recurrent import RecurrentLegalizer
+    from skriptnd.tosa import mlir_regions
+    from skriptnd.tosa.invoke import ITEM, apply
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     recurrent = RecurrentLegalizer()
     for op in graph.operations:

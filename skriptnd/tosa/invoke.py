@@ -17,7 +17,7 @@ LIST_OPS = frozenset({"CONCAT", "WHILE_LOOP"})
 
 def apply(name: str, operands: list[Any], attrs: dict[str, Any]) -> Any:
     """``name`` applied to ``operands`` with ``attrs`` on :data:`skriptnd.tosa.OPS`."""
-    from . import OPS  # the operator table imports the modules that import this one
+    from skriptnd.tosa import OPS  # the operator table imports the modules that import this one
 
     if name in LIST_OPS:
         return OPS[name](list(operands), **attrs)

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .control_flow import Graph, TensorType
-from .export import _attrs, _type
-from .invoke import ITEM, apply
+from skriptnd.tosa.control_flow import Graph, TensorType
+from skriptnd.tosa.export import _attrs, _type
+from skriptnd.tosa.invoke import ITEM, apply
 
 #: ``fresh() -> "%N"``; ``const(ssa, array, hint) -> the MLIR line defining ssa`` (no indent)
 Fresh = Callable[[], str]

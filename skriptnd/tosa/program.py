@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import parallel
-from . import OPS
-from .fast import Clamp, specialise
-from .invoke import ITEM, LIST_OPS, apply
+from skriptnd import parallel
+from skriptnd.tosa import OPS
+from skriptnd.tosa.fast import Clamp, specialise
+from skriptnd.tosa.invoke import ITEM, LIST_OPS, apply
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -312,7 +312,7 @@ class Builder:
         """A WHILE_LOOP whose loop-invariant constants (inputs the body passes through unchanged, e.g. a
         recurrent weight) become constants of its regions: compilers then see the weight, not a loop-carried
         value. Never evaluated at plan time (its value is a list; it may be long-running)."""
-        from .control_flow import Graph
+        from skriptnd.tosa.control_flow import Graph
 
         cond, body = attrs["cond_graph"], attrs["body_graph"]
         consts = self.program.constants
@@ -406,8 +406,8 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
     between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
     write it operation by operation."""
-    from .legalize import graph_constant, legalize
-    from .legalize.recurrent import RecurrentLegalizer
+    from skriptnd.tosa.legalize import graph_constant, legalize
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     builder = Builder()
     # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import mlir_regions
-from .export import _ELEM, Constants, _attrs, _type
-from .invoke import ITEM
-from .program import BOUNDARY, NARROW, WIDEN, Op, Program, placeholder_value
+from skriptnd.tosa import mlir_regions
+from skriptnd.tosa.export import _ELEM, Constants, _attrs, _type
+from skriptnd.tosa.invoke import ITEM
+from skriptnd.tosa.program import BOUNDARY, NARROW, WIDEN, Op, Program, placeholder_value
 
 
 class NotCompilable(Exception):

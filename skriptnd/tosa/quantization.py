@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import check_types, const_scalar, tensor
-from .dtypes import INT_RANGES, from_int, is_float, numpy_dtype, round_float, type_name, wrap
-from .errors import TosaError, check_version, error_if, require
+from skriptnd.tosa.common import check_types, const_scalar, tensor
+from skriptnd.tosa.dtypes import INT_RANGES, from_int, is_float, numpy_dtype, round_float, type_name, wrap
+from skriptnd.tosa.errors import TosaError, check_version, error_if, require
 
 __all__ = ["cast", "rescale", "apply_scale_32", "apply_scale_16", "ROUNDING_MODES"]
 

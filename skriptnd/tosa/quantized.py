@@ -67,12 +67,12 @@ from typing import Any
 
 import numpy as np
 
-from ..compose.ir import Graph, Operation, Tensor
-from ..compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
-from ..diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from ..source import NO_SPAN, Span
-from . import OPS
-from .legalize import Subgraph, TosaOp, legalize, run_subgraph
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.source import NO_SPAN, Span
+from skriptnd.tosa import OPS
+from skriptnd.tosa.legalize import Subgraph, TosaOp, legalize, run_subgraph
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
@@ -676,7 +676,7 @@ def _type(a: np.ndarray) -> str:
 
 
 def _attrs(o: TosaOp, operands: list[np.ndarray]) -> str:
-    from .export import _attrs as float_attrs
+    from skriptnd.tosa.export import _attrs as float_attrs
 
     attrs = {k: v for k, v in o.attrs.items() if k != "output_dtype"}
     if o.name == "CLAMP" and operands[0].dtype.kind == "i":
@@ -703,8 +703,8 @@ def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
     """TOSA 1.0 MLIR (generic form) of the integer graph, like :func:`skriptnd.tosa.export.to_mlir`:
     one ``func.func @main`` whose arguments are the TOSA graph's inputs (int8 for quantized graph inputs)
     and whose results are its outputs (the graph outputs, or the TOSA values ``outputs``)."""
-    from .export import Constants
-    from .invoke import apply
+    from skriptnd.tosa.export import Constants
+    from skriptnd.tosa.invoke import apply
 
     sg = ig.subgraph(outputs)
     lines: list[str] = []

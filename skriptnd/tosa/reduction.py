@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import FLOATS, check_axis, check_nan_mode, check_types, float_max, float_min, tensor
-from .dtypes import INT_RANGES, is_float, round_float
-from .errors import check_version, error_if, require
+from skriptnd.tosa.common import FLOATS, check_axis, check_nan_mode, check_types, float_max, float_min, tensor
+from skriptnd.tosa.dtypes import INT_RANGES, is_float, round_float
+from skriptnd.tosa.errors import check_version, error_if, require
 
 __all__ = ["reduce_all", "reduce_any", "reduce_max", "reduce_min", "reduce_product", "reduce_sum", "argmax"]
 

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from .common import shape_operand, tensor
-from .dtypes import INT_RANGES, BF16Array, round_float
-from .errors import check_version, error_if, require
-from .tensor_ops import _acc_type, _zero_point
+from skriptnd.tosa.common import shape_operand, tensor
+from skriptnd.tosa.dtypes import INT_RANGES, BF16Array, round_float
+from skriptnd.tosa.errors import check_version, error_if, require
+from skriptnd.tosa.tensor_ops import _acc_type, _zero_point
 
 __all__ = ["resize", "fft2d", "rfft2d", "fully_connected"]
 

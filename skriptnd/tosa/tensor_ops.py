@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .common import check_nan_mode, const_scalar, tensor
-from .dtypes import INT_RANGES, round_float
-from .errors import check_version, error_if, require
-from .quantization import apply_scale_32
+from skriptnd.tosa.common import check_nan_mode, const_scalar, tensor
+from skriptnd.tosa.dtypes import INT_RANGES, round_float
+from skriptnd.tosa.errors import check_version, error_if, require
+from skriptnd.tosa.quantization import apply_scale_32
 
 __all__ = ["matmul", "conv2d", "depthwise_conv2d", "conv3d", "transpose_conv2d", "avg_pool2d", "max_pool2d"]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import tensor
-from .dtypes import BF16Array, numpy_dtype
-from .errors import check_version, error_if, require
+from skriptnd.tosa.common import tensor
+from skriptnd.tosa.dtypes import BF16Array, numpy_dtype
+from skriptnd.tosa.errors import check_version, error_if, require
 
 __all__ = ["VariableStore", "variable", "variable_write", "variable_read"]
 

@@ -5,6 +5,6 @@ operation into standard-library invocations through the converter registry (`reg
 operation family in `ops/`) and writes the folder atomically through `skriptnd.interop.writer`.
 """
 
-from .importer import import_nnef
+from skriptnd.interop.nnef_import.importer import import_nnef
 
 __all__ = ["import_nnef"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..writer import Call, Expr, Names, TensorDecl, literal
-from .errors import ImportProblem
+from skriptnd.interop.nnef_import.errors import ImportProblem
+from skriptnd.interop.writer import Call, Expr, Names, TensorDecl, literal
 
 #: NNEF 1.x tensor types -> SkriptND types.
 DTYPES = {"scalar": "real", "integer": "int", "logical": "bool"}

@@ -6,7 +6,7 @@ that the file matches, so the documentation cannot drift from the code).
 
 from __future__ import annotations
 
-from . import registry
+from skriptnd.interop.nnef_import import registry
 
 
 def _standard_operations() -> list[str]:

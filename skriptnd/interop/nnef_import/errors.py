@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...diagnostics import register_codes
+from skriptnd.diagnostics import register_codes
 
 register_codes({
     "E0830": "NNEF import needs the 'nnef' package",

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..writer import Call, Names, TensorDecl
-from . import registry
-from .context import DTYPES, Context, tidy
-from .errors import ImportProblem
+from skriptnd.interop.nnef_import import registry
+from skriptnd.interop.nnef_import.context import DTYPES, Context, tidy
+from skriptnd.interop.nnef_import.errors import ImportProblem
+from skriptnd.interop.writer import Call, Names, TensorDecl
 
 MODULE = "ops.fragments"
 PATH = "ops/fragments.sknd"

@@ -17,16 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...diagnostics import Diagnostic, DiagnosticError, Note
-from ...source import Span
-from ...untrusted import UnsafeFile, contained
-from ..writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
-from . import registry
-from .contained import ContainedNnef, ParserCrashed
-from .context import DTYPES, Context, locate
-from .errors import ImportProblem
-from .fragments import PATH as FRAGMENTS_PATH
-from .fragments import FragmentFallback, Fragments
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.interop.nnef_import import registry
+from skriptnd.interop.nnef_import.contained import ContainedNnef, ParserCrashed
+from skriptnd.interop.nnef_import.context import DTYPES, Context, locate
+from skriptnd.interop.nnef_import.errors import ImportProblem
+from skriptnd.interop.nnef_import.fragments import PATH as FRAGMENTS_PATH
+from skriptnd.interop.nnef_import.fragments import FragmentFallback, Fragments
+from skriptnd.interop.writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, contained
 
 #: Operations handled by the importer itself (declarations), not by converters.
 _DECLARATIONS = ("external", "variable", "constant")
@@ -72,8 +72,8 @@ def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
     import shutil
     import tempfile
 
-    from ...compose.quantization import qparams, quantized_tensors
-    from ...model import load
+    from skriptnd.compose.quantization import qparams, quantized_tensors
+    from skriptnd.model import load
 
     scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
     try:
@@ -281,7 +281,7 @@ def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shap
 
 def _check_variables(graph: Any, folder: Path, graph_file: Path, text: str) -> dict[str, Path]:
     """The tensor file of every variable, checked (present, readable, of the declared shape and type)."""
-    from ...io.tensor_file import TensorFileError, read_tensor_with_header
+    from skriptnd.io.tensor_file import TensorFileError, read_tensor_with_header
 
     files: dict[str, Path] = {}
     problems: list[Diagnostic] = []
@@ -339,7 +339,7 @@ def _decl(ctx: Context, tensor: str) -> TensorDecl:
 
 def _quantize_entries(ctx: Context, graph: Any, graph_file: Path) -> list[Quantize]:
     """graph.quant as @quantize entries (spec §2.14); what SkriptND cannot express is a located E0835."""
-    from .ops.quant import quantize_entry
+    from skriptnd.interop.nnef_import.ops.quant import quantize_entry
 
     entries: list[Quantize] = []
     quant_file = graph_file.parent / "graph.quant"

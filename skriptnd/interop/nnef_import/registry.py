@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .context import Context
+    from skriptnd.interop.nnef_import.context import Context
 
 Converter = Callable[["Context", Any], None]
 
@@ -63,4 +63,16 @@ def unsupported(note: str, *names: str) -> None:
 
 def load_all() -> None:
     """Import every ops module (each registers its converters on import)."""
-    from .ops import activation, conv, elementwise, image, io, layout, linalg, norm, pool, quant, reduce  # noqa: F401
+    from skriptnd.interop.nnef_import.ops import (  # noqa: F401
+        activation,
+        conv,
+        elementwise,
+        image,
+        io,
+        layout,
+        linalg,
+        norm,
+        pool,
+        quant,
+        reduce,
+    )

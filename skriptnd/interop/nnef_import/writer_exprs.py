@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..writer import Expr, literal
+from skriptnd.interop.writer import Expr, literal
 
 
 def real(value: float) -> Expr:

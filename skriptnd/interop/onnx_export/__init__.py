@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ...diagnostics import Diagnostic, DiagnosticError, register_codes
-from ...source import Span
-from .core import CONVERTERS, NUMPY, Context, Unsupported
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.interop.onnx_export.core import CONVERTERS, NUMPY, Context, Unsupported
+from skriptnd.source import Span
 
 register_codes({
     "E0840": "operation cannot be exported to ONNX",
@@ -48,7 +48,7 @@ EXTERNAL_DATA_THRESHOLD = 2**31 - 2**24
 
 
 def _load_families() -> None:
-    from . import algo, image, layout, linalg, math_ops, nn, quant  # noqa: F401 - they register converters
+    from skriptnd.interop.onnx_export import algo, image, layout, linalg, math_ops, nn, quant  # noqa: F401 - they register converters
 
 
 def _span(x: Any) -> Span:
@@ -108,7 +108,7 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
     """(ONNX GraphProto or None, diagnostics)."""
     import onnx
 
-    from .walk import ControlFlowUnsupported, convert
+    from skriptnd.interop.onnx_export.walk import ControlFlowUnsupported, convert
 
     _load_families()
     diags = _type_problems(graph)
@@ -120,7 +120,7 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
     ctx.taken.update(out_names)
     for t in graph.inputs:
         ctx.names[id(t)] = t.name
-    from .quant import quantize_graph_inputs, quantized_value
+    from skriptnd.interop.onnx_export.quant import quantize_graph_inputs, quantized_value
 
     quantized = any(t.quant for t in graph.tensors)
     if quantized:
@@ -226,7 +226,7 @@ def _write_external(model: Any, path: Path) -> Path:
 def save_onnx(model: Any, path: str | os.PathLike[str]) -> Path:
     """Write ``model`` atomically to ``path`` (above 2 GB of weights: ``path`` plus ``path.data``, each
     written through a temporary sibling and renamed, the data file first)."""
-    from ...fileio import output_target, write_atomic
+    from skriptnd.fileio import output_target, write_atomic
 
     if _initializer_bytes(model) <= EXTERNAL_DATA_THRESHOLD:
         write_atomic(path, model.SerializeToString())

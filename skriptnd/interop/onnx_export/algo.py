@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import Context, converter, norm_axes, shape
+from skriptnd.interop.onnx_export.core import Context, converter, norm_axes, shape
 
 
 @converter("algo.top_k", onnx="TopK")

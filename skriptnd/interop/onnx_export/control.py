@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Context, Unsupported, shape
+from skriptnd.interop.onnx_export.core import Context, Unsupported, shape
 
 
 def _elem(dtype: str) -> int:
@@ -33,7 +33,7 @@ def _child(ctx: Context) -> Context:
 
 
 def _convert_graph(ctx: Context, graph: Any) -> None:
-    from .walk import convert
+    from skriptnd.interop.onnx_export.walk import convert
 
     for op in graph.operations:
         convert(ctx, op)

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from .core import Context, Unsupported, converter, env, ints, inverse, norm_axes, shape
+from skriptnd.interop.onnx_export.core import (
+    Context,
+    Unsupported,
+    converter,
+    env,
+    ints,
+    inverse,
+    norm_axes,
+    shape,
+)
 
 _TRANSFORM = {"SYMMETRIC": "half_pixel", "ASYMMETRIC": "asymmetric", "ALIGNED": "align_corners"}
 _ROUNDING = {"FLOOR": "floor", "CEIL": "ceil", "ROUND_PREFER_FLOOR": "round_prefer_floor",

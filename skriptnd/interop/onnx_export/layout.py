@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import NUMPY, Context, Unsupported, converter, ints, norm_axes, shape
+from skriptnd.interop.onnx_export.core import NUMPY, Context, Unsupported, converter, ints, norm_axes, shape
 
 
 @converter("layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze", onnx="Reshape to the static output shape")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import Context, converter, ints, shape
+from skriptnd.interop.onnx_export.core import Context, converter, ints, shape
 
 
 def _t(ctx: Context, x: str, rank: int) -> str:

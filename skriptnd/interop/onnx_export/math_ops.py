@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Context, Unsupported, aligned, converter, norm_axes, shape
+from skriptnd.interop.onnx_export.core import Context, Unsupported, aligned, converter, norm_axes, shape
 
 _UNARY = {"math.iden": "Identity", "math.neg": "Neg", "math.rcp": "Reciprocal", "math.sqrt": "Sqrt",
           "math.exp": "Exp", "math.log": "Log", "math.sin": "Sin", "math.cos": "Cos", "math.tan": "Tan",

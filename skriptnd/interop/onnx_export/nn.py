@@ -7,7 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from .core import Context, Unsupported, converter, env, ints, inverse, norm_axes, per_dim, shape
+from skriptnd.interop.onnx_export.core import (
+    Context,
+    Unsupported,
+    converter,
+    env,
+    ints,
+    inverse,
+    norm_axes,
+    per_dim,
+    shape,
+)
 
 #: data / filter layouts -> the permutation to ONNX's N,C,X.. (O,I,X.. for filters)
 _DATA_TO_NCX = {"NCX": lambda d: list(range(d + 2)), "NXC": lambda d: [0, d + 1, *range(1, d + 1)],
@@ -105,7 +115,7 @@ def deconv(ctx: Context, op: Any) -> list[Any]:
 def _pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     """The window of a pooling operation (skriptnd.tosa.legalize's reading of the same attributes);
     a dynamic input or output extent is Unsupported here."""
-    from ...tosa.legalize.tensor import pool_geometry
+    from skriptnd.tosa.legalize.tensor import pool_geometry
 
     shape(op.inputs[0]), shape(op.outputs[0])
     return pool_geometry(op)

@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from .core import Context, Unsupported, converter, shape
+from skriptnd.interop.onnx_export.core import Context, Unsupported, converter, shape
 
 _ONNX_INT = {"int8": 3, "int16": 5, "int32": 6}  # TensorProto.INT8, INT16, INT32
 
 
 def _qparams(t: Any) -> Any:
-    from ...compose.quantization import qparams
-    from ...diagnostics import DiagnosticError
+    from skriptnd.compose.quantization import qparams
+    from skriptnd.diagnostics import DiagnosticError
 
     try:
         return qparams(t)
@@ -84,7 +84,7 @@ def _fake_quantize(ctx: Context, x: str, t: Any, qp: Any) -> str:
 def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
     """Quantized variables and constants become integer initializers read through DequantizeLinear,
     quantized graph inputs go through a QDQ pair (ONNX names bound in ``ctx``)."""
-    from ...compose.quantization import quantize
+    from skriptnd.compose.quantization import quantize
 
     for t in graph.tensors:
         if t.quant is None:
@@ -101,7 +101,7 @@ def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
             ctx.initializers.remove(values)
             q = quantize(a, qp)
             if qp.dtype == "int16" and ctx.opset < 21:  # no int16 DequantizeLinear before opset 21
-                from ...compose.quantization import dequantize
+                from skriptnd.compose.quantization import dequantize
 
                 ctx.names[id(t)] = ctx.const(dequantize(q, qp), None, t.name)
                 continue
@@ -124,7 +124,7 @@ def quantized_value(ctx: Context, op: Any) -> None:
 @converter("quant.zero_point_linear_quantize", "quant.min_max_linear_quantize", onnx="QuantizeLinear, DequantizeLinear (int8; int16 from opset 21; else arithmetic)")
 def quantize_op(ctx: Context, op: Any) -> list[Any]:
     """An explicit invocation: the same fake quantization, with the operation's attributes."""
-    from ...compose.ir import Tensor
+    from skriptnd.compose.ir import Tensor
 
     t = op.inputs[0]
     probe = Tensor(name=t.name, dtype="real", shape=t.shape,

@@ -12,14 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .core import CONVERTERS, Context, Unsupported
+from skriptnd.interop.onnx_export.core import CONVERTERS, Context, Unsupported
 
 
 @lru_cache(maxsize=1)
 def _stdlib_program() -> Any:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from ...resources import STDLIB_MODULES, stdlib_dir
-    from ...semantics.modules import load_program
+    from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+    from skriptnd.semantics.modules import load_program
 
     # the imports resolve in the standard library's own folder: a model folder in the shared temporary
     # folder would let another user's sknd_onnx_export_stdlib/math.sknd stand in for the standard one
@@ -30,9 +30,9 @@ def _stdlib_program() -> Any:
 
 @lru_cache(maxsize=1)
 def _kinds() -> dict[str, str]:
-    from ...resources import STDLIB_MODULES
-    from ...semantics.intrinsics import operator_kind
-    from ...semantics.modules import stdlib_module
+    from skriptnd.resources import STDLIB_MODULES
+    from skriptnd.semantics.intrinsics import operator_kind
+    from skriptnd.semantics.modules import stdlib_module
 
     kinds = {}
     for name in STDLIB_MODULES:
@@ -66,7 +66,7 @@ class ControlFlowUnsupported(Unsupported):
 def convert(ctx: Context, op: Any, depth: int = 0) -> None:
     """Emit ``op`` into ``ctx`` (binding its outputs), or raise Unsupported naming what is missing."""
     if op.op in ("if", "loop"):
-        from .control import convert_if, convert_loop
+        from skriptnd.interop.onnx_export.control import convert_if, convert_loop
 
         mark = ctx.mark()
         try:
@@ -101,7 +101,7 @@ def convert(ctx: Context, op: Any, depth: int = 0) -> None:
 
 
 def _through_components(ctx: Context, op: Any, depth: int, reason: str | None) -> None:
-    from ...compose.composer import Composer
+    from skriptnd.compose.composer import Composer
 
     try:
         graph = Composer(_stdlib_program()).expand(op)

@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import errors  # noqa: F401 - registers the E08xx codes
+from skriptnd.interop.onnx_import import errors  # noqa: F401 - registers the E08xx codes
 
 __all__ = ["import_model", "import_onnx"]
 
 
 def import_onnx(src: Any, out_dir: str | Path, **kwargs: Any) -> Any:
-    from .importer import import_onnx as run
+    from skriptnd.interop.onnx_import.importer import import_onnx as run
 
     return run(src, out_dir, **kwargs)
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..writer import Attrib, Call, Expr, Names, TensorDecl
-from .errors import ImportProblem
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.writer import Attrib, Call, Expr, Names, TensorDecl
 
 #: ONNX TensorProto element types -> SkriptND types
 REAL = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16

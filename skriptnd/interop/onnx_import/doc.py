@@ -20,8 +20,8 @@ _FAMILY_TITLES = {"elementwise": "Element-wise arithmetic, comparison, logic", "
 
 
 def render() -> str:
-    from .normalize import TARGET_OPSET
-    from .registry import FAMILIES, registry
+    from skriptnd.interop.onnx_import.normalize import TARGET_OPSET
+    from skriptnd.interop.onnx_import.registry import FAMILIES, registry
 
     entries = registry()
     lines = [BEGIN, "", "## ONNX", "",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...diagnostics import Diagnostic, register_codes
-from ...source import Span
+from skriptnd.diagnostics import Diagnostic, register_codes
+from skriptnd.source import Span
 
 CODES = {
     "E0800": "the ONNX importer needs the onnx package",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import Context, Node
-from .errors import ImportProblem
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
 
 #: Ops never folded (their value is not a function of their inputs).
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",

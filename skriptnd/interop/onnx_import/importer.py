@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...diagnostics import DiagnosticError
-from ...source import Span
-from ..writer import GraphText, ModelFolder, TensorDecl, write_model
-from . import normalize as norm
-from .context import Context, Node, Value, value_of
-from .errors import ImportProblem, diagnostic
-from .fold import fold as _fold
-from .registry import registry
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.onnx_import import normalize as norm
+from skriptnd.interop.onnx_import.context import Context, Node, Value, value_of
+from skriptnd.interop.onnx_import.errors import ImportProblem, diagnostic
+from skriptnd.interop.onnx_import.fold import fold as _fold
+from skriptnd.interop.onnx_import.registry import registry
+from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
+from skriptnd.source import Span
 
 #: Rounds of fold-then-infer in _resolve_shapes; each round can open one more level of shapes that depend
 #: on shapes (Swin-T's shifted windows need one per block: 12 blocks, pads computed from the previous

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...diagnostics import DiagnosticError
-from ...untrusted import UnsafeFile, contained, open_regular
-from .errors import diagnostic
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.onnx_import.errors import diagnostic
+from skriptnd.untrusted import UnsafeFile, contained, open_regular
 
 #: Models older than this are converted up to it; the converters are written for opset 13 and later.
 TARGET_OPSET = 13

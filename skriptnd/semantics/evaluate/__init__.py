@@ -26,11 +26,11 @@ are private to the package, not to their module.
 
 from __future__ import annotations
 
-from .errors import EvalError, Unbound
-from .evaluator import evaluate
-from .formatting import format_value
-from .kinds import type_name_of
-from .lists import MAX_PACK_LENGTH
-from .names import free_names
+from skriptnd.semantics.evaluate.errors import EvalError, Unbound
+from skriptnd.semantics.evaluate.evaluator import evaluate
+from skriptnd.semantics.evaluate.formatting import format_value
+from skriptnd.semantics.evaluate.kinds import type_name_of
+from skriptnd.semantics.evaluate.lists import MAX_PACK_LENGTH
+from skriptnd.semantics.evaluate.names import free_names
 
 __all__ = ["MAX_PACK_LENGTH", "EvalError", "Unbound", "evaluate", "format_value", "free_names", "type_name_of"]

@@ -6,10 +6,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ...source import Span
-from .errors import EvalError, _OpError
-from .formatting import format_value
-from .kinds import _intlike, _kind, _type_name
+from skriptnd.semantics.evaluate.errors import EvalError, _OpError
+from skriptnd.semantics.evaluate.formatting import format_value
+from skriptnd.semantics.evaluate.kinds import _intlike, _kind, _type_name
+from skriptnd.source import Span
 
 _DEFAULTS: dict[str, Any] = {"int": 0, "real": 0.0, "bool": False, "str": ""}
 

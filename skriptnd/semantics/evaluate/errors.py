@@ -7,8 +7,8 @@ they raise `_OpError` naming the operand to blame; the node handlers turn it int
 
 from __future__ import annotations
 
-from ...diagnostics import Diagnostic
-from ...source import Span
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.source import Span
 
 
 class EvalError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ... import ast
-from .errors import EvalError
-from .expressions import (
+from skriptnd import ast
+from skriptnd.semantics.evaluate.errors import EvalError
+from skriptnd.semantics.evaluate.expressions import (
     _binary,
     _bool_lit,
     _call,
@@ -22,8 +22,8 @@ from .expressions import (
     _str_lit,
     _unary,
 )
-from .lists import _list, _misplaced, _subscript, _substitute
-from .walk import _DISPATCH, _Ctx, _eval, _not_compile_time
+from skriptnd.semantics.evaluate.lists import _list, _misplaced, _subscript, _substitute
+from skriptnd.semantics.evaluate.walk import _DISPATCH, _Ctx, _eval, _not_compile_time
 
 
 def evaluate(expr: ast.Expr, env: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -> Any:

@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ... import ast
-from ..values import NO_UNIFORM, Pack, TensorValue, guards_suspended
-from .casts import _DEFAULTS, _cast_to
-from .errors import EvalError, Unbound, _OpError
-from .folds import _FOLDS, _cumulative
-from .formatting import format_value
-from .functions import _BUILTINS
-from .kinds import _item_type, _pack_item_type, _type_name
-from .operators import _BINARY, _UNARY, _contains, _map1, _map2
-from .walk import _Ctx, _eval, _raise_op
+from skriptnd import ast
+from skriptnd.semantics.evaluate.casts import _DEFAULTS, _cast_to
+from skriptnd.semantics.evaluate.errors import EvalError, Unbound, _OpError
+from skriptnd.semantics.evaluate.folds import _FOLDS, _cumulative
+from skriptnd.semantics.evaluate.formatting import format_value
+from skriptnd.semantics.evaluate.functions import _BUILTINS
+from skriptnd.semantics.evaluate.kinds import _item_type, _pack_item_type, _type_name
+from skriptnd.semantics.evaluate.operators import _BINARY, _UNARY, _contains, _map1, _map2
+from skriptnd.semantics.evaluate.walk import _Ctx, _eval, _raise_op
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, guards_suspended
 
 # ---------------------------------------------------------------- literals and names
 

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from ..values import NO_UNIFORM, Pack
-from .errors import _OpError
-from .kinds import _NUM
-from .operators import _BINARY, _bad_operands
+from skriptnd.semantics.evaluate.errors import _OpError
+from skriptnd.semantics.evaluate.kinds import _NUM
+from skriptnd.semantics.evaluate.operators import _BINARY, _bad_operands
+from skriptnd.semantics.values import NO_UNIFORM, Pack
 
 
 def _check_items(op: str, items: Pack) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..values import Pack, TensorValue
+from skriptnd.semantics.values import Pack, TensorValue
 
 
 def format_value(v: Any) -> str:

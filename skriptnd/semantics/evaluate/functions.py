@@ -6,11 +6,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..builtins import BUILTIN_FUNCTIONS
-from ..values import TensorValue
-from .errors import _OpError
-from .formatting import format_value
-from .kinds import _intlike, _type_name
+from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
+from skriptnd.semantics.evaluate.errors import _OpError
+from skriptnd.semantics.evaluate.formatting import format_value
+from skriptnd.semantics.evaluate.kinds import _intlike, _type_name
+from skriptnd.semantics.values import TensorValue
 
 
 def _real_fn(name: str, f: Callable[[float], float]) -> Callable[[Any], float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..values import NO_UNIFORM, Pack, TensorValue
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue
 
 _KINDS: dict[type, str] = {bool: "bool", int: "int", float: "real", str: "str", TensorValue: "tensor", Pack: "pack"}
 _NUM = ("int", "real")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ... import ast
+from skriptnd import ast
 
 _FREE_CACHE: dict[int, tuple[ast.Node, frozenset[str]]] = {}
 _FREE_CACHE_LIMIT = 1 << 16

@@ -10,10 +10,18 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..values import NO_UNIFORM, Pack, TensorValue
-from .errors import _OpError
-from .formatting import format_value
-from .kinds import _NUM, _ORDERED, _intlike, _item_type, _kind, _pack_item_type, _type_name
+from skriptnd.semantics.evaluate.errors import _OpError
+from skriptnd.semantics.evaluate.formatting import format_value
+from skriptnd.semantics.evaluate.kinds import (
+    _NUM,
+    _ORDERED,
+    _intlike,
+    _item_type,
+    _kind,
+    _pack_item_type,
+    _type_name,
+)
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue
 
 #: Largest int power computed exactly (in result bits); beyond that the model is surely wrong.
 _MAX_POW_BITS = 1 << 20

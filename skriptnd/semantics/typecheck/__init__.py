@@ -31,6 +31,6 @@ and checker.py (`Checker.run`, @assert, @quantize, `check_definition`).
 
 from __future__ import annotations
 
-from .checker import Checker, build_scope, check_definition
+from skriptnd.semantics.typecheck.checker import Checker, build_scope, check_definition
 
 __all__ = ["Checker", "build_scope", "check_definition"]

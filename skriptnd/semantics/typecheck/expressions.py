@@ -6,12 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ... import ast
-from ..builtins import BUILTIN_FUNCTIONS, NUM_FUNCTIONS, REAL_FUNCTIONS
-from ..scope import Ctx, Kind, Scope, did_you_mean, show
-from ..types import BOOL, CONCRETE, INT, INTS, REAL, STR, UNKNOWN, Type, is_arith, is_numeric, same_name
-from .common import _null_tests, _what
-from .packs import PackTyping
+from skriptnd import ast
+from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS, NUM_FUNCTIONS, REAL_FUNCTIONS
+from skriptnd.semantics.scope import Ctx, Kind, Scope, did_you_mean, show
+from skriptnd.semantics.typecheck.common import _null_tests, _what
+from skriptnd.semantics.typecheck.packs import PackTyping
+from skriptnd.semantics.types import (
+    BOOL,
+    CONCRETE,
+    INT,
+    INTS,
+    REAL,
+    STR,
+    UNKNOWN,
+    Type,
+    is_arith,
+    is_numeric,
+    same_name,
+)
 
 BUILTINS = BUILTIN_FUNCTIONS
 

@@ -3,11 +3,11 @@ tensor accesses in @lower (§2.4, §2.12)."""
 
 from __future__ import annotations
 
-from ... import ast
-from ..scope import Ctx, Kind, Scope, Symbol, show
-from ..types import INTS, STR, UNKNOWN, Type, same_name
-from .common import _what
-from .lengths import Lengths
+from skriptnd import ast
+from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, show
+from skriptnd.semantics.typecheck.common import _what
+from skriptnd.semantics.typecheck.lengths import Lengths
+from skriptnd.semantics.types import INTS, STR, UNKNOWN, Type, same_name
 
 
 class PackTyping(Lengths):

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...resources import STDLIB_MODULES
-from ...semantics.intrinsics import operator_kind
-from ...semantics.modules import stdlib_module
-from . import algo, elementwise, image, layout, reduce, tensor
-from .composite import composite_rule
-from .core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
+from skriptnd.resources import STDLIB_MODULES
+from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.semantics.modules import stdlib_module
+from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
+from skriptnd.tosa.legalize.composite import composite_rule
+from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
 
 __all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
            "run_subgraph", "coverage"]
@@ -203,7 +203,7 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
 
 def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
     """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
-    from .recurrent import RecurrentLegalizer
+    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
     result = []
     recurrent = RecurrentLegalizer()  # in graph order: a layer reading a legalized layer's Y

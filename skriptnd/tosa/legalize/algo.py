@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Builder, Rule, Subgraph, norm_axes, shape_of
+from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, norm_axes, shape_of
 
 _MAX_EXTENT = 256
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Rule, Subgraph, TosaOp
+from skriptnd.tosa.legalize.core import Rule, Subgraph, TosaOp
 
 _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 
@@ -21,8 +21,8 @@ _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 @lru_cache(maxsize=1)
 def _stdlib_program() -> Any:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from ...resources import STDLIB_MODULES, stdlib_dir
-    from ...semantics.modules import load_program
+    from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+    from skriptnd.semantics.modules import load_program
 
     # the imports resolve in the standard library's own folder: a model folder in the shared temporary
     # folder would let another user's sknd_tosa_legalize_stdlib/math.sknd stand in for the standard one
@@ -33,7 +33,7 @@ def _stdlib_program() -> Any:
 
 def expand(op: Any, program: Any = None) -> Any:
     """The composed graph of ``op``'s own @compose (its components as operations)."""
-    from ...compose.composer import Composer
+    from skriptnd.compose.composer import Composer
 
     return Composer(program or _stdlib_program()).expand(op)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Builder, Rule, Subgraph, aligned, norm_axes, shape_of
+from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, aligned, norm_axes, shape_of
 
 
 def _rank(op: Any) -> int:

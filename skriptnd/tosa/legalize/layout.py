@@ -8,7 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from .core import I32_MAX, I32_MIN, Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
+from skriptnd.tosa.legalize.core import (
+    I32_MAX,
+    I32_MIN,
+    Builder,
+    Rule,
+    Subgraph,
+    env,
+    ints,
+    norm_axes,
+    shape_of,
+)
 
 
 def _to_output_shape(op: Any) -> Subgraph:

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ..control_flow import Graph, Node
-from ..invoke import ITEM
-from .core import Builder, Subgraph
-from .tensor import _matmul_op
+from skriptnd.tosa.control_flow import Graph, Node
+from skriptnd.tosa.invoke import ITEM
+from skriptnd.tosa.legalize.core import Builder, Subgraph
+from skriptnd.tosa.legalize.tensor import _matmul_op
 
 
 class _Region(Builder):

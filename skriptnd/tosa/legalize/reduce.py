@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Builder, Rule, Subgraph, env, norm_axes, shape_of
+from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, norm_axes, shape_of
 
 
 def _reduce(name: str, mean: bool = False) -> Callable[[Any], Subgraph]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
-from .layout import strided
+from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
+from skriptnd.tosa.legalize.layout import strided
 
 # -- linear algebra ------------------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .disassemble import disassemble
-from .program import TosaProgram, from_graph
-from .reader import SpirvReadError, read
-from .writer import SpirvModule, write
+from skriptnd.tosa.spirv.disassemble import disassemble
+from skriptnd.tosa.spirv.program import TosaProgram, from_graph
+from skriptnd.tosa.spirv.reader import SpirvReadError, read
+from skriptnd.tosa.spirv.writer import SpirvModule, write
 
 __all__ = ["SpirvModule", "SpirvReadError", "TosaProgram", "disassemble", "export", "from_graph", "load_constants",
            "read", "write"]
@@ -43,7 +43,7 @@ def asm_comments(module: SpirvModule) -> list[str]:
 def load_constants(path: Any) -> list[np.ndarray]:
     """The graph constants of an ``.npz`` written by ``sknd export --spirv`` (by GraphConstantID); numbers
     only, within what the file holds (skriptnd.io.npy: `NpyError` otherwise)."""
-    from ...io.npy import read_npz
+    from skriptnd.io.npy import read_npz
 
     arrays = read_npz(path)
     return [arrays[str(i)] for i in range(len(arrays))]

@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
-from . import tables
-from .reader import decode_string, instructions
-from .writer import INSTRUCTION_SET
+from skriptnd.tosa.spirv import tables
+from skriptnd.tosa.spirv.reader import decode_string, instructions
+from skriptnd.tosa.spirv.writer import INSTRUCTION_SET
 
 _ENUM_NAMES = {kind: {v: k for k, v in reversed(list(values.items()))} for kind, values in tables.ENUMS.items()}
 _TOSA_NAMES = {code: name for name, (code, _, _) in tables.TOSA.items()}

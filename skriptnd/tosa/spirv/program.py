@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ...diagnostics import DiagnosticError
-from ...source import Span
-from ..invoke import apply
-from ..legalize import graph_constant, legalize
-from ..legalize.core import Subgraph, TosaOp
-from ..legalize.recurrent import RecurrentLegalizer
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.source import Span
+from skriptnd.tosa.invoke import apply
+from skriptnd.tosa.legalize import graph_constant, legalize
+from skriptnd.tosa.legalize.core import Subgraph, TosaOp
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _span(x: Any) -> Span | None:
 def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
-    from ..quantized import NUMPY_INT, has_quantization, lower_quantized
+    from skriptnd.tosa.quantized import NUMPY_INT, has_quantization, lower_quantized
 
     if has_quantization(graph):
         ig = lower_quantized(graph, variables)
@@ -93,14 +93,14 @@ def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> To
 
 
 def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> TosaProgram:
-    from ..export import check_exportable
+    from skriptnd.tosa.export import check_exportable
 
     diags = check_exportable(graph)
     if diags:
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from ..program import graph_program
+    from skriptnd.tosa.program import graph_program
 
     # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
     program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)

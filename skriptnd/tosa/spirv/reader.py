@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..legalize.core import TosaOp
-from . import tables
-from .encoding import ATTRIBUTES, ENUMS, NUMPY, RESULT_TYPED, SHAPE_OPERANDS, TYPE_NAMES
-from .program import TosaProgram
-from .writer import INSTRUCTION_SET, MAGIC
+from skriptnd.tosa.legalize.core import TosaOp
+from skriptnd.tosa.spirv import tables
+from skriptnd.tosa.spirv.encoding import ATTRIBUTES, ENUMS, NUMPY, RESULT_TYPED, SHAPE_OPERANDS, TYPE_NAMES
+from skriptnd.tosa.spirv.program import TosaProgram
+from skriptnd.tosa.spirv.writer import INSTRUCTION_SET, MAGIC
 
 _CORE_BY_OPCODE = {code: name for name, (code, _) in tables.CORE.items()}
 _TOSA_BY_OPCODE = {code: (name, operands, variadic) for name, (code, operands, variadic) in tables.TOSA.items()}

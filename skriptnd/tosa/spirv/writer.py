@@ -24,12 +24,19 @@ from typing import Any
 
 import numpy as np
 
-from ...diagnostics import Diagnostic, DiagnosticError, register_codes
-from ...source import Span
-from ..legalize.recurrent import RecurrentLegalizer
-from . import tables
-from .encoding import ATTRIBUTES, ELEMENTS, ENUMS, RESULT_TYPED, SHAPE_OPERANDS, default_attribute
-from .program import TosaProgram
+from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.source import Span
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.spirv import tables
+from skriptnd.tosa.spirv.encoding import (
+    ATTRIBUTES,
+    ELEMENTS,
+    ENUMS,
+    RESULT_TYPED,
+    SHAPE_OPERANDS,
+    default_attribute,
+)
+from skriptnd.tosa.spirv.program import TosaProgram
 
 register_codes({
     "E0770": "a TOSA value has no SPIR-V tensor type",

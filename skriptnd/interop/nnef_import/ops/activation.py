@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter, expanded
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter, expanded
 
 expanded("NNEF definition: sqrt(sqr(x) + epsilon)", "softabs")
 
@@ -49,7 +49,7 @@ def leaky_relu(ctx: Context, op: Any) -> None:
 
 def _select_negative(ctx: Context, x: Any, x_value: Any, alpha: Any, align: dict[str, int] | None = None) -> None:
     """y = select(x < 0, alpha * x, x), NNEF's definition of prelu."""
-    from ..writer_exprs import real
+    from skriptnd.interop.nnef_import.writer_exprs import real
 
     neg, scaled = ctx.tmp("negative"), ctx.tmp("scaled")
     ctx.emit(neg, "math.lt", [x, real(0.0)])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter, expanded
-from .window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.ops.window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
+from skriptnd.interop.nnef_import.registry import converter, expanded
 
 expanded("NNEF definition: a depthwise conv (groups = 0) then a 1x1 conv", "separable_conv")
 expanded("NNEF definition: a 1x1 deconv then a depthwise deconv (groups = 0)", "separable_deconv")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter
 
 UNARY = {
     "copy": "math.iden", "neg": "math.neg", "rcp": "math.rcp", "exp": "math.exp", "log": "math.log",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter, unsupported
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter, unsupported
 
 unsupported("ROI pooling/resampling: the NNEF box convention is not verified against image.*_roi_pool",
             "avg_roi_pool", "max_roi_pool", "roi_resample", "avg_roi_align", "max_roi_align")

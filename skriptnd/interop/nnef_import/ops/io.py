@@ -1,7 +1,7 @@
 """Declarations and state: external/variable/constant are written by the importer as @input/@variable/
 @constant; `update` (a variable's new value) has no counterpart in a SkriptND graph's data flow."""
 
-from ..registry import DECLARED, unsupported
+from skriptnd.interop.nnef_import.registry import DECLARED, unsupported
 
 DECLARED.update({
     "external": "`@input` declaration (shape from the graph or `input_shapes`)",

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter
-from .window import PAD_METHODS
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.ops.window import PAD_METHODS
+from skriptnd.interop.nnef_import.registry import converter
 
 _TYPES = {"scalar": "real", "integer": "int", "logical": "bool"}
 
@@ -100,7 +100,7 @@ def pad(ctx: Context, op: Any) -> None:
     elif border == "constant":
         value = float(op.attribs["value"])
         if value:
-            from ..writer_exprs import real
+            from skriptnd.interop.nnef_import.writer_exprs import real
             args.append(real(value))
     else:
         raise ctx.problem(f"border '{border}' is not a padding method (constant, reflect, replicate, reflect-even)",

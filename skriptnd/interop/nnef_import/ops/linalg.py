@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter
 
 
 @converter("matmul", target="linalg.matmul{transA, transB}")
@@ -16,7 +16,7 @@ def matmul(ctx: Context, op: Any) -> None:
 
 @converter("linear", target="nn.linear", note="bias [1, N] squeezed; another bias shape is added after")
 def linear(ctx: Context, op: Any) -> None:
-    from .conv import _add_bias, _bias
+    from skriptnd.interop.nnef_import.ops.conv import _add_bias, _bias
 
     x, w = op.inputs["input"], op.inputs["filter"]
     ys = ctx.shape(op.outputs["output"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter, expanded
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter, expanded
 
 expanded("NNEF definition: input - box(input, normalize)", "local_mean_normalization")
 expanded("NNEF definition: input / max(sqrt(box(sqr(input), normalize)) + bias, epsilon)",
@@ -44,7 +44,7 @@ def batch_normalization(ctx: Context, op: Any) -> None:
 
 def _formula(ctx: Context, x: Any, mean: Any, variance: Any, offset: Any, scale: Any, epsilon: float) -> None:
     """offset + scale * (input - mean) / sqrt(variance + epsilon), NNEF broadcasting made explicit."""
-    from ..writer_exprs import real
+    from skriptnd.interop.nnef_import.writer_exprs import real
 
     rank = len(ctx.shape(x))
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter, unsupported
-from .window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.ops.window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
+from skriptnd.interop.nnef_import.registry import converter, unsupported
 
 unsupported("index-based pooling (argmax_pool/sample/desample) has no standard SkriptND operator",
             "argmax_pool", "sample", "desample")
@@ -64,8 +64,8 @@ converter("rms_pool", target="nn.rms_pool", note="as avg_pool")(_pool)
 def debox(ctx: Context, op: Any) -> None:
     """The transpose of box: each input item is added to every output item of its window, which is a
     depthwise transposed convolution with a filter of ones."""
-    from ...writer import TensorDecl
-    from ..writer_exprs import real
+    from skriptnd.interop.nnef_import.writer_exprs import real
+    from skriptnd.interop.writer import TensorDecl
 
     x = op.inputs["input"]
     xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])

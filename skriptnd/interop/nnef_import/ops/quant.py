@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..registry import expanded
+from skriptnd.interop.nnef_import.registry import expanded
 
 expanded("NNEF definition (clamp, round, rescale)", "min_max_linear_quantize", "zero_point_linear_quantize",
          "linear_quantize", "logarithmic_quantize")
@@ -79,7 +79,7 @@ def _check_values(attribs: dict[str, Any]) -> None:
 
 
 def _item(value: Any) -> Any:
-    from ..context import tidy
+    from skriptnd.interop.nnef_import.context import tidy
 
     if isinstance(value, np.generic):
         value = value.item()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..registry import converter
+from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.registry import converter
 
 TARGETS = {"sum_reduce": "math.sum_reduce", "mean_reduce": "math.mean_reduce", "min_reduce": "math.min_reduce",
            "max_reduce": "math.max_reduce", "any_reduce": "math.any_reduce", "all_reduce": "math.all_reduce"}

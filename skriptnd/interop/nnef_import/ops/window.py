@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..context import Context
+from skriptnd.interop.nnef_import.context import Context
 
 #: NNEF border modes that are a padding of the input with `layout.pad` before an unpadded window.
 PAD_METHODS = {"reflect": "REFLECT", "replicate": "REPLICATE", "reflect-even": "SYMMETRIC"}
@@ -46,7 +46,7 @@ def pre_pad(ctx: Context, x: Any, axes: list[int], pads: list[tuple[int, int]], 
     if border in PAD_METHODS:
         attribs["method"] = PAD_METHODS[border]
     elif value:
-        from ..writer_exprs import real
+        from skriptnd.interop.nnef_import.writer_exprs import real
         args.append(real(value))
     ctx.emit(out, "layout.pad", args, attribs)
     return out

@@ -6,8 +6,8 @@ SAME_LOWER, so the importer always writes explicit paddings, [begin..., end...] 
 
 from __future__ import annotations
 
-from ..context import Context, Node
-from ..errors import ImportProblem
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
 
 
 def window(ctx: Context, node: Node, spatial: tuple[int, ...], kernel: list[int], *,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Context, Node
-from ..registry import converter
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.registry import converter
 
 
 def _k(ctx: Context, value: float) -> str:

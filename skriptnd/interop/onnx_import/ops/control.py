@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ...writer import Call
-from ..context import Context, Node, value_of
-from ..errors import ImportProblem
-from ..registry import converter
+from skriptnd.interop.onnx_import.context import Context, Node, value_of
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Call
 
 
 def _convert_nodes(ctx: Context, graph: Any) -> None:
-    from ..fold import fold
-    from ..registry import registry
+    from skriptnd.interop.onnx_import.fold import fold
+    from skriptnd.interop.onnx_import.registry import registry
 
     for vi in [*graph.input, *graph.value_info, *graph.output]:
         if vi.name not in ctx.values or ctx.values[vi.name].shape is None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.registry import converter
 
 UNARY = {"Abs": "math.abs", "Neg": "math.neg", "Reciprocal": "math.rcp", "Sqrt": "math.sqrt",
          "Exp": "math.exp", "Log": "math.log", "Sin": "math.sin", "Cos": "math.cos", "Tan": "math.tan",

@@ -3,10 +3,10 @@ spelled out (SkriptND's defaults differ: antialias is on by default there, off i
 
 from __future__ import annotations
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
-from ._util import axis as norm_axis
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
+from skriptnd.interop.onnx_import.registry import converter
 
 _MODES = {"nearest": "NEAREST", "linear": "LINEAR", "cubic": "CUBIC"}
 _TRANSFORMS = {"half_pixel": "SYMMETRIC", "asymmetric": "ASYMMETRIC", "align_corners": "ALIGNED",

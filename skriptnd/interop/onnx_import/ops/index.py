@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
-from ._util import axis as norm_axis
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
+from skriptnd.interop.onnx_import.registry import converter
 
 
 def _index(ctx: Context, name: str, dim: int) -> str:

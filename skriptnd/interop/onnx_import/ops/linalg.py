@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.registry import converter
 
 
 def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:

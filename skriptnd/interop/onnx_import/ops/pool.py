@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
-from ._window import window
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.ops._window import window
+from skriptnd.interop.onnx_import.registry import converter
 
 
 def _pool_attribs(ctx: Context, node: Node) -> dict:

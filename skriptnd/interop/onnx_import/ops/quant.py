@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...writer import Quantize
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
-from ._util import axis as norm_axis
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
+from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Quantize
 
 _RANGES = {np.dtype(np.int8): (8, True), np.dtype(np.uint8): (8, False), np.dtype(np.int16): (16, True),
            np.dtype(np.uint16): (16, False), np.dtype(np.int32): (32, True)}

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.registry import converter
 
 MODULE = "ops/recurrent.sknd"
 

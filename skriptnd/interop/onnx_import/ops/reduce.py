@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import Context, Node
-from ..errors import ImportProblem
-from ..registry import converter
-from ._util import axis as norm_axis
+from skriptnd.interop.onnx_import.context import Context, Node
+from skriptnd.interop.onnx_import.errors import ImportProblem
+from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
+from skriptnd.interop.onnx_import.registry import converter
 
 _DIRECT = {"ReduceSum": "math.sum_reduce", "ReduceMean": "math.mean_reduce", "ReduceMax": "math.max_reduce",
            "ReduceMin": "math.min_reduce", "ReduceProd": "math.prod_reduce"}
