@@ -9,7 +9,7 @@ what composing each definition reports):
 - repeat: nothing changed since the last check.
 
 As a reference measured alongside (the machine may be shared): the start-up floor, a process
-that only imports the CLI (`python -c "import skriptnd.cli"`). Targets: the ResNet-18 model
+that only imports the CLI (`python -c "import skriptnd.cli.app"`). Targets: the ResNet-18 model
 folder, stdlib/nn.sknd, and the 2,000-line module of benchmarks/lsp.py.
 
     python benchmarks/check.py [--runs N]
@@ -55,7 +55,7 @@ def measure(target: str, runs: int) -> dict[str, float]:
             _forget_compositions(cache)
             times["first check"].append(_run(args, cache))
             times["repeat"].append(_run(args, cache))
-            times["start-up floor"].append(_run(["-c", "import skriptnd.cli"], cache))
+            times["start-up floor"].append(_run(["-c", "import skriptnd.cli.app"], cache))
     return {k: statistics.median(v) for k, v in times.items()}
 
 

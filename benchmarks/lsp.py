@@ -143,7 +143,7 @@ async def measure(path: Path, text: str, changes: int) -> tuple[float, list[floa
 
 def reference(path: Path, runs: int = 5) -> float:
     """Median time of a plain in-process check of the file (warm: stdlib and grammar cached)."""
-    from skriptnd.checking import check_program
+    from skriptnd.check.program import check_program
     from skriptnd.semantics.modules import load_program
 
     check_program(load_program(path))

@@ -33,7 +33,7 @@ skriptnd run (tracemalloc), on top of the weights the executor holds.
 
 Unless `--no-sgemm`, the ResNet-18 rows are followed by a measurement of numpy's sgemm (OpenBLAS)
 on the im2col GEMM shapes of ResNet-18's 20 convolutions ([positions x in*k*k] @ [in*k*k x out],
-as skriptnd.tosa.fast's CONV2D multiplies them), per thread count: the GFLOP/s range over the
+as skriptnd.tosa.program.fast's CONV2D multiplies them), per thread count: the GFLOP/s range over the
 shapes and the sum of the 20 GEMM times, against the convolution FLOP rate implied by each
 framework's whole-network latency.
 

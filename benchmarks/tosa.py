@@ -2,7 +2,7 @@
 
 Cases: CONV2D 1x56x56x64 input, 64x3x3x64 weights, stride 1, pad 1; MATMUL 1x256x256 by 1x256x256;
 each for int8 (int32 accumulation, non-zero zero points) and fp32. Before timing, the outputs of
-`skriptnd.tosa.OPS[op]` and of the reference model must agree (int8 bit for bit, fp32 within allclose).
+`skriptnd.tosa.ops.OPS[op]` and of the reference model must agree (int8 bit for bit, fp32 within allclose).
 
 The reference model is driven as the tests drive it (`tests/tosa_oracle.py`, `run_reference`): every
 call builds a one-operator graph, ships the operands as byte lists to a persistent worker process,
@@ -33,7 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from skriptnd.tosa import OPS  # noqa: E402
+from skriptnd.tosa.ops import OPS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import tosa_oracle  # noqa: E402

@@ -3,12 +3,12 @@
     python benchmarks/winograd.py [--threads 1 2] [--repeat 30] [--points lavin] [--resnet18]
 
 For each layer shape (batch 1, pad 1) and thread count: best-of-N (minimum) time of the im2col
-CONV2D of the TOSA programs (``skriptnd.tosa.fast.specialise("CONV2D", ...)``), F(2,3) and F(4,3)
-(skriptnd.tosa.winograd), timed interleaved (one call of each per round), and the maximum error of
+CONV2D of the TOSA programs (``skriptnd.tosa.program.fast.specialise("CONV2D", ...)``), F(2,3) and F(4,3)
+(skriptnd.tosa.program.winograd), timed interleaved (one call of each per round), and the maximum error of
 each relative to the largest magnitude of a float64 reference, ``--points lavin`` times F(4,3) with the points
 0, +-1, +-2 instead of the default 0, +-1, 1/2, -2. ``--resnet18``: also ResNet-18 end to end
 (224x224, batch 1, models/resnet18 with make_weights.py's weights in a temporary folder): the TOSA
-program with the fast CONV2D's Winograd choice (:func:`skriptnd.tosa.winograd.preferred`) against
+program with the fast CONV2D's Winograd choice (:func:`skriptnd.tosa.program.winograd.preferred`) against
 the same program with im2col everywhere, interleaved, best and median of ``--repeat`` runs.
 """
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from skriptnd.tosa import fast, winograd  # noqa: E402
+from skriptnd.tosa.program import fast, winograd  # noqa: E402
 
 #: (spatial size, channels) of ResNet-18's 3x3 stride-1 convolutions (in = out channels)
 LAYERS = [(56, 64), (28, 128), (14, 256), (7, 512)]

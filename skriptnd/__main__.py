@@ -1,3 +1,3 @@
-from skriptnd.cli import main
+from skriptnd.cli.app import main
 
 main()

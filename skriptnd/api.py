@@ -8,14 +8,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.fileio import read_source
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.binding import bind
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import Span
-from skriptnd.syntax import parse_module
+from skriptnd.syntax import ast, parse_module
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.checking import check_program
+from skriptnd.check.program import check_program
 from skriptnd.compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError

@@ -45,7 +45,7 @@ def test_tosa_backend_really_runs_tosa_programs(monkeypatch: pytest.MonkeyPatch)
     for name in ("CONV2D", "MAX_POOL2D", "MATMUL"):
         original = tosa.OPS[name]
         monkeypatch.setitem(tosa.OPS, name, lambda *a, _f=original, _n=name, **k: ran.append(_n) or _f(*a, **k))
-    monkeypatch.setattr("skriptnd.tosa.program.specialise", lambda *a, **k: None)  # generic kernels only
+    monkeypatch.setattr("skriptnd.tosa.program.build.specialise", lambda *a, **k: None)  # generic kernels only
     graph = skriptnd.load(DIGITS).compose()
     kernels, optimize = kernels_for("tosa")
     variables = {t.name: graph.variable_source(t) for t in graph.variables}

@@ -149,8 +149,8 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> Non
     require("iree.compiler", "iree.runtime")
     from tosa_oracle import require_tosa_opt, run_flatbuffer
 
-    from skriptnd.tosa.export import to_flatbuffer
-    from skriptnd.tosa.quantized import lower_quantized, to_mlir
+    from skriptnd.tosa.integer.lower import lower_quantized, to_mlir
+    from skriptnd.tosa.mlir.export import to_flatbuffer
 
     require_tosa_opt()
 
@@ -178,7 +178,7 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> Non
 def _iree_int8_logits(integer: object, logits: str, images: np.ndarray, cache: str) -> np.ndarray:
     """The int8 logits of the integer graph compiled and loaded the backend's way (IreeModule)."""
     from skriptnd.backends.via_iree import IreeModule
-    from skriptnd.tosa.quantized import to_mlir
+    from skriptnd.tosa.integer.lower import to_mlir
 
     module = IreeModule(to_mlir(integer, outputs=[logits]), Options(cache_dir=cache))  # type: ignore[arg-type]
     (out,) = module(integer.quantize_inputs({"image": images}))  # type: ignore[attr-defined]
@@ -244,7 +244,7 @@ def test_iree_refuses_a_quantized_graph_without_an_integer_form(monkeypatch: pyt
     """A @quantize graph compiles whole as its integer TOSA graph; what keeps it from lowering is E0781,
     located where the lowering failed."""
     require("iree.compiler", "iree.runtime")
-    from skriptnd.tosa import quantized
+    from skriptnd.tosa.integer import lower as quantized
 
     graph = skriptnd.load(MODELS / "digits_int8").compose()
     bad = graph.operations[3]
@@ -372,8 +372,8 @@ def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_mode
     from tosa_oracle import require_tosa_opt, run_flatbuffer
 
     from skriptnd.backends.via_onnxruntime import keep_qdq_unfused, session
-    from skriptnd.tosa.export import to_flatbuffer
-    from skriptnd.tosa.quantized import lower_quantized, to_mlir
+    from skriptnd.tosa.integer.lower import lower_quantized, to_mlir
+    from skriptnd.tosa.mlir.export import to_flatbuffer
 
     require_tosa_opt()
     _, params = _copy_with_weights("resnet18", tmp_path / "float")

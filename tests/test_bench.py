@@ -1,4 +1,4 @@
-"""`sknd bench` (skriptnd/cli_bench.py over skriptnd.backends.bench): every backend is checked against the
+"""`sknd bench` (skriptnd/cli/bench.py over skriptnd.backends.bench): every backend is checked against the
 others before it is timed, and the onnxruntime reference is a supplied ONNX model on the same weights
 (tests/test_model_zoo.py's two-layer ONNX LSTM of models/lstm). No timing is asserted, only that each
 number is there and consistent (a ratio is a median over onnxruntime's median)."""

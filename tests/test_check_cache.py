@@ -1,4 +1,4 @@
-"""The on-disk cache of composition checks (skriptnd.compose.check_cache): a second check of an
+"""The on-disk cache of composition checks (skriptnd.check.cache): a second check of an
 unchanged program reads what the first found, without composing again; a change anywhere in the
 program (here: only in an imported module, the definition checked is untouched) is checked
 afresh, so the cache can never hide an error."""
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd.checking import check_paths, check_program, shown
-from skriptnd.compose import check_cache
-from skriptnd.compose.check import check_operator
+from skriptnd.check import cache as check_cache
+from skriptnd.check.graph import check_operator
+from skriptnd.check.program import check_paths, check_program, shown
 from skriptnd.semantics.modules import load_program
 
 OPS = """import nn;

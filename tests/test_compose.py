@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import skriptnd
-from skriptnd.checking import check_paths
+from skriptnd.check.program import check_paths
 from skriptnd.compose import Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
 

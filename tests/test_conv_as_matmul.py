@@ -1,4 +1,4 @@
-"""skriptnd.tosa.conv_as_matmul: a CONV2D over few positions becomes PAD / SLICE / CONCAT / RESHAPE / MATMUL /
+"""skriptnd.tosa.program.patch_matmul: a CONV2D over few positions becomes PAD / SLICE / CONCAT / RESHAPE / MATMUL /
 ADD, computing the same convolution (checked against the TOSA CONV2D operator of skriptnd.tosa, itself
 checked against the TOSA reference model in tests/test_tosa_*.py, and against a direct sum written here)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skriptnd.tosa.conv_as_matmul import MAX_POSITIONS, convs_as_matmuls
-from skriptnd.tosa.program import Op, Program
+from skriptnd.tosa.program.build import Op, Program
+from skriptnd.tosa.program.patch_matmul import MAX_POSITIONS, convs_as_matmuls
 
 
 def _conv_program(w: np.ndarray, b: np.ndarray, pad: list[int], dilation: list[int], stride: list[int]) -> Program:

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.resources import stdlib_dir
 from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, format_value, free_names
 from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue
+from skriptnd.syntax import ast
 from skriptnd.syntax.parser import parse_expr, parse_module
 
 # --------------------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ def time_budget(size: int) -> float:
 @given(source=st.sampled_from(MODEL_SOURCES), mutations=st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_models_check_with_located_diagnostics(tmp_path_factory, source: str,
                                                        mutations: list[tuple]) -> None:
-    from skriptnd.checking import check_paths
+    from skriptnd.check.program import check_paths
 
     text = mutate(source, mutations)
     folder = tmp_path_factory.mktemp("model")
@@ -271,7 +271,7 @@ def _cli_args(data: st.DataObject, folder: Path) -> list[str]:
 def test_cli_argument_combinations(tmp_path_factory, data: st.DataObject) -> None:
     from typer.testing import CliRunner
 
-    from skriptnd.cli import app
+    from skriptnd.cli.app import app
 
     folder = tmp_path_factory.mktemp("cli")
     args = _cli_args(data, folder)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from skriptnd.checking import check_paths, shown
-from skriptnd.cli import app
+from skriptnd.check.program import check_paths, shown
+from skriptnd.cli.app import app
 from skriptnd.compose.composer import compose
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.semantics.modules import load_program

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skriptnd.checking import check_program
+from skriptnd.check.program import check_program
 from skriptnd.compose.composer import compose
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.semantics.modules import load_program

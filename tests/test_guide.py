@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd.checking import check_paths
+from skriptnd.check.program import check_paths
 from skriptnd.syntax import parse_module
 from skriptnd.syntax.printer import format_module
 

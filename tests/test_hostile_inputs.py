@@ -53,7 +53,7 @@ def _invoke(args: list[str], outside: Path) -> tuple[int, str, float, int]:
     global _opened
     from typer.testing import CliRunner
 
-    from skriptnd.cli import app
+    from skriptnd.cli.app import app
 
     _opened = []
     tracemalloc.start()

@@ -1,4 +1,4 @@
-"""What crosses a compiled IREE module's boundary (skriptnd.tosa.program_mlir, skriptnd.backends.via_iree):
+"""What crosses a compiled IREE module's boundary (skriptnd.tosa.mlir.program, skriptnd.backends.via_iree):
 bool inputs/outputs as i8 (IREE's data tiling cannot load an i1 argument: every Hugging Face attention mask
 failed to compile), SkriptND int (int64) inputs as int32 with a range check (token ids were left to numpy).
 

@@ -126,8 +126,8 @@ def _miscompile(monkeypatch: pytest.MonkeyPatch, operator: str, origin: int, rep
     every module and every prefix program the bisection compiles."""
     from dataclasses import replace
 
-    from skriptnd.tosa import conv_as_matmul
-    from skriptnd.tosa.program import Program
+    from skriptnd.tosa.program import patch_matmul as conv_as_matmul
+    from skriptnd.tosa.program.build import Program
 
     original = conv_as_matmul.convs_as_matmuls
 
@@ -268,7 +268,7 @@ def test_cli_run_verbose_says_why_the_flags_and_what_the_self_check_did(tmp_path
 
 
 def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """digits_int8 under iree (its whole integer TOSA graph, skriptnd.tosa.quantized): right, it passes; with
+    """digits_int8 under iree (its whole integer TOSA graph, skriptnd.tosa.integer.lower): right, it passes; with
     the second ReLU's CLAMP compiled to [-128, 0] it is E0785 at that TOSA CLAMP, located at the graph
     operation whose output it first reaches (pool2)."""
     require("iree.compiler", "iree.runtime")
@@ -276,7 +276,7 @@ def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, m
 
     import skriptnd
     from skriptnd import backends
-    from skriptnd.tosa import quantized
+    from skriptnd.tosa.integer import lower as quantized
 
     models = Path(__file__).resolve().parents[1] / "models"
     runner = backends.prepare(skriptnd.load(models / "digits_int8").compose(), "iree",

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from skriptnd import ast
-from skriptnd.checking import check_program
+from skriptnd.check.program import check_program
 from skriptnd.lsp import features
 from skriptnd.lsp.incremental import IncrementalParser, split_pieces
 from skriptnd.lsp.locate import word_at
 from skriptnd.lsp.workspace import Workspace, same_file
 from skriptnd.semantics.modules import load_program
-from skriptnd.syntax import parse_module
+from skriptnd.syntax import ast, parse_module
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = sorted((ROOT / "stdlib").glob("*.sknd")) + sorted((ROOT / "tests/data/spec_blocks").glob("*.sknd")) + [

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd import checking
-from skriptnd.checking import check_paths, check_program
+from skriptnd.check import program as checking
+from skriptnd.check.program import check_paths, check_program
 from skriptnd.diagnostics import Diagnostic, Severity
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.modules import Program, check_modules, invocation_sites, load_program

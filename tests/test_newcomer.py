@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from skriptnd.cli import app
+from skriptnd.cli.app import app
 from skriptnd.syntax import parse_module
 from skriptnd.syntax.printer import format_module
 

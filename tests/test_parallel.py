@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from test_winograd import TOLERANCE, _bound, _tile_bound
 
 from skriptnd import parallel
-from skriptnd.tosa import OPS
-from skriptnd.tosa import fast as F
-from skriptnd.tosa import winograd as W
-from skriptnd.tosa.fast import Clamp, specialise
+from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.program import fast as F
+from skriptnd.tosa.program import winograd as W
+from skriptnd.tosa.program.fast import Clamp, specialise
 
 EPS = float(np.finfo(np.float32).eps)
 

@@ -1,7 +1,7 @@
 """Exact AST shapes for the precedence table and the lexical decisions of docs/grammar.md.
 
 One test per row of the table (loosest first) and per lexical decision, plus the spec's own
-examples cited there. Expected trees are built with skriptnd.ast constructors; spans take no
+examples cited there. Expected trees are built with skriptnd.syntax.ast constructors; spans take no
 part in equality.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 from skriptnd.syntax.parser import parse
 
 # ---------------------------------------------------------------- helpers

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skriptnd import ast
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 from skriptnd.syntax.parser import parse
 from skriptnd.syntax.printer import format_expr, format_fragment, format_module
 from skriptnd.syntax.scan import comments as scan_comments

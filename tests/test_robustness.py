@@ -37,7 +37,7 @@ def cli(*args: str) -> tuple[int, str]:
     """The CLI in process (faster than a subprocess for the many path cases): exit code, all output."""
     from typer.testing import CliRunner
 
-    from skriptnd.cli import app
+    from skriptnd.cli.app import app
 
     result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "400"})
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
@@ -317,7 +317,7 @@ def test_unknown_input_through_the_api_is_located_too() -> None:
 def test_fmt_onto_a_file_it_cannot_replace_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import skriptnd.cli_io
+    import skriptnd.cli.io
 
     path = write(tmp_path, "import nn;\ngraph G { @input { x: real[2]; } @output { y: real[2]; } "
                            "@compose { y = nn.relu(x); } }\n")
@@ -325,6 +325,6 @@ def test_fmt_onto_a_file_it_cannot_replace_is_a_usage_error(tmp_path: Path, monk
     def read_only(target: Path, data: str | bytes) -> None:  # a read-only mount refuses the rename
         raise OSError(errno.EROFS, "Read-only file system", str(target))
 
-    monkeypatch.setattr(skriptnd.cli_io, "write_atomic", read_only)
+    monkeypatch.setattr(skriptnd.cli.io, "write_atomic", read_only)
     code, output = cli("fmt", str(path))
     assert code == 2 and f"cannot write {path}: Read-only file system" in output

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 from skriptnd.syntax.parser import parse
 
 ROOT = Path(__file__).resolve().parent.parent

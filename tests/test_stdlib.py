@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd.checking import check_paths
-from skriptnd.docgen import render_stdlib
+from skriptnd.check.program import check_paths
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.docgen import render_stdlib
 from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS, operator_kind
 from skriptnd.syntax import parse_module
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from skriptnd.checking import check_paths
+from skriptnd.check.program import check_paths
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.syntax.parser import lark_parser, parse
 

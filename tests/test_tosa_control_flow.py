@@ -1,4 +1,4 @@
-"""COND_IF, WHILE_LOOP and CUSTOM (skriptnd.tosa.control_flow).
+"""COND_IF, WHILE_LOOP and CUSTOM (skriptnd.tosa.ops.control_flow).
 
 Against the reference model: random integer and float region bodies, bit-exact (each region is written
 once as a :class:`Body` and turned into a skriptnd ``Graph`` and a ``tosa_oracle.Region``); ERROR_IF
@@ -19,8 +19,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tosa_oracle as to  # noqa: E402
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable  # noqa: E402
-from skriptnd.tosa.control_flow import MAX_NESTING, Graph, Node, TensorType  # noqa: E402
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable
+from skriptnd.tosa.ops.control_flow import MAX_NESTING, Graph, Node, TensorType  # noqa: E402
 
 _GRAPH_KEYS = ("then_graph", "else_graph", "cond_graph", "body_graph")
 

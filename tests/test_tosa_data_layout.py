@@ -1,4 +1,4 @@
-"""Data layout, GATHER/SCATTER, IDENTITY and CONST (skriptnd.tosa.data_layout) against the reference model.
+"""Data layout, GATHER/SCATTER, IDENTITY and CONST (skriptnd.tosa.ops.data_layout) against the reference model.
 
 All results are exact (data movement only; float values compared bit for bit).
 """
@@ -18,7 +18,7 @@ from tosa_oracle import (
     seeded_rng,
 )
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable
 
 pytestmark = pytest.mark.tosa("1.0")
 

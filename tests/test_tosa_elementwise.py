@@ -1,4 +1,4 @@
-"""Element-wise TOSA operators (skriptnd.tosa.elementwise) against the TOSA reference model.
+"""Element-wise TOSA operators (skriptnd.tosa.ops.elementwise) against the TOSA reference model.
 
 Tolerances (implementation vs reference model, per element, output type units; "exact" = identical
 bits including the sign of zero; fp16/bf16 unary results: exact unless listed):
@@ -38,7 +38,7 @@ from tosa_oracle import (
     seeded_rng,
 )
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable, bf16
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable, bf16
 
 pytestmark = pytest.mark.tosa("1.0")
 

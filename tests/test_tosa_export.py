@@ -1,4 +1,4 @@
-"""`sknd export --tosa-mlir/--tosa-flatbuffer` (skriptnd.tosa.export).
+"""`sknd export --tosa-mlir/--tosa-flatbuffer` (skriptnd.tosa.mlir.export).
 
 The digits model is exported to TOSA 1.0 MLIR; tosa-tools' ``tosa-opt`` parses and validates it and
 serializes it to a flatbuffer, which the TOSA reference model executes (in a subprocess: it may abort the
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import skriptnd
-from skriptnd.tosa.export import to_flatbuffer, to_mlir
+from skriptnd.tosa.mlir.export import to_flatbuffer, to_mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tosa_oracle import require_tosa_opt, run_flatbuffer  # noqa: E402

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import skriptnd
-from skriptnd.tosa.export import RESOURCE_MIN_BYTES
+from skriptnd.tosa.mlir.export import RESOURCE_MIN_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tosa_oracle import require_oracle, run_flatbuffer  # noqa: E402
@@ -162,7 +162,7 @@ def test_weights_are_resource_blobs_with_the_exact_bytes(tmp_path: Path) -> None
         large.add(t.name)
         blob = blobs[t.name]
         assert blob[:4] == (4).to_bytes(4, "little")  # alignment header
-        # the export writes the simplified program (skriptnd.tosa.program.graph_program): filters re-laid out
+        # the export writes the simplified program (skriptnd.tosa.program.build.graph_program): filters re-laid out
         # once (OIHW -> OHWI), matrices as MATMUL's batch of one; the blob holds the weights in that layout,
         # i.e. exactly the values of some axis permutation of the tensor (unit axes aside)
         typed = re.search(rf"dense_resource<{t.name}> : tensor<([0-9x]+)xf32>", text)
@@ -191,7 +191,7 @@ def test_resource_and_inline_forms_compute_the_same(tmp_path: Path) -> None:
 
 
 def test_resource_keys_are_identifiers_and_unique() -> None:
-    from skriptnd.tosa.export import _resource_key
+    from skriptnd.tosa.mlir.export import _resource_key
 
     taken: set[str] = set()
     keys = [_resource_key(h, taken) for h in ("block1.fc.filter", "block1.fc.filter", "0w", "", "a-b")]

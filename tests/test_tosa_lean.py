@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import skriptnd.model
-from skriptnd.tosa.export import to_mlir
+from skriptnd.tosa.mlir.export import to_mlir
 
 
 def _shared_weight_graph(tmp: Path, s: int, transposed_left: bool = False):

@@ -1,7 +1,7 @@
 """Table-driven TOSA legalization (skriptnd.tosa.legalize): differential tests.
 
 Each mapped operator is composed in a one-operation graph; the legalized TOSA subgraph (run with
-skriptnd.tosa.OPS) is compared with the operator's @lower block (`run_lowering`, the reference
+skriptnd.tosa.ops.OPS) is compared with the operator's @lower block (`run_lowering`, the reference
 semantics; for @compose-only operators such as softmax/mean_reduce/avg_pool, the executor with the
 ``lower`` backend) on the
 same random float32 inputs. Tolerances: exact for data movement, rtol=1e-5/atol=1e-6 otherwise.

@@ -1194,7 +1194,7 @@ def test_subgraphs_are_valid_tosa() -> None:
     of them in one module, which tosa-opt (tosa-tools) validates against the pro_fp profile."""
     from tosa_oracle import require_tosa_opt
 
-    from skriptnd.tosa.export import check_exportable, to_mlir, tosa_opt_path
+    from skriptnd.tosa.mlir.export import check_exportable, to_mlir, tosa_opt_path
 
     require_tosa_opt()
     funcs: dict[str, str] = {}

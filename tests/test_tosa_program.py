@@ -1,7 +1,7 @@
-"""TOSA programs (skriptnd.tosa.program) and their fast fp32 forms (skriptnd.tosa.fast).
+"""TOSA programs (skriptnd.tosa.program.build) and their fast fp32 forms (skriptnd.tosa.program.fast).
 
 A program must compute what its operators compute one by one with the generic kernels
-(skriptnd.tosa.OPS, themselves checked against the TOSA reference model): the simplifications
+(skriptnd.tosa.ops.OPS, themselves checked against the TOSA reference model): the simplifications
 (constant folding, transpose sinking, fused clamps) and the fast float32 forms may only change
 the rounding of accumulations.
 """
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 import skriptnd
 from skriptnd.backends import kernels_for
 from skriptnd.execute import Executor
-from skriptnd.tosa import OPS
-from skriptnd.tosa import fast as fast_forms
-from skriptnd.tosa.fast import Clamp, specialise
-from skriptnd.tosa.program import BOUNDARY, Builder, Op
+from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.program import fast as fast_forms
+from skriptnd.tosa.program.build import BOUNDARY, Builder, Op
+from skriptnd.tosa.program.fast import Clamp, specialise
 
 ROOT = Path(__file__).resolve().parents[1]
 F32 = np.float32
@@ -142,7 +142,7 @@ def test_a_clamp_after_a_convolution_is_fused_in_place() -> None:
 def test_a_fused_clamp_holds_when_the_fast_form_declines(monkeypatch: pytest.MonkeyPatch) -> None:
     # a fast form returns NotImplemented for operand types it does not handle: the generic kernel
     # then runs, and the CLAMP fused into the convolution must still be applied
-    monkeypatch.setattr("skriptnd.tosa.program.specialise", lambda *a, **k: lambda *args: NotImplemented)
+    monkeypatch.setattr("skriptnd.tosa.program.build.specialise", lambda *a, **k: lambda *args: NotImplemented)
     rng = np.random.default_rng(7)
     x, w, b = _rand(rng, 1, 5, 5, 2), _rand(rng, 3, 3, 3, 2), _rand(rng, 3)
     conv = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1]}

@@ -1,4 +1,4 @@
-"""CAST and RESCALE (skriptnd.tosa.quantization) against the TOSA reference model.
+"""CAST and RESCALE (skriptnd.tosa.ops.quantization) against the TOSA reference model.
 
 All results are exact: integer results bit for bit, float CAST results bit for bit (round to nearest
 even, overflow to ±inf). NaN → integer is unspecified by the spec and not compared.
@@ -21,7 +21,7 @@ from tosa_oracle import (
     seeded_rng,
 )
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable
 
 pytestmark = pytest.mark.tosa("1.0")
 

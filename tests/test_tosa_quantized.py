@@ -1,4 +1,4 @@
-"""Quantized execution (issue #5): @quantize → integer TOSA graph (skriptnd.tosa.quantized).
+"""Quantized execution (issue #5): @quantize → integer TOSA graph (skriptnd.tosa.integer.lower).
 
 - RESCALE parameters (``rescale_parameters``) against values derived by hand and exact rational
   arithmetic (``fractions``), and RESCALE with them against exact rounding of ``v * S``;
@@ -38,9 +38,9 @@ from skriptnd.backends import kernels_for
 from skriptnd.compose.quantization import dequantize, fake_quantize, qparams, quantize
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.execute import Executor
-from skriptnd.tosa import OPS
-from skriptnd.tosa.export import to_flatbuffer
-from skriptnd.tosa.quantized import lower_quantized, rescale_parameters, to_mlir
+from skriptnd.tosa.integer.lower import lower_quantized, rescale_parameters, to_mlir
+from skriptnd.tosa.mlir.export import to_flatbuffer
+from skriptnd.tosa.ops import OPS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tosa_oracle import require_tosa_opt, run_flatbuffer  # noqa: E402
@@ -610,7 +610,7 @@ def test_int8_mlir_compiles_and_runs_with_iree(tmp_path: Path) -> None:
 
 def test_graph_run_of_a_quantized_model_runs_the_integer_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     """Graph.run does what `sknd run`'s default backend does: the integer TOSA graph."""
-    from skriptnd.tosa import quantized
+    from skriptnd.tosa.integer import lower as quantized
 
     graph = skriptnd.load(MODEL).compose()
     x = np.load(ROOT / "models" / "digits" / "samples" / "3.npy")

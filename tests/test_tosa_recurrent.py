@@ -60,7 +60,7 @@ def k4(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _mlir(graph: skriptnd.compose.ir.Graph) -> str:
-    from skriptnd.tosa.export import to_mlir
+    from skriptnd.tosa.mlir.export import to_mlir
 
     mlir = to_mlir(graph, inline_constants=False)
     assert mlir.count('"tosa.while_loop"') == 2 and mlir.count('"tosa.gather"') == 2  # one loop per layer
@@ -68,7 +68,7 @@ def _mlir(graph: skriptnd.compose.ir.Graph) -> str:
 
 
 def test_loop_subgraphs_equal_lower_for_two_stacked_layers(k4: None) -> None:
-    """Layer 1's loop subgraph (run on the numpy TOSA operators, WHILE_LOOP through skriptnd.tosa.control_flow)
+    """Layer 1's loop subgraph (run on the numpy TOSA operators, WHILE_LOOP through skriptnd.tosa.ops.control_flow)
     feeds layer 2's; their Y, h, c equal the lower reference's. 11 steps: two iterations of 4, 3 unrolled."""
     graph = _compose(seq=11, batch=3, input=5, hidden=6)
     layer1, layer2 = (op for op in graph.operations if op.op == "nn.lstm")
@@ -116,7 +116,7 @@ def test_loop_legalization_equals_lower(seq: int, batch: int, width: int, hidden
 def test_exported_program_runs_on_the_numpy_tosa_interpreter(k4: None) -> None:
     """The program `sknd export` writes (graph_program: constants folded, Rᵀ moved into the loop body as a
     constant), run by our TOSA interpreter, equals lower."""
-    from skriptnd.tosa.program import graph_program
+    from skriptnd.tosa.program.build import graph_program
 
     graph = _compose(seq=13, batch=2)
     program = graph_program(graph, {t.name: graph.variable_source(t) for t in graph.variables})
@@ -155,7 +155,7 @@ def test_flatbuffer_runs_in_the_tosa_reference_model(k4: None, tmp_path: Path) -
     """tosa-opt validates and serializes the WHILE_LOOP (its regions as flatbuffer regions) and the reference
     model runs it: Y equals lower."""
     require_oracle()
-    from skriptnd.tosa.export import to_flatbuffer
+    from skriptnd.tosa.mlir.export import to_flatbuffer
 
     graph = _compose(seq=9, batch=2)
     x = _x(graph)
@@ -167,7 +167,7 @@ def test_operation_by_operation_mlir_writes_the_loop_too(k4: None, tmp_path: Pat
     """The exporters' fallback for graphs graph_program does not take writes each legalized subgraph as it
     is, WHILE_LOOP included: tosa-opt validates it and the reference model's Y equals lower."""
     require_oracle()
-    from skriptnd.tosa.export import _to_mlir_by_operation, to_flatbuffer
+    from skriptnd.tosa.mlir.export import _to_mlir_by_operation, to_flatbuffer
 
     graph = _compose(seq=9, batch=2)
     mlir = _to_mlir_by_operation(graph, {t.name: graph.variable_source(t) for t in graph.variables}, False)
@@ -218,7 +218,7 @@ def test_sknd_export_writes_the_loop(tmp_path: Path) -> None:
 
 def test_dynamic_length_lstm_is_a_located_export_diagnostic() -> None:
     graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
-    from skriptnd.tosa.export import to_mlir
+    from skriptnd.tosa.mlir.export import to_mlir
 
     with pytest.raises(DiagnosticError) as err:
         to_mlir(graph)

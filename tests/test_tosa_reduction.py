@@ -1,4 +1,4 @@
-"""Reductions and ARGMAX (skriptnd.tosa.reduction) against the TOSA reference model.
+"""Reductions and ARGMAX (skriptnd.tosa.ops.reduction) against the TOSA reference model.
 
 Tolerances: integer/bool results, REDUCE_MAX/MIN and ARGMAX are exact (sign of zero included).
 Float REDUCE_SUM: |mine - ref| <= n·eps·sum(|x|) + 1 ulp (the reference accumulates sequentially in
@@ -22,7 +22,7 @@ from tosa_oracle import (
     ulp_distance,
 )
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable
 
 pytestmark = pytest.mark.tosa("1.0")
 

@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tosa_oracle as to  # noqa: E402
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable, bf16  # noqa: E402
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable, bf16
 
 RESIZE = OPS["RESIZE"]
 

@@ -1,4 +1,4 @@
-"""RESIZE, FFT2D, RFFT2D (skriptnd.tosa.resize_fft) against the TOSA reference model, and the TOSA 0.30
+"""RESIZE, FFT2D, RFFT2D (skriptnd.tosa.ops.resize_fft) against the TOSA reference model, and the TOSA 0.30
 FULLY_CONNECTED against a direct transcription of the 0.30 pseudocode (the 1.0 reference model lacks it).
 
 Tolerances: integer results are bit-exact (int16 BILINEAR → int48 cannot be read back from the reference
@@ -19,7 +19,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tosa_oracle as to  # noqa: E402
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable  # noqa: E402
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable
 
 EPS = {"fp32": 2.0**-23, "fp16": 2.0**-10}
 _NP = {"fp16": np.float16, "fp32": np.float32}

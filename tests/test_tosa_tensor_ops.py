@@ -1,4 +1,4 @@
-"""Tensor operators (skriptnd.tosa.tensor_ops) against the TOSA reference model.
+"""Tensor operators (skriptnd.tosa.ops.tensor_ops) against the TOSA reference model.
 
 Tolerances: integer results are bit-exact. Float results (computed here in float64 and rounded once; the
 reference accumulates in acc_t) must satisfy |mine - ref| <= K · eps(acc_t) · sum(|terms|) + 1 ulp of the
@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tosa_oracle as to  # noqa: E402
 
-from skriptnd.tosa import OPS, TosaError  # noqa: E402
+from skriptnd.tosa.ops import OPS, TosaError
 
 pytestmark = pytest.mark.tosa("1.0")
 

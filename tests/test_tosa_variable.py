@@ -1,4 +1,4 @@
-"""VARIABLE / VARIABLE_WRITE / VARIABLE_READ (skriptnd.tosa.variable) against the TOSA 1.0 pseudocode.
+"""VARIABLE / VARIABLE_WRITE / VARIABLE_READ (skriptnd.tosa.ops.variable) against the TOSA 1.0 pseudocode.
 
 The reference model (tosa-tools 2026.8.0) cannot build these operators ("OpFactory could not allocate op
 VARIABLE_READ ... Unsupported operation type or rank"), so every expectation here is derived by hand from
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skriptnd.tosa import OPS, TosaError, TosaUnpredictable, bf16
-from skriptnd.tosa.variable import VariableStore
+from skriptnd.tosa.ops import OPS, TosaError, TosaUnpredictable, bf16
+from skriptnd.tosa.ops.variable import VariableStore
 
 VARIABLE, WRITE, READ = OPS["VARIABLE"], OPS["VARIABLE_WRITE"], OPS["VARIABLE_READ"]
 

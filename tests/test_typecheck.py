@@ -16,12 +16,12 @@ from textwrap import dedent
 
 import pytest
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.resources import STDLIB_MODULES
 from skriptnd.semantics.scope import Kind
 from skriptnd.semantics.typecheck import build_scope, check_definition
 from skriptnd.semantics.types import Type
+from skriptnd.syntax import ast
 from skriptnd.syntax.parser import parse, parse_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -308,7 +308,7 @@ def test_an_input_npy_whose_header_lies_allocates_nothing(tmp_path: Path) -> Non
     """numpy.load allocates the 1 GiB the header announces before it finds 16 bytes; we check first."""
     import typer
 
-    from skriptnd.cli_io import read_array
+    from skriptnd.cli.io import read_array
 
     path = _lying_npy(tmp_path / "x.npy")
     tracemalloc.start()

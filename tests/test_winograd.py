@@ -1,4 +1,4 @@
-"""Winograd F(2x2,3x3) / F(4x4,3x3) convolution (skriptnd.tosa.winograd) and its use by the fast CONV2D.
+"""Winograd F(2x2,3x3) / F(4x4,3x3) convolution (skriptnd.tosa.program.winograd) and its use by the fast CONV2D.
 
 Tolerance: against the generic kernel OPS["CONV2D"] (float64 accumulation, rounded once), element-wise
 
@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
 from skriptnd import parallel
-from skriptnd.tosa import OPS
-from skriptnd.tosa import winograd as W
-from skriptnd.tosa.fast import specialise
+from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.program import winograd as W
+from skriptnd.tosa.program.fast import specialise
 
 EPS = float(np.finfo(np.float32).eps)
 TOLERANCE = {2: 32 * EPS, 4: 512 * EPS}

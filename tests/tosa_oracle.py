@@ -142,7 +142,7 @@ class ReferenceError(Exception):  # noqa: A001 - the name is part of the oracle'
     def expected_exception(self) -> type[Exception]:
         """The exception skriptnd.tosa must raise for this outcome: TosaUnpredictable or TosaError
         (AssertionError when the reference model failed otherwise, e.g. crashed)."""
-        from skriptnd.tosa import TosaError, TosaUnpredictable
+        from skriptnd.tosa.ops import TosaError, TosaUnpredictable
 
         if self.is_unpredictable:
             return TosaUnpredictable
@@ -689,7 +689,7 @@ def run_flatbuffer(fb: bytes | os.PathLike[str], inputs: list[np.ndarray], workd
 def require_tosa_opt() -> None:
     """Like :func:`require_oracle`, for tosa-tools' ``tosa-opt`` (MLIR validation and serialization)."""
     require_oracle()
-    from skriptnd.tosa.export import tosa_opt_path
+    from skriptnd.tosa.mlir.export import tosa_opt_path
 
     if tosa_opt_path() is None:
         import pytest
@@ -738,7 +738,7 @@ _EPS = {"fp16": 2.0**-10, "bf16": 2.0**-7, "fp32": 2.0**-23}
 
 
 def input_types_of(inputs: list[Any]) -> list[str | None]:
-    """Oracle input types for operands built with ``skriptnd.tosa.bf16`` (None: from the dtype)."""
+    """Oracle input types for operands built with ``skriptnd.tosa.ops.bf16`` (None: from the dtype)."""
     return ["bf16" if type(x).__name__ == "BF16Array" else None for x in inputs]
 
 
@@ -746,7 +746,7 @@ def compare_with_reference(op: str, inputs: list[Any], attributes: dict[str, Any
                            ulps: float = 0, abs_tol: float = 0.0, flush_subnormals: bool = False,
                            mine_kwargs: dict[str, Any] | None = None, oracle_inputs: list[Any] | None = None,
                            output_shape: tuple[int, ...] | None = None) -> np.ndarray | ReferenceError:
-    """Run ``skriptnd.tosa.OPS[op]`` and the reference model on the same operands and assert agreement.
+    """Run ``skriptnd.tosa.ops.OPS[op]`` and the reference model on the same operands and assert agreement.
 
     Integer and bool results must be identical. Float results must be identical bit for bit
     (sign of zero included) when ``ulps == 0 and abs_tol == 0``; otherwise each element must be within
@@ -754,7 +754,7 @@ def compare_with_reference(op: str, inputs: list[Any], attributes: dict[str, Any
     ``flush_subnormals`` accepts ±0 from the reference where the exact result is subnormal.
     When the reference reports an error the implementation must raise the matching exception.
     """
-    from skriptnd.tosa import OPS
+    from skriptnd.tosa.ops import OPS
 
     ref = run_reference(op, list(oracle_inputs if oracle_inputs is not None else inputs), attributes,
                         output_type, input_types=input_types_of(list(inputs)), output_shape=output_shape)
@@ -823,7 +823,7 @@ def rand_int(rng: np.random.Generator, t: str, shape: tuple[int, ...], lo: int |
 
 def make_float(values: Any, t: str) -> np.ndarray:
     """Float operand of TOSA type ``t`` (fp16/fp32 arrays, bf16 as a BF16Array carrier)."""
-    from skriptnd.tosa import bf16
+    from skriptnd.tosa.ops import bf16
 
     with np.errstate(over="ignore"):
         if t == "fp16":

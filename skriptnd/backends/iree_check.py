@@ -7,7 +7,7 @@ LayerNorm -> MatMul off by 3.2 on outputs of 1.9; issue 30). Default flags avoid
 (skriptnd.backends.iree_defaults); this catches the rest, loudly.
 
 What is compared: each module runs a TOSA program (or the integer TOSA graph of a @quantize graph), which the
-numpy backend runs on its TOSA operators (skriptnd.tosa.program); the module's outputs are compared with
+numpy backend runs on its TOSA operators (skriptnd.tosa.program.build); the module's outputs are compared with
 those on the module's first inputs, which the backend makes seeded (:func:`seeded_inputs`: the graph's inputs,
 random and dtype-appropriate) at prepare time. Tolerance: float outputs within :data:`RELATIVE` of their
 largest magnitude; integer outputs within one step (the integer path is bit-exact against the reference);
@@ -200,7 +200,7 @@ def mismatch(verdict: Verdict, where: str, located: tuple[str, Span | None, str]
     return DiagnosticError([Diagnostic(code="E0785", span=span, message=message, notes=tuple(notes), hint=HINT)])
 
 
-#: Compiles a prefix program (a skriptnd.tosa.program.Program, or integer-graph MLIR text) into a callable
+#: Compiles a prefix program (a skriptnd.tosa.program.build.Program, or integer-graph MLIR text) into a callable
 #: ``arrays -> outputs`` (the backend's IreeModule, unchecked).
 Compile = Callable[[Any], Callable[[list[np.ndarray]], list[np.ndarray]]]
 
@@ -232,7 +232,7 @@ class ProgramCheck:
 
     def prefix(self, k: int) -> Any:
         """The program computing operator ``k``'s value: the operators it needs, their constants."""
-        from skriptnd.tosa.program import Program
+        from skriptnd.tosa.program.build import Program
 
         ops = self.program.ops
         keep = _ancestors(ops, ops[k].output)
@@ -256,7 +256,7 @@ class ProgramCheck:
 
 
 class IntegerCheck:
-    """How the module of a @quantize graph's integer TOSA graph (skriptnd.tosa.quantized) is checked: that
+    """How the module of a @quantize graph's integer TOSA graph (skriptnd.tosa.integer.lower) is checked: that
     graph on numpy's TOSA operators is the reference (bit-exact but for one step of a quantized output)."""
 
     def __init__(self, integer: Any, graph: Any, compile: Compile) -> None:
@@ -276,8 +276,8 @@ class IntegerCheck:
         return _ancestors(self.sg.ops, self.sg.outputs[output])
 
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        from skriptnd.tosa.integer.lower import to_mlir
         from skriptnd.tosa.legalize import run_subgraph
-        from skriptnd.tosa.quantized import to_mlir
 
         value = self.sg.ops[k].output
         (expected,) = run_subgraph(self.integer.subgraph([value]), arrays)

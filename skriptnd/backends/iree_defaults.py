@@ -1,7 +1,7 @@
 """The iree backend's default optimisation flags, chosen per target CPU: right on every host first, fast second.
 
 Data tiling (``--iree-opt-data-tiling``) with IREE's micro-kernels makes the patch products of
-skriptnd.tosa.conv_as_matmul and the small per-step products of recurrent layers fast (docs/performance.md).
+skriptnd.tosa.program.patch_matmul and the small per-step products of recurrent layers fast (docs/performance.md).
 But IREE 3.13 **miscompiles** with data tiling on AVX-512 CPUs: on an Emerald Rapids host, LayerNorm
 (``moments`` / sub / add / sqrt / div) feeding a ``[2,10,32] x [32,128]`` matmul gave errors of 3.2 on outputs
 of magnitude 1.9, and ConvNeXt-T's logits were off by 1.4e-2; the same graphs are right with

@@ -5,11 +5,11 @@ hip; skriptnd.backends.iree_devices), and run by the IREE runtime.
 A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
 every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
 (filters re-laid out once, NCHW ↔ NHWC transpose pairs cancelled). Each program is written as TOSA MLIR
-(skriptnd.tosa.program_mlir) and compiled into one IREE module; a fully legalizing graph is one module.
+(skriptnd.tosa.mlir.program) and compiled into one IREE module; a fully legalizing graph is one module.
 What does not legalize runs on numpy between the modules (native kernels, else @lower): the graph is
 **split**, and the plan (``sknd run -v``; ``sknd run`` prints a one-line notice) lists what runs where —
 never a silent fallback. A graph with @quantize entries compiles as its whole integer TOSA graph
-(skriptnd.tosa.quantized), or is refused with a located E0781.
+(skriptnd.tosa.integer.lower), or is refused with a located E0781.
 
 The weights leave the compiled module: ``--iree-parameter-export`` writes every constant of at least
 :data:`PARAMETER_MIN_BYTES` bytes to an IREE parameter archive (``params.irpa``) that the runtime maps
@@ -53,7 +53,7 @@ INPUT_FLAGS = ("--iree-input-type=tosa",)
 BASE_FLAGS = (*INPUT_FLAGS, "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu")
 #: Optimisation flags on by default where the target has no AVX-512 (skriptnd.backends.iree_defaults: IREE
 #: miscompiles with data tiling there; see docs/performance.md for the sweep that chose them): data tiling and
-#: micro-kernels make the patch products of skriptnd.tosa.conv_as_matmul fast (without them those are slower
+#: micro-kernels make the patch products of skriptnd.tosa.program.patch_matmul fast (without them those are slower
 #: than the convolutions they replace), and pack a recurrent layer's weight once for its small per-step
 #: products (lstm-large, 1 thread: 21 -> 12.5 ms; docs/performance.md, Notes).
 DEFAULT_FLAGS: tuple[str, ...] = DATA_TILING
@@ -137,7 +137,7 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
 
 def graph_mlir(graph: Any) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
-    from skriptnd.tosa import quantized
+    from skriptnd.tosa.integer import lower as quantized
 
     try:
         integer = quantized.lower_quantized(graph)
@@ -288,7 +288,10 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from skriptnd.tosa import conv_as_matmul, export, mlir_regions, program_mlir
+        from skriptnd.tosa.mlir import export
+        from skriptnd.tosa.mlir import program as program_mlir
+        from skriptnd.tosa.mlir import regions as mlir_regions
+        from skriptnd.tosa.program import patch_matmul as conv_as_matmul
 
         for module in (program_mlir, export, mlir_regions, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
@@ -300,8 +303,8 @@ class ProgramSource:
             yield memoryview(a.reshape(-1).view(np.uint8))
 
     def mlir(self) -> str:
-        from skriptnd.tosa.conv_as_matmul import convs_as_matmuls
-        from skriptnd.tosa.program_mlir import program_to_mlir
+        from skriptnd.tosa.mlir.program import program_to_mlir
+        from skriptnd.tosa.program.patch_matmul import convs_as_matmuls
 
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
         return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment,
@@ -497,7 +500,7 @@ class IntegerRunner(Runner):
 IREE_OP = "iree.module"
 
 
-#: How a graph dtype crosses a compiled module's boundary (skriptnd.tosa.program_mlir): SkriptND int (int64)
+#: How a graph dtype crosses a compiled module's boundary (skriptnd.tosa.mlir.program): SkriptND int (int64)
 #: as int32 (checked to fit), bool as i8 (IREE's data tiling cannot load i1 arguments).
 BOUNDARY_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.int8), "int": np.dtype(np.int32)}
 _GRAPH_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "int": np.dtype(np.int64)}
@@ -548,7 +551,7 @@ class IreeKernels:
         from skriptnd.execute.tosa_backend import PROGRAM_OP, compile_segments
         from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
         from skriptnd.tosa.legalize.tensor import conv_for_compilers
-        from skriptnd.tosa.program_mlir import NotCompilable, check_compilable
+        from skriptnd.tosa.mlir.program import NotCompilable, check_compilable
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)

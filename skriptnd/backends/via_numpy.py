@@ -1,6 +1,6 @@
 """``numpy`` (the default; ``tosa`` is its former name): TOSA programs on the numpy TOSA kernels for the
 operations that legalize, native kernels or @lower for the rest; a graph with @quantize entries runs as
-its integer TOSA graph (skriptnd.tosa.quantized)."""
+its integer TOSA graph (skriptnd.tosa.integer.lower)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class IntegerRunner(Runner):
     """A quantized graph as its integer TOSA graph on the numpy TOSA operators."""
 
     def __init__(self, graph: Any) -> None:
-        from skriptnd.tosa import quantized
+        from skriptnd.tosa.integer import lower as quantized
 
         self.integer = quantized.lower_quantized(graph)
         self.plan = [f"running the integer TOSA graph of {graph.name} ({len(self.integer.ops)} TOSA operations)"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd import ast
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
@@ -24,6 +23,7 @@ from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.modules import LoadedModule, Program
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_type
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}

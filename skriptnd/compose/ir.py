@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from skriptnd import ast
 from skriptnd.semantics.binding import Binding
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import ast
 
 TensorKind = Literal["input", "output", "variable", "constant", "intermediate"]
 

@@ -2,7 +2,7 @@
 
 At plan time (Executor.prepare) every maximal run of consecutive operations that legalize
 (skriptnd.tosa.legalize) becomes one ``tosa.program`` operation: their TOSA subgraphs spliced into a
-:class:`skriptnd.tosa.program.Program`, with the graph's variables and constants as TOSA constants
+:class:`skriptnd.tosa.program.build.Program`, with the graph's variables and constants as TOSA constants
 (so filters are re-laid out once, and layout transposes between operations cancel). Operations that
 do not legalize (and intrinsics) run as before: their @lower plans, or native kernels for intrinsics.
 """
@@ -46,7 +46,7 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
     ``known(t)``: a tensor's plan-time value (variables, constants) or None; ``keep``: ids of tensors
     that must stay visible (graph outputs, @update values); ``extra``: a backend's own legalization of
     some operations (e.g. unrolled recurrences for a compiler), tried before the TABLE's rules."""
-    from skriptnd.tosa.program import Builder
+    from skriptnd.tosa.program.build import Builder
 
     last_use: dict[int, int] = {}
     #: items of packs that may be shorter at run time (the scan outputs of loops, §2.10.1)
@@ -122,7 +122,7 @@ def _source(op: Operation) -> Operation:
 
 
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:
-    from skriptnd.tosa.program import ProgramError
+    from skriptnd.tosa.program.build import ProgramError
 
     try:
         return op.attribs["program"](args)
@@ -163,7 +163,7 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
             cache[id(op)] = entry
         subgraph = entry[1]
         if subgraph is not None and _composed_shapes(op, args):
-            from skriptnd.tosa import TosaError, TosaUnpredictable
+            from skriptnd.tosa.ops import TosaError, TosaUnpredictable
 
             try:
                 return run_subgraph(subgraph, args)

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd import ast
 from skriptnd.lower import ops
 from skriptnd.lower.stage import PackedDim, Shared, Stager, _view_builder
 from skriptnd.lower.values import Aff as _Aff
@@ -49,6 +48,7 @@ from skriptnd.semantics.binding import Binding
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.values import TensorValue
 from skriptnd.source import NO_SPAN
+from skriptnd.syntax import ast
 
 #: Index spaces larger than this are evaluated in chunks along one axis (elements).
 CHUNK_ELEMENTS = 1 << 24

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from skriptnd import ast
 from skriptnd.lower import ops
 from skriptnd.lower.values import (
     BOOL,
@@ -37,6 +36,7 @@ from skriptnd.lower.values import (
     kind_of,
 )
 from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, free_names
+from skriptnd.syntax import ast
 
 _SCALAR = (int, float, bool, str)
 

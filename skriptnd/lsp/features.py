@@ -14,9 +14,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, Severity
-from skriptnd.docgen import render_operator, signature
 from skriptnd.lsp.locate import (
     Word,
     contains,
@@ -31,10 +29,11 @@ from skriptnd.lsp.locate import (
 from skriptnd.lsp.workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
 from skriptnd.resources import STDLIB_MODULES
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
+from skriptnd.semantics.docgen import render_operator, signature
 from skriptnd.semantics.modules import LoadedModule
 from skriptnd.semantics.scope import Kind, Symbol
 from skriptnd.source import NO_SPAN, Span
-from skriptnd.syntax import parse_module
+from skriptnd.syntax import ast, parse_module
 from skriptnd.syntax.printer import format_expr, format_module, format_type
 from skriptnd.untrusted import UnsafeFile, read_regular
 

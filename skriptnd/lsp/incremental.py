@@ -19,10 +19,9 @@ from collections import OrderedDict
 from dataclasses import fields
 from typing import Any
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, Note, Severity
 from skriptnd.source import NO_SPAN, Span
-from skriptnd.syntax import parse_module
+from skriptnd.syntax import ast, parse_module
 from skriptnd.syntax.cache import cached_parse
 from skriptnd.syntax.parser import MAX_ERRORS
 from skriptnd.syntax.scan import mask

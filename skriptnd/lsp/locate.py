@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from skriptnd import ast
 from skriptnd.semantics.scope import Kind, Scope, Symbol
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import ast
 
 __all__ = [
     "Word",

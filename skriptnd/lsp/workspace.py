@@ -24,13 +24,13 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from skriptnd import ast
-from skriptnd.checking import DEFINITION_CHECKS, check_composition, one_per_location
+from skriptnd.check.program import DEFINITION_CHECKS, check_composition, one_per_location
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.lsp.incremental import IncrementalParser, shift_diagnostic
 from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
 from skriptnd.semantics.scope import Scope
 from skriptnd.semantics.typecheck import build_scope
+from skriptnd.syntax import ast
 
 __all__ = ["MAX_FILE_BYTES", "Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,18 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.semantics.affine import Affine, affine
 from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
 from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import ast
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
 
 
-#: Judges of assertions decided on symbolic samples (skriptnd.compose.check): called with the
+#: Judges of assertions decided on symbolic samples (skriptnd.check.graph): called with the
 #: binder, the assertion, its outcome on the sample and the guards of that outcome (sympy
 #: conditions); returns the outcome binding goes on with. Empty outside graph checking, so
 #: composition with concrete values never pays for it.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 
 OperatorKind = Literal["composite", "primitive", "intrinsic"]
 

@@ -25,13 +25,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, Note, Severity, register_codes
 from skriptnd.fileio import read_source
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
 from skriptnd.source import SourceFile, Span
-from skriptnd.syntax import parse_module
+from skriptnd.syntax import ast, parse_module
 from skriptnd.syntax.cache import cached_parse
 from skriptnd.syntax.scan import mask
 from skriptnd.untrusted import UnsafeFile, contained

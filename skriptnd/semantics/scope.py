@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from skriptnd import ast
 from skriptnd.diagnostics import Note
 from skriptnd.semantics.affine import affine
 from skriptnd.semantics.types import ABSTRACT, ADMITS, CONCRETE, INT, UNKNOWN, Type, same_name
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 
 
 class Kind(StrEnum):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 
 CONCRETE = ("int", "real", "bool", "str")
 ABSTRACT = ("type", "arith", "num")

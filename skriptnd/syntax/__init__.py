@@ -1,4 +1,4 @@
-"""The front end: SkriptND source text → AST (skriptnd.ast) with located syntax diagnostics."""
+"""The front end: SkriptND source text → AST (skriptnd.syntax.ast) with located syntax diagnostics."""
 
 from skriptnd.syntax.parser import parse, parse_expr, parse_module
 

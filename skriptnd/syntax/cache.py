@@ -57,7 +57,7 @@ def _parser_fingerprint() -> bytes:
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
-    for path in (grammar_path(), here.parent / "ast.py", here.parent / "source.py", here / "transform.py",
+    for path in (grammar_path(), here / "ast.py", here.parent / "source.py", here / "transform.py",
                  here / "parser.py"):
         try:
             digest.update(Path(path).read_bytes())

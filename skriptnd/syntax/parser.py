@@ -17,11 +17,10 @@ from typing import Any
 from lark import Lark
 from lark.exceptions import UnexpectedInput
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.resources import grammar_path
 from skriptnd.source import Span
-from skriptnd.syntax import errors
+from skriptnd.syntax import ast, errors
 from skriptnd.syntax.cache import cache_dir
 from skriptnd.syntax.scan import comments, mask
 from skriptnd.syntax.transform import ToAst

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 from skriptnd.syntax.scan import mask
 from skriptnd.syntax.strings import quote
 

@@ -1,4 +1,4 @@
-"""Lark parse tree → skriptnd.ast.
+"""Lark parse tree → skriptnd.syntax.ast.
 
 The grammar is deliberately permissive where one syntax serves several meanings (list
 items, pack indices and tensor indices share `[...]`; callees are postfix expressions);
@@ -13,9 +13,9 @@ from typing import Any
 
 from lark import Token, Tree
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.syntax import ast
 from skriptnd.syntax.strings import FieldSource, split_literal
 
 FOLDABLE = {"+", "*", "&&", "||", "<", "<=", ">", ">=", "==", "!=", "<?", ">?", ":="}

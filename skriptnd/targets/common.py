@@ -28,7 +28,7 @@ def quant(t: Any) -> Any:
 
 
 #: Operations whose output keeps the input's quantization when it has no @quantize entry of its own (they
-#: only move, select or clamp values; as in skriptnd.tosa.quantized).
+#: only move, select or clamp values; as in skriptnd.tosa.integer.lower).
 PASS_THROUGH = {"nn.relu", "nn.max_pool", "math.clamp", "math.iden", "layout.reshape", "layout.flatten",
                 "layout.squeeze", "layout.unsqueeze", "layout.transpose", "layout.slice", "layout.pad",
                 "layout.concat", "layout.depth_to_space", "layout.space_to_depth", "layout.tile"}

@@ -1,7 +1,7 @@
 """Running NNAPI conformance vectors through the product: to_sknd → load → compose → run.
 
 The run is what ``sknd run`` does for the written folder: a graph with @quantize entries runs as its
-integer TOSA graph (``--via tosa``, :func:`skriptnd.tosa.quantized.lower_quantized`); when that lowering
+integer TOSA graph (``--via tosa``, :func:`skriptnd.tosa.integer.lower.lower_quantized`); when that lowering
 refuses the graph (an ``E0761`` diagnostic, e.g. quant8 weights given as graph inputs) it runs with fake
 quantization (``--via kernels``: each quantized tensor through its quantize operator), and the result
 says which. Float graphs run on the default TOSA backend. The comparison is the CTS's (see the folder's
@@ -42,7 +42,7 @@ def run_graph(graph: Any, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.n
 
     variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
     if has_quantization(graph):
-        from skriptnd.tosa.quantized import lower_quantized
+        from skriptnd.tosa.integer.lower import lower_quantized
 
         try:
             integer = lower_quantized(graph, variables)

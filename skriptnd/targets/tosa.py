@@ -2,7 +2,7 @@
 
 ``map_graph`` reads :func:`skriptnd.tosa.legalize.coverage` and, for each legalized operation, the TOSA
 operators of its subgraph; ``spec_ops`` lists the TOSA operators the numpy implementation provides
-(:data:`skriptnd.tosa.OPS`) with the standard operations that legalize onto each.
+(:data:`skriptnd.tosa.ops.OPS`) with the standard operations that legalize onto each.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def map_graph(graph: Any) -> list[Mapping]:
 
 
 def spec_ops() -> list[SpecOp]:
-    from skriptnd.tosa import OPS
+    from skriptnd.tosa.ops import OPS
 
     return [SpecOp(name, "supported", "numpy TOSA operator (skriptnd.tosa), target of the legalization tables")
             for name in sorted(OPS)]

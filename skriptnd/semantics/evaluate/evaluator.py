@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skriptnd import ast
 from skriptnd.semantics.evaluate.errors import EvalError
 from skriptnd.semantics.evaluate.expressions import (
     _binary,
@@ -24,6 +23,7 @@ from skriptnd.semantics.evaluate.expressions import (
 )
 from skriptnd.semantics.evaluate.lists import _list, _misplaced, _subscript, _substitute
 from skriptnd.semantics.evaluate.walk import _DISPATCH, _Ctx, _eval, _not_compile_time
+from skriptnd.syntax import ast
 
 
 def evaluate(expr: ast.Expr, env: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from skriptnd import ast
 from skriptnd.semantics.evaluate.casts import _DEFAULTS, _cast_to
 from skriptnd.semantics.evaluate.errors import EvalError, Unbound, _OpError
 from skriptnd.semantics.evaluate.folds import _FOLDS, _cumulative
@@ -19,6 +18,7 @@ from skriptnd.semantics.evaluate.kinds import _item_type, _pack_item_type, _type
 from skriptnd.semantics.evaluate.operators import _BINARY, _UNARY, _contains, _map1, _map2
 from skriptnd.semantics.evaluate.walk import _Ctx, _eval, _raise_op
 from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, guards_suspended
+from skriptnd.syntax import ast
 
 # ---------------------------------------------------------------- literals and names
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from skriptnd import ast
 from skriptnd.semantics.evaluate.errors import EvalError
 from skriptnd.semantics.evaluate.kinds import _intlike, _item_type, _pack_item_type, _type_name
 from skriptnd.semantics.evaluate.walk import _Ctx, _eval
 from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, same_value
+from skriptnd.syntax import ast
 
 #: Longest pack a repetition or a range may build: a typo like `[0 ..(10 ** 12)]` must end in
 #: an error, not in exhausting memory.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skriptnd import ast
+from skriptnd.syntax import ast
 
 _FREE_CACHE: dict[int, tuple[ast.Node, frozenset[str]]] = {}
 _FREE_CACHE_LIMIT = 1 << 16

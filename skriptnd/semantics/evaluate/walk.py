@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from skriptnd import ast
 from skriptnd.semantics.evaluate.errors import EvalError, _OpError
+from skriptnd.syntax import ast
 
 
 class _Ctx:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.semantics.scope import Ctx, Kind, Scope, blocks_of, describe, did_you_mean
 from skriptnd.semantics.typecheck.common import Lookup, _what
 from skriptnd.semantics.typecheck.compose import ComposeChecks
 from skriptnd.semantics.typecheck.lower import LowerChecks
+from skriptnd.syntax import ast
 
 TENSOR_KINDS = frozenset({Kind.INPUT, Kind.OUTPUT, Kind.CONSTANT, Kind.VARIABLE, Kind.TENSOR, Kind.CARRIED,
                           Kind.SCAN, Kind.LOOP_INDEX})

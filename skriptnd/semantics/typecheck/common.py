@@ -14,12 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from skriptnd import ast
 from skriptnd.diagnostics import Diagnostic, Note
 from skriptnd.semantics.binding import same_type_operator
 from skriptnd.semantics.scope import STAGE, Ctx, Scope, ScopeBuilder, Symbol, did_you_mean, show
 from skriptnd.semantics.types import UNKNOWN, Type, same_name
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 
 Lookup = Callable[[str], "ast.Definition | None"]
 

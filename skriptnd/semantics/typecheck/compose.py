@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from skriptnd import ast
 from skriptnd.diagnostics import Note
 from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, describe, did_you_mean
 from skriptnd.semantics.typecheck.common import _null_tests, _plural, _Results, _what
 from skriptnd.semantics.typecheck.expressions import ExprTyping
 from skriptnd.semantics.types import CONCRETE, INT, UNKNOWN, Type, same_name
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 
 
 class ComposeChecks(ExprTyping):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skriptnd import ast
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS, NUM_FUNCTIONS, REAL_FUNCTIONS
 from skriptnd.semantics.scope import Ctx, Kind, Scope, did_you_mean, show
 from skriptnd.semantics.typecheck.common import _null_tests, _what
@@ -24,6 +23,7 @@ from skriptnd.semantics.types import (
     is_numeric,
     same_name,
 )
+from skriptnd.syntax import ast
 
 BUILTINS = BUILTIN_FUNCTIONS
 

@@ -5,7 +5,7 @@ applies to an :class:`~skriptnd.compose.ir.Operation` (or the reason why not), i
 TOSA subgraph. Composite (@compose) operators without a direct rule, or whose direct rules do not
 apply, are legalized through their components (:mod:`.composite`). :func:`legalize` returns
 ``(Subgraph, description)`` or ``(None, reason)`` (the operation falls back to its @lower block);
-:func:`run_subgraph` interprets a subgraph with :data:`skriptnd.tosa.OPS`; :func:`coverage` reports a
+:func:`run_subgraph` interprets a subgraph with :data:`skriptnd.tosa.ops.OPS`; :func:`coverage` reports a
 composed graph. ``NOT_LEGALIZABLE`` lists the operators with no mapping at all, and why.
 
 Shapes come from the operation's binding (``op.binding.env``: the stdlib's @using symbols such as the

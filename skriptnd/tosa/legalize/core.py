@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.tosa.invoke import apply
+from skriptnd.tosa.ops.invoke import apply
 
 F32 = np.float32
 I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1

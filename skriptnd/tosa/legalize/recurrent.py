@@ -13,7 +13,7 @@ unrolled after the loop (their offsets are constants); a sequence shorter than 2
 whole, and so are the layers that fit in the legalizer's ``unroll_budget`` of steps (the SPIR-V export,
 whose graphs have no regions; the iree backend, which runs an unrolled lstm-large faster at 2 threads).
 The loop state is ``(i int32[1,1], h, c, X·Wᵀ+B, Rᵀ, Y)``: a region sees only its inputs (TOSA's graphs
-are closed), and :class:`skriptnd.tosa.program.Builder` moves a constant the body passes through unchanged
+are closed), and :class:`skriptnd.tosa.program.build.Builder` moves a constant the body passes through unchanged
 (Rᵀ, from the graph's variable) into the body as a constant.
 
 Why a loop: the exported program stays the size of one k-step body whatever the sequence length, and
@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.tosa.control_flow import Graph, Node
-from skriptnd.tosa.invoke import ITEM
 from skriptnd.tosa.legalize.core import Builder, Subgraph
 from skriptnd.tosa.legalize.tensor import _matmul_op
+from skriptnd.tosa.ops.control_flow import Graph, Node
+from skriptnd.tosa.ops.invoke import ITEM
 
 
 class _Region(Builder):

@@ -1,7 +1,7 @@
 """TOSA graphs as SPIR-V modules: SPV_ARM_graph / SPV_ARM_tensors graphs of ``TOSA.001000.1`` instructions.
 
 The operator set (:mod:`skriptnd.tosa`), the legalization (:mod:`skriptnd.tosa.legalize`,
-:mod:`skriptnd.tosa.quantized`) and this serializer are separate: :func:`export` takes the same TOSA program
+:mod:`skriptnd.tosa.integer.lower`) and this serializer are separate: :func:`export` takes the same TOSA program
 the MLIR export writes (:mod:`.program`) and encodes it (:mod:`.writer`); :func:`read` rebuilds that program
 from a module (:mod:`.reader`) so that it runs in the numpy TOSA interpreter; :func:`disassemble` prints a
 module in ``spirv-as`` syntax. Opcodes, operand order and enumerants of the core grammar and of the TOSA

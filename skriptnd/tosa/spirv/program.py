@@ -1,9 +1,9 @@
 """The flat TOSA program a SPIR-V module holds: graph inputs, constants, TOSA operators, graph outputs.
 
 :func:`from_graph` takes it from the same lowering the MLIR export uses: for a graph with ``@quantize``
-entries the integer graph of :mod:`skriptnd.tosa.quantized`, otherwise the graph's simplified TOSA program
-(:func:`skriptnd.tosa.program.graph_program`: each operation's legalized subgraph spliced in order, constants
-folded, inverse transpose pairs cancelled), which :func:`skriptnd.tosa.export.to_mlir` writes too (so the
+entries the integer graph of :mod:`skriptnd.tosa.integer.lower`, otherwise the graph's simplified TOSA program
+(:func:`skriptnd.tosa.program.build.graph_program`: each operation's legalized subgraph spliced in order, constants
+folded, inverse transpose pairs cancelled), which :func:`skriptnd.tosa.mlir.export.to_mlir` writes too (so the
 two exports hold the same operators with the same attributes). Every value's type comes from running the
 program once on the numpy TOSA operators, as the MLIR export does.
 """
@@ -18,10 +18,10 @@ import numpy as np
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.source import Span
-from skriptnd.tosa.invoke import apply
 from skriptnd.tosa.legalize import graph_constant, legalize
 from skriptnd.tosa.legalize.core import Subgraph, TosaOp
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.ops.invoke import apply
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _span(x: Any) -> Span | None:
 def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
-    from skriptnd.tosa.quantized import NUMPY_INT, has_quantization, lower_quantized
+    from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
 
     if has_quantization(graph):
         ig = lower_quantized(graph, variables)
@@ -93,14 +93,14 @@ def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> To
 
 
 def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> TosaProgram:
-    from skriptnd.tosa.export import check_exportable
+    from skriptnd.tosa.mlir.export import check_exportable
 
     diags = check_exportable(graph)
     if diags:
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from skriptnd.tosa.program import graph_program
+    from skriptnd.tosa.program.build import graph_program
 
     # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
     program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)

@@ -1,0 +1,156 @@
+"""`sknd check`: load every model folder or file named on the command line as a Program (the
+module and, transitively, its imports) and report its diagnostics: reading and syntax problems
+of every loaded module, unknown modules, the module-level checks (semantics.modules) and then
+every check registered in DEFINITION_CHECKS, once per definition."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skriptnd.check.cache import cached_check
+from skriptnd.check.graph import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
+from skriptnd.diagnostics import Diagnostic
+from skriptnd.fileio import module_files
+from skriptnd.semantics.binding import binding_order_diagnostics
+from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
+from skriptnd.semantics.typecheck import check_definition
+from skriptnd.source import SourceFile, Span
+from skriptnd.syntax import ast
+
+DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
+
+
+def _binding_order(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    return binding_order_diagnostics(definition)
+
+
+def _types(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    def lookup(name: str) -> ast.Definition | None:
+        found = program.resolve_operator(name, module)
+        return found[1] if found is not None else None
+
+    return check_definition(definition, lookup, module.name)
+
+
+#: Checks run on each definition of each checked module (see Program.checked_modules), in order.
+DEFINITION_CHECKS: list[DefinitionCheck] = [_types, _binding_order]
+
+
+def check_composition(program: Program, module: LoadedModule, definition: ast.Definition) -> list[Diagnostic]:
+    """What composing one definition reports: a graph for its declared defaults, an operator's
+    @compose body for symbolic inputs (skriptnd.check.graph; cached on disk by
+    compose.check_cache, keyed by the whole program's text)."""
+    check = check_graph if definition.kind == "graph" else check_operator
+    return cached_check(program, module, definition, check)
+
+
+def check_graphs(program: Program, module: LoadedModule, found: list[Diagnostic]) -> list[Diagnostic]:
+    """The graphs of `module` composed for their declared defaults, and the @compose bodies of its
+    operators bound for symbolic inputs (skriptnd.check.graph): what `sknd compose` would report. Only once everything else is clean (`found` has no error):
+    composing a broken program would report the same problems again, less well."""
+    if module.ast is None or any(d.severity == "error" for d in found):
+        return []
+    ordered = sorted(module.ast.definitions, key=lambda d: d.kind == "graph")  # operators first
+    return one_per_location([d for definition in ordered for d in check_composition(program, module, definition)])
+
+
+def one_per_location(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The first diagnostic of each (code, place): an operator's body found wrong for symbolic
+    extents is not reported again, with numbers, by each graph that decomposes it."""
+    seen: set[tuple] = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.span.file, d.span.line, d.span.col)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+@dataclass
+class CheckResult:
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: int = 0
+
+
+def expand_paths(paths: list[str]) -> tuple[list[Path], list[Diagnostic]]:
+    """Files stay files; a model folder contributes all its modules; anything else is an error."""
+    files: list[Path] = []
+    diags: list[Diagnostic] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            if (p / "main.sknd").is_file():
+                files.extend(module_files(p))
+            else:
+                diags.append(_not_a_model_folder(raw))
+        else:
+            files.append(p)
+    return files, diags
+
+
+def _not_a_model_folder(raw: str) -> Diagnostic:
+    return Diagnostic(code="E0003", message=f"'{raw}' is not a model folder: it has no main.sknd",
+                      span=Span(raw, 1, 1, 1, 2), hint="a model folder holds its main module in main.sknd")
+
+
+def check_program(program: Program, *, composition: bool = True) -> list[Diagnostic]:
+    """Everything wrong with a loaded program: its loading diagnostics (reading, syntax, imports),
+    the module-level checks, then each DEFINITION_CHECKS hook on every definition of every
+    checked module that parsed cleanly."""
+    diags = list(program.diagnostics)
+    diags.extend(check_modules(program))
+    for module in program.checked_modules():
+        if module.ast is None:
+            continue
+        for definition in module.ast.definitions:
+            for check in DEFINITION_CHECKS:
+                diags.extend(check(program, module, definition))
+    for module in program.checked_modules() if composition else ():
+        diags.extend(check_graphs(program, module, diags))
+    # two checks may find the same problem (e.g. an unknown tensor in @quantize): report it once
+    def key(d: Diagnostic) -> tuple:
+        return d.code, d.span.file, d.span.line, d.span.col, d.message
+
+    unique = {key(d): d for d in reversed(diags)}
+    return [d for d in diags if unique[key(d)] is d]
+
+
+def check_paths(paths: list[str]) -> CheckResult:
+    result = CheckResult()
+    diags: list[Diagnostic] = []
+    checked: set[str] = set()
+    programs = []
+    for raw in dict.fromkeys(paths or ["."]):
+        p = Path(raw)
+        if p.is_dir() and not (p / "main.sknd").is_file():
+            # a folder of modules without a main one: each file is checked as a module of the
+            # project rooted there (imports resolve from the folder, `ops/pool.sknd` is `ops.pool`)
+            files = sorted(f for f in p.rglob("*.sknd") if f.is_file())
+            if not files:
+                diags.append(Diagnostic(code="E0003", message=f"'{raw}' holds no .sknd file to check",
+                                        span=Span(raw, 1, 1, 1, 2),
+                                        hint="name .sknd files, or a folder that holds some"))
+            programs.extend(load_program(f, model_dir=p) for f in files)
+            continue
+        programs.append(load_program(p))
+    for program in programs:
+        for module in program.modules.values():
+            if module.source is not None:
+                result.sources.setdefault(module.source.path, module.source)
+        for module in program.checked_modules():
+            if module.source is not None:
+                checked.add(module.source.path)
+        diags.extend(check_program(program))
+    result.diagnostics = list(dict.fromkeys(diags))
+    result.files = len(checked)
+    return result
+
+
+def shown(diags: list[Diagnostic], *, strict: bool = False, verbose: bool = False) -> list[Diagnostic]:
+    """The diagnostics `sknd check` shows: conditional assertions (STRICT_CODES) only with
+    --strict, those on dynamic extents (VERBOSE_CODES) only with --verbose."""
+    return [d for d in diags if (strict or d.code not in STRICT_CODES) and (verbose or d.code not in VERBOSE_CODES)]

@@ -1,0 +1,111 @@
+"""`sknd import SOURCE -o OUT_DIR`: a foreign model (ONNX; NNEF 1.x when its importer is installed) written
+as a SkriptND model folder.
+
+The command picks the importer from a small registry (a predicate on the source path -> a function that
+imports it); importers are imported lazily, so a missing optional package is a clear message, and a
+new format is one entry in `IMPORTERS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from skriptnd.diagnostics import DiagnosticError
+
+
+def _import_onnx(src: Path, out: Path, options: dict[str, Any]) -> tuple[Path, dict[str, str], list[str]]:
+    from skriptnd.interop.onnx_import import import_onnx
+
+    result = import_onnx(src, out, input_shapes=options["input_shapes"], fold_constants=options["fold_constants"],
+                         opset_upgrade=options["opset_upgrade"])
+    return result.path, result.renamed, result.attribs
+
+
+def _import_nnef(src: Path, out: Path, options: dict[str, Any]) -> tuple[Path, dict[str, str], list[str]]:
+    try:
+        module = importlib.import_module("skriptnd.interop.nnef_import")
+    except ModuleNotFoundError as err:
+        if err.name and err.name.startswith("skriptnd"):
+            raise typer.BadParameter("NNEF 1.x import is not available in this version of skriptnd",
+                                     param_hint="SOURCE") from None
+        raise
+    if options["input_shapes"] or options["fold_constants"]:
+        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only")
+    return module.import_nnef(src, out), {}, []
+
+
+def _is_nnef(path: Path) -> bool:
+    return path.suffix == ".nnef" or (path.is_dir() and (path / "graph.nnef").is_file())
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str
+    accepts: Callable[[Path], bool]
+    run: Callable[[Path, Path, dict[str, Any]], tuple[Path, dict[str, str], list[str]]]
+
+
+#: The formats `sknd import` reads, tried in order.
+IMPORTERS = [
+    Importer("ONNX", lambda p: p.suffix.lower() == ".onnx", _import_onnx),
+    Importer("NNEF 1.x", _is_nnef, _import_nnef),
+]
+
+
+def parse_input_shapes(items: list[str] | None) -> dict[str, list[int]]:
+    shapes: dict[str, list[int]] = {}
+    for item in items or []:
+        name, sep, dims = item.rpartition("=")
+        if not sep or not name or not re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", dims):
+            raise typer.BadParameter(f"'{item}' is not NAME=d0,d1,... (non-negative integers)",
+                                     param_hint="--input-shape")
+        shapes[name] = [int(d) for d in dims.split(",")]
+    return shapes
+
+
+def import_command(
+    source: Annotated[Path, typer.Argument(help="MODEL.onnx, GRAPH.nnef or an NNEF 1.x folder.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write (must not exist "
+                                         "or be empty).")],
+    input_shape: Annotated[list[str] | None, typer.Option("--input-shape", help="Fix an input's shape: "
+                                                          "NAME=1,3,224,224 (repeatable).")] = None,
+    opset_upgrade: Annotated[bool, typer.Option("--opset-upgrade/--no-opset-upgrade", help="Convert models "
+                                                "older than opset 13 up to it (default: on).")] = True,
+    fold_constants: Annotated[bool, typer.Option("--fold-constants", help="Evaluate every constant subgraph "
+                                                 "at import time.")] = False,
+    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+) -> None:
+    """Import an ONNX (or NNEF 1.x) model as a SkriptND model folder.
+
+    Writes main.sknd (one standard-library operation per ONNX node where
+    one exists, node names as labels, explicit paddings) and the weights as
+    NNEF tensor files. Nothing is written when the model cannot be imported;
+    an unsupported model gets one diagnostic listing every missing operator."""
+    from skriptnd.cli.graph import _color
+    from skriptnd.diagnostics import print_diagnostics
+
+    colour = _color(color)
+    importer = next((i for i in IMPORTERS if i.accepts(source)), None)
+    if importer is None:
+        raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .nnef file or a "
+                                 "folder with graph.nnef", param_hint="SOURCE")
+    options = {"input_shapes": parse_input_shapes(input_shape), "fold_constants": fold_constants,
+               "opset_upgrade": opset_upgrade}
+    try:
+        path, renamed, attribs = importer.run(source, output, options)
+    except DiagnosticError as err:
+        print_diagnostics(err.diagnostics, lambda _path: None, color=colour)
+        raise typer.Exit(1) from None
+    for foreign, name in renamed.items():
+        typer.echo(f"renamed {foreign!r} -> {name}", err=True)
+    if attribs:
+        typer.echo(f"dynamic dimensions became graph attributes: {', '.join(attribs)} (set them with "
+                   "--attrib NAME=VALUE)", err=True)
+    typer.echo(f"wrote {path} (from {importer.name})", err=True)

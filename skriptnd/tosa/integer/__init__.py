@@ -1,0 +1,1 @@
+"""``@quantize`` graphs lowered to integer TOSA 1.0."""

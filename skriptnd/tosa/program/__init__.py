@@ -1,0 +1,1 @@
+"""TOSA programs: runs of legalized operations as one simplified TOSA graph, and their fast forms."""

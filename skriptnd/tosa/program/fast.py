@@ -1,0 +1,539 @@
+"""Fast fp32 forms of TOSA operators for compiled programs (skriptnd.tosa.program.build).
+
+The generic kernels (:data:`skriptnd.tosa.ops.OPS`) check every ERROR_IF and compute floats in float64
+so that any TOSA type is rounded exactly once. A compiled program has already been checked, knows
+which operands are constants and runs fp32 only, so here fp32 operators are plain float32 numpy:
+
+* element-wise ADD/SUB/MUL/MAXIMUM/MINIMUM/CLAMP/... give the same bits as the generic kernels
+  (an IEEE float32 operation is what float64-then-round computes, for one operation);
+* CONV2D / DEPTHWISE_CONV2D / MATMUL / AVG_POOL2D accumulate in float32 in BLAS order, which TOSA
+  allows for fp32 (the result differs from the float64 reference by accumulation rounding only);
+  convolution weights are laid out once for one GEMM (im2col over NHWC windows), a following
+  CLAMP can be applied in place (``clamp``).
+
+:func:`specialise` returns ``None`` when an operation has no fast form here (then the program
+calls the generic kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from skriptnd import parallel
+from skriptnd.tosa.program import winograd
+
+F32 = np.float32
+Fn = Callable[..., np.ndarray]
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "ABS": np.abs, "CEIL": np.ceil, "FLOOR": np.floor, "EXP": np.exp, "LOG": np.log, "NEGATE": np.negative,
+    "TANH": np.tanh, "SIN": np.sin, "COS": np.cos,
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "ADD": np.add, "SUB": np.subtract, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+}
+
+
+class Clamp(NamedTuple):
+    """A CLAMP fused into the operator before it, applied in place; ``ignore_nan``: TOSA's
+    nan_mode IGNORE (a NaN becomes ``lo``, as SkriptND's relu ``x >? 0`` gives 0), else PROPAGATE."""
+
+    lo: float
+    hi: float
+    ignore_nan: bool = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if self.ignore_nan:
+            np.fmax(y, F32(self.lo), out=y)
+            return np.fmin(y, F32(self.hi), out=y)
+        return np.clip(y, F32(self.lo), F32(self.hi), out=y)
+
+
+def _is_f32(a: Any) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == F32
+
+
+def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
+               clamp: Clamp | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
+    """A fast callable taking all operands (constants included, as in the generic kernel) or None.
+
+    ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
+    a CLAMP to apply to the result (fused by the program). ``scratch``: buffers shared by the
+    callables of one program (they run one at a time), e.g. the im2col columns."""
+    known = [c for c in consts if c is not None]
+    if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
+        return None
+    zero_points = all(_zero(c) for c in consts[3:])  # fp32 has none (TOSA: ERROR_IF nonzero)
+    if name == "CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
+        return _Conv2D(consts[1], consts[2], attrs, clamp, {} if scratch is None else scratch)  # type: ignore[arg-type]
+    if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
+        return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+    if clamp is not None:
+        return None
+    if name == "MAX_POOL2D" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
+        return _max_pool(attrs)
+    if name == "AVG_POOL2D" and all(_zero(c) for c in consts[1:]):
+        return _avg_pool(attrs)
+    if name == "MATMUL" and all(_zero(c) for c in consts[2:]):
+        return _checked(lambda a, b, *zp: parallel.gemm(a, b))
+    if name == "CLAMP":
+        bounds = Clamp(float(attrs["min_val"]), float(attrs["max_val"]), attrs.get("nan_mode") == "IGNORE")
+        return _checked(lambda x: _split_elementwise(bounds.apply, x))
+    if name in _UNARY and (name != "NEGATE" or all(_zero(c) for c in consts[1:])):
+        fn = _UNARY[name]
+        return _checked(lambda x, *zp: fn(x))
+    if name == "RSQRT":
+        return _checked(_rsqrt)
+    if name in _REDUCE and (name == "REDUCE_SUM" or attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE"):
+        reduce, axis = _REDUCE[name], int(attrs["axis"])
+        return _checked(lambda x: reduce(x, axis=axis, keepdims=True))
+    if name == "RECIPROCAL":
+        return _checked(lambda x: np.divide(F32(1), x))
+    if name == "SIGMOID":
+        return _checked(_sigmoid)
+    if name in _BINARY:
+        fn2 = _BINARY[name]
+        return _checked(lambda a, b: _binary(fn2, a, b))
+    if name == "MUL" and (len(consts) < 3 or _zero(consts[2])):
+        return _checked(lambda a, b, *shift: _binary(np.multiply, a, b))
+    if name == "RESHAPE":
+        return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
+    if name == "SLICE" and len(consts) == 3 and consts[1] is not None and consts[2] is not None:
+        # a view: no operator of a program writes into its inputs, so the copy can be skipped
+        window = tuple(slice(int(a), int(a) + int(n)) for a, n in zip(consts[1], consts[2], strict=True))
+        return lambda x, start, size: x[window] if x.ndim == len(window) else NotImplemented
+    if name == "TRANSPOSE":
+        perms = tuple(int(p) for p in attrs["perms"])
+        return lambda x: np.ascontiguousarray(np.transpose(x, perms))
+    return None
+
+
+def _zero(c: np.ndarray | None) -> bool:
+    return c is not None and not np.any(c)
+
+
+def _f32_consts(consts: Sequence[np.ndarray | None], idx: Sequence[int]) -> bool:
+    return all(i < len(consts) and _is_f32(consts[i]) for i in idx)
+
+
+def _checked(fn: Fn) -> Fn:
+    """``fn`` for float32 operands; other types go to the generic kernel (returns NotImplemented)."""
+
+    def run(*args: Any) -> Any:
+        if not _is_f32(args[0]):
+            return NotImplemented
+        return fn(*args)
+
+    return run
+
+
+def _sum(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
+    """Accumulated in float64 and rounded once, as the generic kernel does: a float32 sum of values
+    that cancel can be far off relative to the result."""
+    with np.errstate(over="ignore"):
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
+
+
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": _sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.divide(F32(1), np.sqrt(x))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.divide(F32(1), F32(1) + np.exp(-x))
+
+
+#: from this many output positions (n * oh * ow) a convolution splits into row blocks over threads
+#: (measured on ResNet-18 / MobileNetV2 shapes, 2-vCPU EPYC)
+_CONV_SPLIT_POSITIONS = 784
+
+
+def _band_rows(r0: int, r1: int, top: int, stride: int, span: int, height: int) -> tuple[int, int, int, int]:
+    """The input rows a band of output rows [r0, r1) reads, for a window ``span`` rows tall (``(k - 1) *
+    dilation + 1``) moving by ``stride`` over an input of ``height`` rows padded by ``top``: (p0, p1) the
+    padded rows, (x0, x1) the input rows among them."""
+    p0, p1 = r0 * stride, (r1 - 1) * stride + span
+    return p0, p1, max(0, p0 - top), min(height, p1 - top)
+
+
+def _fill_band(buf: np.ndarray, x: np.ndarray, x0: int, x1: int, at: int, left: int) -> None:
+    """Input rows [x0, x1) of ``x`` (its images already selected) into a zero-padded band buffer from row
+    ``at``, column ``left``."""
+    if x1 > x0:
+        buf[:, at:at + x1 - x0, left:left + x.shape[2], :] = x[:, x0:x1]
+
+
+class _Conv2D:
+    """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
+                 clamp: Clamp | None, scratch: dict[str, np.ndarray]) -> None:
+        oc, kh, kw, ic = weight.shape
+        self.k = (kh, kw)
+        # [(kh, kw, ic), oc] as a transposed view: BLAS reads it in place, no copy of the filter
+        self.w = weight.reshape(oc, kh * kw * ic).T
+        self.scratch = scratch
+        self.b = np.broadcast_to(bias, (oc,)).astype(F32)
+        self.pad = [int(p) for p in attrs["pad"]]
+        self.stride = [int(s) for s in attrs["stride"]]
+        self.dilation = [int(d) for d in attrs["dilation"]]
+        self.clamp = clamp
+        self._shape: tuple[int, ...] | None = None
+        # 3x3 stride 1: Winograd F(2x2,3x3) where measured faster (skriptnd/tosa/program/winograd.py)
+        self.weight, self.bias = weight, bias
+        self.winograd_ok = (False, False)
+        self.winograd: winograd.Winograd | None = None
+
+    def _setup(self, shape: tuple[int, ...]) -> None:
+        n, ih, iw, ic = shape
+        (kh, kw), (t, b, left, r), (sy, sx), (dy, dx) = self.k, self.pad, self.stride, self.dilation
+        hp, wp = ih + t + b, iw + left + r
+        oh, ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
+        self.out = (n, oh, ow)
+        if (kh, kw, sy, sx, dy, dx) == (3, 3, 1, 1, 1, 1):
+            self.winograd_ok = winograd.preferred(ic, self.w.shape[1], n, oh, ow)
+        self.pointwise = kh == kw == 1 and not any(self.pad)
+        if self.pointwise:
+            self.padded = None
+        else:
+            self.padded = np.zeros((n, hp, wp, ic), F32)
+            s = self.padded.strides
+            self.windows = as_strided(self.padded, (n, oh, ow, kh, kw, ic),
+                                      (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+        self._shape = shape
+        self._plan_parts = 0
+
+    def _columns(self) -> np.ndarray:
+        """The im2col buffer, in the program's shared scratch (grown to the largest convolution)."""
+        shape = self.windows.shape
+        size = int(np.prod(shape))
+        buf = self.scratch.get("im2col")
+        if buf is None or buf.size < size:
+            buf = self.scratch["im2col"] = np.empty(size, F32)
+        return buf[:size].reshape(shape)
+
+    def __call__(self, x: np.ndarray, *rest: Any) -> Any:
+        if not _is_f32(x) or x.ndim != 4:
+            return NotImplemented
+        if x.shape != self._shape:
+            self._setup(x.shape)
+        # on the pool (threads > 1) every part of either form runs on one BLAS thread: the one-thread rule
+        if self.winograd_ok[0] and self.winograd_ok[parallel.threads() == 1 and parallel.blas_threads() > 1]:
+            if self.winograd is None:
+                self.winograd = winograd.Winograd(self.weight, self.bias, self.pad, m=2, clamp=self.clamp,
+                                                  scratch=self.scratch)
+            if self.winograd.accepts(x):  # finite inputs (a NaN would spread over its tile)
+                return self.winograd(x)
+        n, oh, ow = self.out
+        parts = parallel.worth(n * oh * ow, _CONV_SPLIT_POSITIONS) if n * oh > 1 else 1
+        if parts > 1:
+            return self._split(x, parts)
+        if self.padded is None:
+            sy, sx = self.stride
+            src = x if sy == sx == 1 else x[:, ::sy, ::sx, :]
+            cols = src.reshape(n * oh * ow, -1)
+        else:
+            t, _, left, _ = self.pad
+            self.padded[:, t:t + x.shape[1], left:left + x.shape[2], :] = x
+            cols = self._columns()
+            np.copyto(cols, self.windows)
+            cols = cols.reshape(n * oh * ow, -1)
+        y = parallel.gemm(cols, self.w)
+        y += self.b
+        if self.clamp is not None:
+            self.clamp.apply(y)
+        return y.reshape(n, oh, ow, -1)
+
+    def _split(self, x: np.ndarray, parts: int) -> np.ndarray:
+        """The convolution in blocks of output rows (whole images when the batch has enough), one per
+        thread: each copies the input rows its block reads into its own zero-padded buffer, builds
+        its im2col rows, runs its GEMM on one BLAS thread, adds the bias and clamps (all in
+        parallel; the serial path parallelises only the GEMM)."""
+        n, oh, ow = self.out
+        if self._plan_parts != parts:
+            self._blocks = self._plan(x.shape, parts)
+            self._plan_parts = parts
+        y = np.empty((n * oh * ow, self.w.shape[1]), F32)
+        with parallel.blas_single():
+            parallel.parallel_for(len(self._blocks), lambda k: self._block(x, y, k))
+        return y.reshape(n, oh, ow, -1)
+
+    def _plan(self, shape: tuple[int, ...], parts: int) -> list[tuple[Any, ...]]:
+        n, oh, ow = self.out
+        _, ih, iw, ic = shape
+        kh, kw = self.k
+        (t, _, left, r), (sy, sx), (dy, dx) = self.pad, self.stride, self.dilation
+        if n >= parts:
+            ranges = [(i0, i1, 0, oh) for i0, i1 in parallel.split(n, parts)]
+        else:
+            ranges = [(i, i + 1, r0, r1) for i in range(n) for r0, r1 in parallel.split(oh, -(-parts // n))]
+        blocks = []
+        for k, (i0, i1, r0, r1) in enumerate(ranges):
+            p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, (kh - 1) * dy + 1, ih)
+            rows = ((i0 * oh + r0) * ow, ((i1 - 1) * oh + r1) * ow)
+            if self.padded is None:
+                blocks.append((i0, i1, x0, x1, rows, None, None, None))
+                continue
+            buf = np.zeros((i1 - i0, p1 - p0, iw + left + r, ic), F32)
+            s = buf.strides
+            windows = as_strided(buf, (i1 - i0, r1 - r0, ow, kh, kw, ic),
+                                 (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+            size = int(np.prod(windows.shape))
+            key = f"im2col.{k}"
+            cols = self.scratch.get(key)
+            if cols is None or cols.size < size:
+                cols = self.scratch[key] = np.empty(size, F32)
+            blocks.append((i0, i1, x0, x1, rows, buf, windows, x0 + t - p0))
+        return blocks
+
+    def _block(self, x: np.ndarray, y: np.ndarray, k: int) -> None:
+        i0, i1, x0, x1, (q0, q1), buf, windows, at = self._blocks[k]
+        if buf is None:  # 1x1 without padding: the input rows are the GEMM's rows
+            sy, sx = self.stride
+            src = x[i0:i1, x0:x1:sy, ::sx, :]
+            cols = src.reshape(q1 - q0, -1)  # a copy when strided
+        else:
+            _fill_band(buf, x[i0:i1], x0, x1, at, self.pad[2])
+            size = int(np.prod(windows.shape))
+            cols = self.scratch[f"im2col.{k}"][:size].reshape(windows.shape)
+            np.copyto(cols, windows)
+            cols = cols.reshape(q1 - q0, -1)
+        out = y[q0:q1]
+        np.matmul(cols, self.w, out=out)
+        out += self.b
+        if self.clamp is not None:
+            self.clamp.apply(out)
+
+
+_DEPTHWISE_BAND_BYTES = 1 << 16  # measured best of 64 KB .. 512 KB on ResNet/MobileNet shapes
+#: outputs from this size split over threads (2-vCPU EPYC, MobileNetV2's layers: split by output rows,
+#: 56x56x144 0.87 -> 0.62 ms; smaller ones gain nothing over the one-call einsum)
+_DEPTHWISE_SPLIT_BYTES = 1 << 20
+#: from this many channels the one-call einsum beats the taps (its inner loop runs over channels)
+_DEPTHWISE_EINSUM_CHANNELS = 64
+
+
+class _Depthwise:
+    """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M]: one multiply-add over all positions per kernel tap.
+
+    Three schedules of the same sums (each output is w[0,0] x[..] + w[0,1] x[..] + ..., taps in
+    order, in float32): large outputs on several threads (skriptnd.parallel), each thread taking a
+    band of output rows with its own zero-padded copy of the input rows the band reads (so the copy
+    runs in parallel too, no barrier); else, from 64 channels on, one ``np.einsum`` over a strided
+    view of the windows (one call instead of 2 x taps: measured 1.2-1.7x faster there; it holds the
+    GIL, hence not for threads); else the taps in cache-sized bands of output rows."""
+
+    def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
+                 clamp: Clamp | None) -> None:
+        kh, kw, c, m = weight.shape
+        self.w = weight.astype(F32).reshape(kh, kw, c * m)
+        self.m = m
+        self.b = np.broadcast_to(bias, (c * m,)).astype(F32)
+        self.pad = [int(p) for p in attrs["pad"]]
+        self.stride = [int(s) for s in attrs["stride"]]
+        self.dilation = [int(d) for d in attrs["dilation"]]
+        self.clamp = clamp
+        self._shape: tuple[int, ...] | None = None
+        self._parts = 0
+        self._bands: list[tuple[int, int, np.ndarray, tuple[int, int, int]]] = []
+
+    def _dims(self, x: np.ndarray) -> tuple[int, int]:
+        _, ih, iw, _ = x.shape
+        kh, kw, _ = self.w.shape
+        (t, b, left, r), (sy, sx), (dy, dx) = self.pad, self.stride, self.dilation
+        return (ih + t + b - (kh - 1) * dy - 1) // sy + 1, (iw + left + r - (kw - 1) * dx - 1) // sx + 1
+
+    def __call__(self, x: np.ndarray, *rest: Any) -> Any:
+        if not _is_f32(x) or x.ndim != 4:
+            return NotImplemented
+        n, ih, iw, c = x.shape
+        oh, ow = self._dims(x)
+        y = np.empty((n, oh, ow, c * self.m), F32)
+        parts = parallel.worth(y.nbytes, _DEPTHWISE_SPLIT_BYTES) if oh > 1 else 1
+        if parts > 1:
+            if x.shape != self._shape or parts != self._parts:
+                self._split_setup(x.shape, oh, ow, parts)
+            parallel.parallel_for(len(self._bands), lambda k: self._band(x, y, k))
+            return y
+        if x.shape != self._shape:
+            self.padded = np.zeros((n, ih + self.pad[0] + self.pad[1], iw + self.pad[2] + self.pad[3], c), F32)
+            self._shape, self._parts = x.shape, 1
+        t, left = self.pad[0], self.pad[2]
+        self.padded[:, t:t + ih, left:left + iw, :] = x
+        src = self.padded if self.m == 1 else np.repeat(self.padded, self.m, axis=3)
+        if c * self.m >= _DEPTHWISE_EINSUM_CHANNELS:
+            kh, kw, _ = self.w.shape
+            (sy, sx), (dy, dx), s = self.stride, self.dilation, src.strides
+            windows = as_strided(src, (n, oh, ow, kh, kw, c * self.m),
+                                 (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+            np.einsum("nyxijc,ijc->nyxc", windows, self.w, out=y)
+        else:
+            self._taps(src, y, 0, oh, 0)
+        y += self.b
+        if self.clamp is not None:
+            self.clamp.apply(y)
+        return y
+
+    def _split_setup(self, shape: tuple[int, ...], oh: int, ow: int, parts: int) -> None:
+        """Per band of output rows: its input rows and a zero-padded buffer holding them."""
+        n, ih, iw, c = shape
+        kh, _, _ = self.w.shape
+        (t, _, left, r), (sy, _), (dy, _) = self.pad, self.stride, self.dilation
+        self._bands = []
+        for r0, r1 in parallel.split(oh, parts):
+            p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, (kh - 1) * dy + 1, ih)
+            buf = np.zeros((n, p1 - p0, iw + left + r, c), F32)
+            self._bands.append((r0, r1, buf, (x0, x1, x0 + t - p0)))
+        self._shape, self._parts = shape, parts
+
+    def _band(self, x: np.ndarray, y: np.ndarray, k: int) -> None:
+        r0, r1, buf, (x0, x1, at) = self._bands[k]
+        _fill_band(buf, x, x0, x1, at, self.pad[2])
+        src = buf if self.m == 1 else np.repeat(buf, self.m, axis=3)
+        self._taps(src, y, r0, r1, r0)
+        band = y[:, r0:r1]
+        band += self.b
+        if self.clamp is not None:
+            self.clamp.apply(band)
+
+    def _taps(self, src: np.ndarray, y: np.ndarray, o0: int, o1: int, s0: int) -> None:
+        """Output rows [o0, o1) of ``y`` from ``src`` (padded rows from output row ``s0``'s first
+        one), the taps' multiply-adds in bands of rows small enough to stay in cache."""
+        kh, kw, _ = self.w.shape
+        (sy, sx), (dy, dx) = self.stride, self.dilation
+        n, _, ow, cm = y.shape
+        row_bytes = 4 * n * ow * cm
+        rows = o1 - o0
+        if rows * row_bytes > 16 * _DEPTHWISE_BAND_BYTES:
+            rows = max(1, _DEPTHWISE_BAND_BYTES // row_bytes)
+        tmp = np.empty((n, rows, ow, cm), F32)
+        for r0 in range(o0, o1, rows):
+            r1 = min(o1, r0 + rows)
+            band, scratch = y[:, r0:r1], tmp[:, :r1 - r0]
+            first = True
+            for ky in range(kh):
+                y0 = ky * dy + (r0 - s0) * sy
+                for kx in range(kw):
+                    win = src[:, y0:y0 + (r1 - r0 - 1) * sy + 1:sy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx, :]
+                    if first:
+                        np.multiply(win, self.w[ky, kx], out=band)
+                        first = False
+                    else:
+                        np.multiply(win, self.w[ky, kx], out=scratch)
+                        band += scratch
+
+
+def _pool_dims(x: np.ndarray, attrs: dict[str, Any]) -> tuple[list[int], list[int], list[int], int, int]:
+    kernel = [int(k) for k in attrs["kernel"]]
+    stride = [int(s) for s in attrs["stride"]]
+    pad = [int(p) for p in attrs["pad"]]
+    oh = (x.shape[1] + pad[0] + pad[1] - kernel[0]) // stride[0] + 1
+    ow = (x.shape[2] + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
+    return kernel, stride, pad, oh, ow
+
+
+#: from this size (bytes of input for pooling, of output for element-wise operators) they split over
+#: threads: a pass over 1 MB of float32 takes ~30-60 us, splitting it saves more than the hand-off
+#: (~10-30 us)
+_POOL_SPLIT_BYTES = 1 << 20
+_ELEMENTWISE_SPLIT_BYTES = 1 << 20
+
+
+def _split_elementwise(apply: Callable[[np.ndarray], Any], x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` with ``apply`` run in place on it, in flat chunks over threads when large."""
+    y = np.empty_like(x, order="C")
+    parts = parallel.worth(y.nbytes, _ELEMENTWISE_SPLIT_BYTES)
+    if parts == 1:
+        np.copyto(y, x)
+        apply(y)
+        return y
+    src, flat = x.reshape(-1), y.reshape(-1)
+
+    def chunk(a: int, b: int) -> None:
+        np.copyto(flat[a:b], src[a:b])
+        apply(flat[a:b])
+
+    parallel.parallel_chunks(flat.size, chunk, parts)
+    return y
+
+
+def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``fn(a, b)``; when both are C-contiguous of one (large) shape, in flat chunks over threads."""
+    if (not isinstance(b, np.ndarray) or a.shape != b.shape or b.dtype != a.dtype
+            or not (a.flags.c_contiguous and b.flags.c_contiguous)):
+        return fn(a, b)
+    parts = parallel.worth(a.nbytes, _ELEMENTWISE_SPLIT_BYTES)
+    if parts == 1:
+        return fn(a, b)
+    y = np.empty_like(a)
+    fa, fb, fy = a.reshape(-1), b.reshape(-1), y.reshape(-1)
+    parallel.parallel_chunks(fy.size, lambda i, j: fn(fa[i:j], fb[i:j], out=fy[i:j]), parts)
+    return y
+
+
+def _max_pool(attrs: dict[str, Any]) -> Fn:
+    """Separable: the maximum over the kernel's columns, then over its rows (-inf padding never wins,
+    TOSA requires pads smaller than the kernel so every window holds an input element). Large
+    outputs split into bands of output rows over threads (maxima are exact: same result)."""
+
+    def rows(x: np.ndarray, out: np.ndarray, r0: int, r1: int) -> None:
+        (kh, kw), (sy, sx), (t, b, left, r), oh, ow = _pool_dims(x, attrs)
+        p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, kh, x.shape[1])
+        top, bottom = max(0, t - p0), max(0, p1 - t - x.shape[1])
+        band = x[:, x0:x1]
+        if any((top, bottom, left, r)):
+            band = np.pad(band, [(0, 0), (top, bottom), (left, r), (0, 0)], constant_values=-np.inf)
+        cols = band[:, :, 0:(ow - 1) * sx + 1:sx, :]
+        for kx in range(1, kw):
+            cols = np.maximum(cols, band[:, :, kx:kx + (ow - 1) * sx + 1:sx, :])
+        n = r1 - r0
+        res = cols[:, 0:(n - 1) * sy + 1:sy]
+        for ky in range(1, kh):
+            res = np.maximum(res, cols[:, ky:ky + (n - 1) * sy + 1:sy])
+        out[:, r0:r1] = res
+
+    def run(x: np.ndarray) -> Any:
+        if not _is_f32(x):
+            return NotImplemented
+        *_, oh, ow = _pool_dims(x, attrs)
+        out = np.empty((x.shape[0], oh, ow, x.shape[3]), F32)
+        parts = parallel.worth(x.nbytes, _POOL_SPLIT_BYTES) if oh > 1 else 1
+        parallel.parallel_chunks(oh, lambda r0, r1: rows(x, out, r0, r1), parts)
+        return out
+
+    return run
+
+
+def _avg_pool(attrs: dict[str, Any]) -> Fn:
+    """Sum over the window's taps divided by the count of in-bounds positions (TOSA excludes padding)."""
+    counts: dict[tuple[int, ...], np.ndarray] = {}
+
+    def run(x: np.ndarray, *zp: Any) -> Any:
+        if not _is_f32(x):
+            return NotImplemented
+        (kh, kw), (sy, sx), (t, b, left, r), oh, ow = _pool_dims(x, attrs)
+        if any((t, b, left, r)):
+            x = np.pad(x, [(0, 0), (t, b), (left, r), (0, 0)])
+        total = np.zeros((x.shape[0], oh, ow, x.shape[3]), F32)
+        for ky in range(kh):
+            for kx in range(kw):
+                total += x[:, ky:ky + (oh - 1) * sy + 1:sy, kx:kx + (ow - 1) * sx + 1:sx, :]
+        count = counts.get(x.shape)
+        if count is None:
+            ih, iw = x.shape[1] - t - b, x.shape[2] - left - r
+            ys = np.arange(oh) * sy - t
+            xs = np.arange(ow) * sx - left
+            cy = np.minimum(ys + kh, ih) - np.maximum(ys, 0)
+            cx = np.minimum(xs + kw, iw) - np.maximum(xs, 0)
+            count = counts[x.shape] = (cy[:, None] * cx[None, :]).astype(F32)[None, :, :, None]
+        return total / count
+
+    return run
