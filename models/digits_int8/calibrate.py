@@ -22,7 +22,7 @@ values on the digits *training* split (the 1437 images of models/digits/train.py
 A quantized tensor's value is ``quantize(x)``: the operator's @lower formula (round to the int8 grid,
 clamp, map back to real), so ``sknd run`` runs the float model with these values (fake quantization)
 and ``sknd run --via tosa`` / ``sknd export --tosa-mlir`` run the integer TOSA graph
-(skriptnd.tosa.quantized) with the integers the same formula gives.
+(skriptnd.tosa.integer.lower) with the integers the same formula gives.
 """
 
 from __future__ import annotations
