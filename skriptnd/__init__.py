@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from skriptnd.version import __version__
+
 __all__ = ["infer", "InferResult", "TensorType", "load", "Model", "import_model", "__version__"]
 
 if TYPE_CHECKING:

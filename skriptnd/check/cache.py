@@ -37,7 +37,7 @@ _VERSION = b"composition-check 1\0"
 @lru_cache(maxsize=1)
 def _checker_fingerprint() -> bytes:
     """The package version and the source of every module composing a definition may run."""
-    from skriptnd import __version__
+    from skriptnd.version import __version__
 
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(_VERSION + __version__.encode())

@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from skriptnd import __version__
 from skriptnd.cli import bench as cli_bench
 from skriptnd.cli import graph as cli_graph
 from skriptnd.cli.export import export_command
@@ -20,6 +19,7 @@ from skriptnd.cli.importing import import_command
 from skriptnd.diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
 from skriptnd.fileio import read_source
 from skriptnd.source import SourceFile
+from skriptnd.version import __version__
 
 app = typer.Typer(
     cls=TidyGroup,

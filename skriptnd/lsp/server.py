@@ -23,13 +23,13 @@ from lsprotocol import types
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
-from skriptnd import __version__
 from skriptnd.lsp import features
 from skriptnd.lsp.encoding import Positions
 from skriptnd.lsp.transport import BoundedReader, serve
 from skriptnd.lsp.workspace import MAX_FILE_BYTES, Workspace, model_root, uri_to_path
 from skriptnd.resources import stdlib_dir
 from skriptnd.untrusted import UnsafeFile, read_regular
+from skriptnd.version import __version__
 
 __all__ = ["DEBOUNCE_SECONDS", "SkriptndServer", "create_server", "main"]
 

@@ -52,8 +52,8 @@ def load_entry(entry: Path) -> Any:
 
 @lru_cache(maxsize=1)
 def _parser_fingerprint() -> bytes:
-    from skriptnd import __version__
     from skriptnd.resources import grammar_path
+    from skriptnd.version import __version__
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
