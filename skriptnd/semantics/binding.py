@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.semantics.affine import Affine, affine
@@ -26,9 +26,12 @@ from skriptnd.semantics.signature import (
     shape_text,
     signature,
 )
-from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue, recording
+from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue, Value, recording
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
+
+if TYPE_CHECKING:
+    from sympy.logic.boolalg import Boolean
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
@@ -38,7 +41,7 @@ ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}
 #: binder, the assertion, its outcome on the sample and the guards of that outcome (sympy
 #: conditions); returns the outcome binding goes on with. Empty outside graph checking, so
 #: composition with concrete values never pays for it.
-AssertionHook = Callable[["Binder", ast.Assertion, bool, list[Any]], bool]
+AssertionHook = Callable[["Binder", ast.Assertion, bool, list["Boolean"]], bool]
 ASSERTION_HOOKS: list[AssertionHook] = []
 
 
@@ -58,7 +61,7 @@ class OutputInfo:
 @dataclass
 class Binding:
     signature: Signature
-    env: dict[str, Any]
+    env: dict[str, Value]
     dtypes: dict[str, str]
     outputs: list[OutputInfo] = field(default_factory=list)
 
@@ -77,9 +80,9 @@ class Binder:
     def __init__(self, sig: Signature, site: Site) -> None:
         self.sig = sig
         self.site = site
-        self.env: dict[str, Any] = {}
+        self.env: dict[str, Value] = {}
         self.dtypes: dict[str, str] = {}
-        self.pending_uniform: dict[str, Any] = {}
+        self.pending_uniform: dict[str, Value] = {}
         self.absent: set[str] = set()  # symbols of input shape items absent by a false bool length
 
     # -- reporting
@@ -94,7 +97,7 @@ class Binder:
             notes = (Note(f"declared in {self.sig.kind} '{self.sig.name}'", decl_span),)
         raise DiagnosticError([Diagnostic(code=code, message=message, span=primary, notes=notes, hint=hint)])
 
-    def eval(self, expr: ast.Expr, what: str) -> Any:
+    def eval(self, expr: ast.Expr, what: str) -> Value:
         try:
             return evaluate(expr, self.env, self.dtypes)
         except EvalError as err:
@@ -134,7 +137,7 @@ class Binder:
 
     # -- attributes (§2.5, §2.6.2 step 1)
 
-    def bind_attributes(self, attribs: Mapping[str, Any]) -> None:
+    def bind_attributes(self, attribs: Mapping[str, Value]) -> None:
         declared = {a.name: a for a in self.sig.attribs}
         for name in attribs:
             if name not in declared:
@@ -156,7 +159,7 @@ class Binder:
                 self.fail("E0410", f"attribute '{a.name}' of operator '{self.sig.name}' must be given a value",
                           a.span, hint=f"add {{{a.name}=...}} to the invocation")
 
-    def attribute_value(self, a: ast.ParamDecl, value: Any, default: bool = False) -> Any:
+    def attribute_value(self, a: ast.ParamDecl, value: Value, default: bool = False) -> Value:
         at = self.site.attrs.get(a.name) if not default else None
         what = f"attribute '{a.name}'"
         if value is None:
@@ -177,7 +180,7 @@ class Binder:
 
     # -- inputs (§2.6.2 step 2)
 
-    def bind_inputs(self, inputs: Sequence[Any]) -> None:
+    def bind_inputs(self, inputs: Sequence[Value]) -> None:
         decls = self.sig.inputs
         if len(inputs) > len(decls):
             self.fail("E0212", f"{self.sig.kind} '{self.sig.name}' takes {len(decls)} inputs, {len(inputs)} given",
@@ -214,7 +217,7 @@ class Binder:
     def resolve_dtype(self, name: str) -> str:
         return self.dtypes.get(name, name)
 
-    def bind_input(self, d: ast.ParamDecl, value: Any, at: Span | None) -> None:
+    def bind_input(self, d: ast.ParamDecl, value: Value, at: Span | None) -> None:
         spec = d.type
         if value is None:
             for name in self.declared_symbols(spec):
@@ -233,7 +236,7 @@ class Binder:
                 self.fail("E0304", f"input '{d.name}' of operator '{self.sig.name}' is a single tensor, "
                           "not a pack", d.span, at)
             tensors = [value]
-        distinct: dict[str, list[Any]] = {}
+        distinct: dict[str, list[Value]] = {}
         for t in tensors:
             self.check_type(spec.name, t.dtype, f"input '{d.name}'", d.span, at)
             self.bind_shape(d, t.shape, at, distinct)
@@ -249,7 +252,7 @@ class Binder:
                     names |= {n for n in free_names(expr) if n not in self.env}
         return names
 
-    def bind_value(self, expr: ast.Expr, value: Any, what: str, d: ast.ParamDecl, at: Span | None) -> None:
+    def bind_value(self, expr: ast.Expr, value: Value, what: str, d: ast.ParamDecl, at: Span | None) -> None:
         """Bind value to expr: declare its symbol (affine) or check it (prescribed)."""
         if not (free_names(expr) - self.env.keys()):
             expected = self.eval(expr, what)
@@ -268,7 +271,7 @@ class Binder:
             self.fail("E0405", f"cannot deduce {what} from '{expr_text(expr)}'", d.span, at)
         self.env[a.symbol] = self.solve(a, value, what, d, at)
 
-    def solve(self, a: Affine, value: Any, what: str, d: ast.ParamDecl, at: Span | None) -> Any:
+    def solve(self, a: Affine, value: Value, what: str, d: ast.ParamDecl, at: Span | None) -> Value:
         if isinstance(value, Pack):
             return Pack([self.solve(a, v, what, d, at) for v in value])
         if value is None:
@@ -280,7 +283,7 @@ class Binder:
         return x
 
     def bind_shape(self, d: ast.ParamDecl, shape: tuple[int | None, ...], at: Span | None,
-                   distinct: dict[str, list[Any]]) -> None:
+                   distinct: dict[str, list[Value]]) -> None:
         spec = d.type
         if spec.rank:
             self.bind_value(ast.Name(id=spec.rank, span=d.span), len(shape), f"the rank of input '{d.name}'", d, at)
@@ -357,7 +360,7 @@ class Binder:
             if item.pack is None:
                 if n == 0:
                     continue
-                value: Any = dims[0]
+                value: Value = dims[0]
             else:
                 value = Pack(dims)
             if item.distinct:
@@ -374,7 +377,7 @@ class Binder:
 
     # -- deferred attributes and packed attribute lengths (§2.6.2 steps 3-4)
 
-    def bind_deferred(self, given: Mapping[str, Any]) -> None:
+    def bind_deferred(self, given: Mapping[str, Value]) -> None:
         for a in self.sig.attribs:
             if a.name in self.sig.deferred and a.name not in given:
                 value = self.eval(a.default, f"the default of attribute '{a.name}'")
@@ -438,7 +441,7 @@ class Binder:
         if failed:
             self.report_assertion(failed[0])
 
-    def assign(self, target: ast.LValue, value: Any, u: ast.UsingDecl) -> None:
+    def assign(self, target: ast.LValue, value: Value, u: ast.UsingDecl) -> None:
         if isinstance(target, ast.LName):
             if target.pack is not None:
                 if value is not None and not isinstance(value, Pack):
@@ -458,7 +461,7 @@ class Binder:
             return
         self.fail("E0304", "invalid left-hand side in @using", u.span)
 
-    def destructure(self, items: Sequence[ast.LValue], values: list[Any], u: ast.UsingDecl) -> None:
+    def destructure(self, items: Sequence[ast.LValue], values: list[Value], u: ast.UsingDecl) -> None:
         sizes: list[int | None] = []
         for it in items:
             if isinstance(it, ast.LName) and it.pack is None:
@@ -545,7 +548,7 @@ class Binder:
         notes = (Note(f"assertion of operator '{self.sig.name}'", a.span),) if primary is not a.span else ()
         raise DiagnosticError([Diagnostic(code="E0501", message=message, span=primary, notes=notes)])
 
-    def shown(self, expr: ast.Expr, what: str) -> Any:
+    def shown(self, expr: ast.Expr, what: str) -> Value:
         """A value for an assertion message; '?' when it needs a symbol that never got a value."""
         if free_names(expr) - self.env.keys() - set(self.dtypes):
             return "?"
@@ -659,7 +662,7 @@ def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None
                hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
 
 
-def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, inputs: Sequence[Any] = (),
+def bind(definition: ast.Definition, attribs: Mapping[str, Value] | None = None, inputs: Sequence[Value] = (),
          type_args: Sequence[str] = (), site: Site | None = None) -> Binding:
     """Bind one invocation; raises DiagnosticError with located diagnostics when it is invalid.
 
