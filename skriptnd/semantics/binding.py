@@ -10,6 +10,7 @@ here because callers of `bind` need them together.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from skriptnd.semantics.signature import (
     binding_order_diagnostics,
     expr_text,
     item_text,
+    same_type_operator,
     shape_text,
     signature,
 )
@@ -141,8 +143,6 @@ class Binder:
         declared = {a.name: a for a in self.sig.attribs}
         for name in attribs:
             if name not in declared:
-                import difflib
-
                 close = difflib.get_close_matches(name, list(declared), n=1)
                 self.fail("E0209", f"{self.sig.kind} '{self.sig.name}' has no attribute '{name}'",
                           self.sig.definition.name_span, self.site.attrs.get(name),
@@ -637,17 +637,6 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     if isinstance(target, ast.LZip):
         return [n.name for n in target.items]
     return []
-
-
-#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
-#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
-SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
-
-
-def same_type_operator(definition: ast.Definition) -> bool:
-    """Whether binding requires the generic types X and Y of `definition` to be equal."""
-    return definition.name in SAME_TYPE_OPERATORS and \
-        [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
 
 
 def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None:

@@ -231,4 +231,16 @@ def shape_text(spec: ast.TypeSpec) -> str:
     return "[" + ", ".join(item_text(i) for i in spec.shape or ()) + "]"
 
 
-__all__ = ["Signature", "analysed", "binding_order_diagnostics", "expr_text", "item_text", "shape_text", "signature"]
+#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
+#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
+SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
+
+
+def same_type_operator(definition: ast.Definition) -> bool:
+    """Whether binding requires the generic types X and Y of `definition` to be equal."""
+    return definition.name in SAME_TYPE_OPERATORS and \
+        [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
+
+
+__all__ = ["SAME_TYPE_OPERATORS", "Signature", "analysed", "binding_order_diagnostics", "expr_text", "item_text",
+           "same_type_operator", "shape_text", "signature"]
