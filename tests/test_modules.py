@@ -13,7 +13,8 @@ from skriptnd.check import program as checking
 from skriptnd.check.program import check_paths, check_program
 from skriptnd.diagnostics import Diagnostic, Severity
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
-from skriptnd.semantics.modules import Program, check_modules, invocation_sites, load_program
+from skriptnd.semantics.module_checks import check_modules, invocation_sites
+from skriptnd.semantics.modules import Program, load_program
 
 ROOT = Path(__file__).resolve().parent.parent
 STDLIB_NAMES = json.loads((ROOT / "tests" / "data" / "stdlib_operator_names.json").read_text(encoding="utf-8"))

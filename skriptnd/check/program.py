@@ -14,7 +14,8 @@ from skriptnd.check.graph import STRICT_CODES, VERBOSE_CODES, check_graph, check
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.fileio import module_files
 from skriptnd.semantics.binding import binding_order_diagnostics
-from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
+from skriptnd.semantics.module_checks import check_modules
+from skriptnd.semantics.modules import LoadedModule, Program, load_program
 from skriptnd.semantics.typecheck import check_definition
 from skriptnd.source import SourceFile, Span
 from skriptnd.syntax import ast

@@ -27,7 +27,8 @@ from urllib.parse import unquote, urlparse
 from skriptnd.check.program import DEFINITION_CHECKS, check_composition, one_per_location
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.lsp.incremental import IncrementalParser, shift_diagnostic
-from skriptnd.semantics.modules import LoadedModule, Program, check_modules, load_program
+from skriptnd.semantics.module_checks import check_modules
+from skriptnd.semantics.modules import LoadedModule, Program, load_program
 from skriptnd.semantics.scope import Scope
 from skriptnd.semantics.typecheck import build_scope
 from skriptnd.syntax import ast

@@ -1,24 +1,39 @@
 """Binding an operator invocation to concrete attributes and input shapes (spec §2.5, §2.6,
-§2.9, §2.13), and the per-definition binding order of inputs (§2.6.2).
+§2.9, §2.13).
 
 Everything here works on plain Python values (ints, Packs, TensorValues): it runs for every
 invocation during graph composition, so it never touches sympy. The per-definition analysis
-(binding order, which defaults are deferred) is computed once and cached.
+(binding order, which defaults are deferred) is computed once and cached in
+semantics.signature; `Signature`, `signature` and `binding_order_diagnostics` are re-exported
+here because callers of `bind` need them together.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.semantics.affine import Affine, affine
 from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, format_value, free_names, type_name_of
-from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue
+from skriptnd.semantics.signature import (
+    Signature,
+    analysed,
+    binding_order_diagnostics,
+    expr_text,
+    item_text,
+    same_type_operator,
+    shape_text,
+    signature,
+)
+from skriptnd.semantics.values import GUARD_STACK, NO_UNIFORM, Pack, TensorValue, Value, recording
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
+
+if TYPE_CHECKING:
+    from sympy.logic.boolalg import Boolean
 
 CONCRETE_TYPES = ("int", "real", "bool", "str")
 ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}, "num": {"int", "real"}}
@@ -28,222 +43,8 @@ ABSTRACT_ALLOWS = {"type": set(CONCRETE_TYPES), "arith": {"int", "real", "bool"}
 #: binder, the assertion, its outcome on the sample and the guards of that outcome (sympy
 #: conditions); returns the outcome binding goes on with. Empty outside graph checking, so
 #: composition with concrete values never pays for it.
-AssertionHook = Callable[["Binder", ast.Assertion, bool, list[Any]], bool]
+AssertionHook = Callable[["Binder", ast.Assertion, bool, list["Boolean"]], bool]
 ASSERTION_HOOKS: list[AssertionHook] = []
-
-
-# ---------------------------------------------------------------- per-definition analysis
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What binding needs to know about a definition, computed once."""
-
-    definition: ast.Definition
-    dtypes: tuple[ast.DtypeDecl, ...]
-    attribs: tuple[ast.ParamDecl, ...]
-    inputs: tuple[ast.ParamDecl, ...]
-    outputs: tuple[ast.ParamDecl, ...]
-    constants: tuple[ast.ParamDecl, ...]
-    variables: tuple[ast.ParamDecl, ...]
-    usings: tuple[ast.UsingDecl, ...]
-    asserts: tuple[ast.Assertion, ...]
-    order: tuple[int, ...]  # binding order: indices into inputs
-    deferred: frozenset[str]  # attributes whose default is not a constant expression
-
-    @property
-    def name(self) -> str:
-        return self.definition.name
-
-    @property
-    def kind(self) -> str:
-        """'graph' or 'operator', as messages name the definition."""
-        return self.definition.kind
-
-
-def _params(defn: ast.Definition, kind: str) -> tuple[ast.ParamDecl, ...]:
-    return tuple(d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items)
-
-
-def _is_deferred(decl: ast.ParamDecl) -> bool:
-    return decl.default is not None and bool(free_names(decl.default))
-
-
-_SIGNATURES: OrderedDict[int, tuple[ast.Definition, tuple[Signature, tuple[Diagnostic, ...]]]] = OrderedDict()
-
-
-def _signature(defn: ast.Definition) -> tuple[Signature, tuple[Diagnostic, ...]]:
-    """Cached by identity, not equality: equal definitions in two files have different spans."""
-    hit = _SIGNATURES.get(id(defn))
-    if hit is not None and hit[0] is defn:
-        _SIGNATURES.move_to_end(id(defn))
-        return hit[1]
-    result = _analyse(defn)
-    _SIGNATURES[id(defn)] = (defn, result)
-    if len(_SIGNATURES) > 4096:
-        _SIGNATURES.popitem(last=False)
-    return result
-
-
-def _analyse(defn: ast.Definition) -> tuple[Signature, tuple[Diagnostic, ...]]:
-    attribs = _params(defn, "attrib")
-    inputs = _params(defn, "input")
-    order, diags = _binding_order(defn, attribs, inputs)
-    sig = Signature(
-        definition=defn,
-        dtypes=tuple(d for b in defn.blocks if isinstance(b, ast.DtypeBlock) for d in b.items),
-        attribs=attribs,
-        inputs=inputs,
-        outputs=_params(defn, "output"),
-        constants=_params(defn, "constant"),
-        variables=_params(defn, "variable"),
-        usings=tuple(u for b in defn.blocks if isinstance(b, ast.UsingBlock) for u in b.items),
-        asserts=tuple(a for b in defn.blocks if isinstance(b, ast.AssertBlock) for a in b.items),
-        order=order,
-        deferred=frozenset(a.name for a in attribs if _is_deferred(a)),
-    )
-    return sig, diags
-
-
-def signature(defn: ast.Definition) -> Signature:
-    return _signature(defn)[0]
-
-
-def binding_order_diagnostics(defn: ast.Definition) -> list[Diagnostic]:
-    """The §2.6.2 validity check of a definition: a binding order exists and deferred
-    attribute defaults can be evaluated once all inputs are bound."""
-    return list(_signature(defn)[1])
-
-
-def _shape_symbols(decl: ast.ParamDecl, known: set[str]) -> tuple[bool, set[str], str | None]:
-    """Can decl's shape be bound given `known`? Returns (bindable, symbols it declares, reason)."""
-    spec = decl.type
-    local = set(known)
-    declared: set[str] = set()
-    if spec.rank:
-        local.add(spec.rank)
-        declared.add(spec.rank)
-    if spec.pack is not None and spec.pack.length is not None:
-        a = affine(spec.pack.length, lambda n: n not in local)
-        if a is not None:
-            local.add(a.symbol)
-            declared.add(a.symbol)
-    flexible: list[str] = []
-    for item in spec.shape or ():
-        if item.pack is not None:
-            length = item.pack.length
-            if length is None and isinstance(item.value, ast.Name) and item.value.id in local:
-                pass  # a pack bound earlier has a known length
-            elif length is None:
-                flexible.append(_item_text(item))
-            elif not (free_names(length) - local):
-                pass
-            else:
-                a = affine(length, lambda n: n not in local)
-                if a is None:
-                    return False, set(), f"the length of '{_item_text(item)}' depends on unknown symbols"
-                flexible.append(_item_text(item))
-                declared.add(a.symbol)
-        if item.value is not None:
-            unknown = free_names(item.value) - local
-            if unknown:
-                a = affine(item.value, lambda n: n not in local)
-                if a is None:
-                    return False, set(), (f"extent '{_expr_text(item.value)}' uses unknown symbols "
-                                          f"{', '.join(sorted(unknown))}")
-                declared.add(a.symbol)
-    if len(flexible) > 1:
-        return False, set(), f"packed extents {' and '.join(repr(f) for f in flexible)} both have unknown length"
-    return True, declared, None
-
-
-def _binding_order(defn: ast.Definition, attribs: Sequence[ast.ParamDecl],
-                   inputs: Sequence[ast.ParamDecl]) -> tuple[tuple[int, ...], tuple[Diagnostic, ...]]:
-    known = {a.name for a in attribs
-             if a.type.pack is None and not a.type.optional and not _is_deferred(a)}
-    order: list[int] = []
-    reasons: dict[int, str] = {}
-    pending = [i for i, d in enumerate(inputs) if not d.type.optional]
-    progress = True
-    while pending and progress:
-        progress = False
-        for i in list(pending):
-            ok, declared, reason = _shape_symbols(inputs[i], known)
-            if ok:
-                order.append(i)
-                known |= declared
-                pending.remove(i)
-                progress = True
-            else:
-                reasons[i] = reason or ""
-    diags: list[Diagnostic] = []
-    for i, d in enumerate(inputs):
-        if d.type.optional:
-            ok, declared, reason = _shape_symbols(d, known)
-            if ok:
-                order.append(i)
-                known |= declared
-            else:
-                pending.append(i)
-                reasons[i] = reason or ""
-    for i in pending:
-        d = inputs[i]
-        diags.append(Diagnostic(
-            code="E0401", span=d.span,
-            message=f"no binding order for the shape of input '{d.name}': {reasons.get(i, 'ambiguous')}",
-            hint="give one pack a length from a (non-packed) attribute or from another input, e.g. 's..(r)'"))
-    # Deferred attributes must be evaluable once inputs are bound (in declaration order).
-    all_known = known | {a.name for a in attribs if not _is_deferred(a)}
-    # A pack length is also known from any packed attribute whose value is surely a pack: one
-    # without a default (the invocation must give a list) or with a list default (§2.6.2 step 4).
-    for a in attribs:
-        if a.type.pack is not None and a.type.pack.length is not None and (
-                a.default is None or _is_packed_default(a.default)):
-            length = affine(a.type.pack.length, lambda n: n not in all_known)
-            if length is not None:
-                all_known.add(length.symbol)
-    for a in attribs:
-        if _is_deferred(a):
-            missing = free_names(a.default) - all_known - {x.name for x in attribs}
-            if missing:
-                diags.append(Diagnostic(
-                    code="E0409", span=a.default.span,
-                    message=f"the default of attribute '{a.name}' uses {', '.join(sorted(missing))}, "
-                            "which cannot be known when the attribute is evaluated"))
-            all_known.add(a.name)
-        if a.type.pack is not None and a.type.pack.length is not None and a.default is not None:
-            length_syms = free_names(a.type.pack.length)
-            if length_syms - all_known - {x.name for x in attribs} and not _is_packed_default(a.default):
-                diags.append(Diagnostic(
-                    code="E0409", span=a.span,
-                    message=f"attribute '{a.name}' has a uniform default but its length "
-                            f"'{_expr_text(a.type.pack.length)}' cannot be deduced from attributes or inputs"))
-    return tuple(order), tuple(diags)
-
-
-def _is_packed_default(expr: ast.Expr) -> bool:
-    return isinstance(expr, ast.ListExpr)
-
-
-def _expr_text(expr: ast.Expr) -> str:
-    try:
-        from skriptnd.syntax.printer import format_expr
-    except ImportError:  # pragma: no cover - printer always present in a full install
-        return type(expr).__name__
-    return format_expr(expr)
-
-
-def _item_text(item: ast.ShapeItem) -> str:
-    text = "~" if item.value is None else _expr_text(item.value)
-    if item.distinct:
-        text = ".." + text
-    if item.pack is not None:
-        text += ".." + (f"({_expr_text(item.pack.length)})" if item.pack.length is not None else "")
-    return text
-
-
-def shape_text(spec: ast.TypeSpec) -> str:
-    return "[" + ", ".join(_item_text(i) for i in spec.shape or ()) + "]"
 
 
 # ---------------------------------------------------------------- invocation binding
@@ -262,7 +63,7 @@ class OutputInfo:
 @dataclass
 class Binding:
     signature: Signature
-    env: dict[str, Any]
+    env: dict[str, Value]
     dtypes: dict[str, str]
     outputs: list[OutputInfo] = field(default_factory=list)
 
@@ -281,9 +82,9 @@ class Binder:
     def __init__(self, sig: Signature, site: Site) -> None:
         self.sig = sig
         self.site = site
-        self.env: dict[str, Any] = {}
+        self.env: dict[str, Value] = {}
         self.dtypes: dict[str, str] = {}
-        self.pending_uniform: dict[str, Any] = {}
+        self.pending_uniform: dict[str, Value] = {}
         self.absent: set[str] = set()  # symbols of input shape items absent by a false bool length
 
     # -- reporting
@@ -298,7 +99,7 @@ class Binder:
             notes = (Note(f"declared in {self.sig.kind} '{self.sig.name}'", decl_span),)
         raise DiagnosticError([Diagnostic(code=code, message=message, span=primary, notes=notes, hint=hint)])
 
-    def eval(self, expr: ast.Expr, what: str) -> Any:
+    def eval(self, expr: ast.Expr, what: str) -> Value:
         try:
             return evaluate(expr, self.env, self.dtypes)
         except EvalError as err:
@@ -338,12 +139,10 @@ class Binder:
 
     # -- attributes (§2.5, §2.6.2 step 1)
 
-    def bind_attributes(self, attribs: Mapping[str, Any]) -> None:
+    def bind_attributes(self, attribs: Mapping[str, Value]) -> None:
         declared = {a.name: a for a in self.sig.attribs}
         for name in attribs:
             if name not in declared:
-                import difflib
-
                 close = difflib.get_close_matches(name, list(declared), n=1)
                 self.fail("E0209", f"{self.sig.kind} '{self.sig.name}' has no attribute '{name}'",
                           self.sig.definition.name_span, self.site.attrs.get(name),
@@ -360,7 +159,7 @@ class Binder:
                 self.fail("E0410", f"attribute '{a.name}' of operator '{self.sig.name}' must be given a value",
                           a.span, hint=f"add {{{a.name}=...}} to the invocation")
 
-    def attribute_value(self, a: ast.ParamDecl, value: Any, default: bool = False) -> Any:
+    def attribute_value(self, a: ast.ParamDecl, value: Value, default: bool = False) -> Value:
         at = self.site.attrs.get(a.name) if not default else None
         what = f"attribute '{a.name}'"
         if value is None:
@@ -381,7 +180,7 @@ class Binder:
 
     # -- inputs (§2.6.2 step 2)
 
-    def bind_inputs(self, inputs: Sequence[Any]) -> None:
+    def bind_inputs(self, inputs: Sequence[Value]) -> None:
         decls = self.sig.inputs
         if len(inputs) > len(decls):
             self.fail("E0212", f"{self.sig.kind} '{self.sig.name}' takes {len(decls)} inputs, {len(inputs)} given",
@@ -418,7 +217,7 @@ class Binder:
     def resolve_dtype(self, name: str) -> str:
         return self.dtypes.get(name, name)
 
-    def bind_input(self, d: ast.ParamDecl, value: Any, at: Span | None) -> None:
+    def bind_input(self, d: ast.ParamDecl, value: Value, at: Span | None) -> None:
         spec = d.type
         if value is None:
             for name in self.declared_symbols(spec):
@@ -437,7 +236,7 @@ class Binder:
                 self.fail("E0304", f"input '{d.name}' of operator '{self.sig.name}' is a single tensor, "
                           "not a pack", d.span, at)
             tensors = [value]
-        distinct: dict[str, list[Any]] = {}
+        distinct: dict[str, list[Value]] = {}
         for t in tensors:
             self.check_type(spec.name, t.dtype, f"input '{d.name}'", d.span, at)
             self.bind_shape(d, t.shape, at, distinct)
@@ -453,7 +252,7 @@ class Binder:
                     names |= {n for n in free_names(expr) if n not in self.env}
         return names
 
-    def bind_value(self, expr: ast.Expr, value: Any, what: str, d: ast.ParamDecl, at: Span | None) -> None:
+    def bind_value(self, expr: ast.Expr, value: Value, what: str, d: ast.ParamDecl, at: Span | None) -> None:
         """Bind value to expr: declare its symbol (affine) or check it (prescribed)."""
         if not (free_names(expr) - self.env.keys()):
             expected = self.eval(expr, what)
@@ -465,14 +264,14 @@ class Binder:
                 expected = Pack([expected] * len(value))
             if expected != value:
                 self.fail("E0403", f"{what} is {format_value(value)} but operator '{self.sig.name}' expects "
-                          f"{format_value(expected)} ('{_expr_text(expr)}')", d.span, at)
+                          f"{format_value(expected)} ('{expr_text(expr)}')", d.span, at)
             return
         a = affine(expr, lambda n: n not in self.env)
         if a is None:
-            self.fail("E0405", f"cannot deduce {what} from '{_expr_text(expr)}'", d.span, at)
+            self.fail("E0405", f"cannot deduce {what} from '{expr_text(expr)}'", d.span, at)
         self.env[a.symbol] = self.solve(a, value, what, d, at)
 
-    def solve(self, a: Affine, value: Any, what: str, d: ast.ParamDecl, at: Span | None) -> Any:
+    def solve(self, a: Affine, value: Value, what: str, d: ast.ParamDecl, at: Span | None) -> Value:
         if isinstance(value, Pack):
             return Pack([self.solve(a, v, what, d, at) for v in value])
         if value is None:
@@ -484,7 +283,7 @@ class Binder:
         return x
 
     def bind_shape(self, d: ast.ParamDecl, shape: tuple[int | None, ...], at: Span | None,
-                   distinct: dict[str, list[Any]]) -> None:
+                   distinct: dict[str, list[Value]]) -> None:
         spec = d.type
         if spec.rank:
             self.bind_value(ast.Name(id=spec.rank, span=d.span), len(shape), f"the rank of input '{d.name}'", d, at)
@@ -498,14 +297,14 @@ class Binder:
         for k, item in enumerate(items):
             if item.pack is None:
                 if item.value is not None and not (free_names(item.value) - self.env.keys()):
-                    v = self.eval(item.value, f"extent '{_expr_text(item.value)}' of input '{d.name}'")
+                    v = self.eval(item.value, f"extent '{expr_text(item.value)}' of input '{d.name}'")
                     lengths.append(0 if v is None else 1)
                 else:
                     lengths.append(1)
                 continue
             length = item.pack.length
             if length is not None and not (free_names(length) - self.env.keys()):
-                n = self.eval(length, f"the length of '{_item_text(item)}'")
+                n = self.eval(length, f"the length of '{item_text(item)}'")
                 if isinstance(n, bool):
                     conditional.add(k)
                 elif isinstance(n, int) and n < 0:
@@ -513,7 +312,7 @@ class Binder:
                     # used to slice the shape with a negative count and crash with an IndexError)
                     self.fail("E0402", f"input '{d.name}' of operator '{self.sig.name}' has rank {len(shape)}, "
                               f"which does not fit its shape {shape_text(spec)}: the length of "
-                              f"'{_item_text(item)}' is {n}", d.span, at)
+                              f"'{item_text(item)}' is {n}", d.span, at)
                 lengths.append(int(n) if n is not None else 0)
                 continue
             if length is None and isinstance(item.value, ast.Name) and isinstance(self.env.get(item.value.id), Pack):
@@ -547,7 +346,7 @@ class Binder:
             pos += n
             if item.value is None:
                 continue
-            what = f"extent '{_item_text(item)}' of input '{d.name}'"
+            what = f"extent '{item_text(item)}' of input '{d.name}'"
             if k in conditional:
                 # §2.6 (l. 642): with a bool length, `x..(cond)` is the single extent x when cond is
                 # true and no extent when it is false; x is an optional int, not a pack. An absent
@@ -561,7 +360,7 @@ class Binder:
             if item.pack is None:
                 if n == 0:
                     continue
-                value: Any = dims[0]
+                value: Value = dims[0]
             else:
                 value = Pack(dims)
             if item.distinct:
@@ -578,7 +377,7 @@ class Binder:
 
     # -- deferred attributes and packed attribute lengths (§2.6.2 steps 3-4)
 
-    def bind_deferred(self, given: Mapping[str, Any]) -> None:
+    def bind_deferred(self, given: Mapping[str, Value]) -> None:
         for a in self.sig.attribs:
             if a.name in self.sig.deferred and a.name not in given:
                 value = self.eval(a.default, f"the default of attribute '{a.name}'")
@@ -595,7 +394,7 @@ class Binder:
             if a.name in self.pending_uniform and not isinstance(value, Pack):
                 if length is None or free_names(length) - self.env.keys():
                     self.fail("E0406", f"attribute '{a.name}' is given a single value, but its length "
-                              f"'{_expr_text(length) if length is not None else '..'}' is not known; give a list",
+                              f"'{expr_text(length) if length is not None else '..'}' is not known; give a list",
                               a.span, self.site.attrs.get(a.name))
                 n = self.eval(length, f"the length of attribute '{a.name}'")
                 self.env[a.name] = Pack([value] * int(n), uniform=value)
@@ -642,7 +441,7 @@ class Binder:
         if failed:
             self.report_assertion(failed[0])
 
-    def assign(self, target: ast.LValue, value: Any, u: ast.UsingDecl) -> None:
+    def assign(self, target: ast.LValue, value: Value, u: ast.UsingDecl) -> None:
         if isinstance(target, ast.LName):
             if target.pack is not None:
                 if value is not None and not isinstance(value, Pack):
@@ -662,7 +461,7 @@ class Binder:
             return
         self.fail("E0304", "invalid left-hand side in @using", u.span)
 
-    def destructure(self, items: Sequence[ast.LValue], values: list[Any], u: ast.UsingDecl) -> None:
+    def destructure(self, items: Sequence[ast.LValue], values: list[Value], u: ast.UsingDecl) -> None:
         sizes: list[int | None] = []
         for it in items:
             if isinstance(it, ast.LName) and it.pack is None:
@@ -717,7 +516,6 @@ class Binder:
     def assertion_holds(self, a: ast.Assertion) -> bool:
         if not ASSERTION_HOOKS:
             return self._assertion_value(a)
-        from skriptnd.semantics.values import recording
 
         with recording() as guards:
             holds = self._assertion_value(a)
@@ -742,7 +540,7 @@ class Binder:
                 message = text
         shown = []
         for arg in a.args:
-            label = arg.label or (self.site.label_expr(arg.value) if self.site.label_expr else _expr_text(arg.value))
+            label = arg.label or (self.site.label_expr(arg.value) if self.site.label_expr else expr_text(arg.value))
             shown.append(f"{label} = {format_value(self.shown(arg.value, 'an assertion argument'))}")
         if shown:
             message += " (" + ", ".join(shown) + ")"
@@ -750,7 +548,7 @@ class Binder:
         notes = (Note(f"assertion of operator '{self.sig.name}'", a.span),) if primary is not a.span else ()
         raise DiagnosticError([Diagnostic(code="E0501", message=message, span=primary, notes=notes)])
 
-    def shown(self, expr: ast.Expr, what: str) -> Any:
+    def shown(self, expr: ast.Expr, what: str) -> Value:
         """A value for an assertion message; '?' when it needs a symbol that never got a value."""
         if free_names(expr) - self.env.keys() - set(self.dtypes):
             return "?"
@@ -799,17 +597,17 @@ class Binder:
                 continue
             if isinstance(value, Pack):
                 if it.pack is None and not it.distinct:
-                    self.fail("E0304", f"extent '{_item_text(it)}' of {role} '{d.name}' is a pack; "
+                    self.fail("E0304", f"extent '{item_text(it)}' of {role} '{d.name}' is a pack; "
                               "expand it with '..'", d.span)
                 if it.pack is not None and it.pack.length is not None:
-                    n = self.eval(it.pack.length, f"the length of '{_item_text(it)}'")
+                    n = self.eval(it.pack.length, f"the length of '{item_text(it)}'")
                     if n != len(value):
-                        self.fail("E0406", f"'{_item_text(it)}' has {len(value)} items, expected {n}", d.span)
+                        self.fail("E0406", f"'{item_text(it)}' has {len(value)} items, expected {n}", d.span)
                 dims.extend(v if v is None or isinstance(v, int) else int(v) for v in value)
                 bounds.extend([bound] * len(value))
             else:
                 if isinstance(value, bool) or not isinstance(value, int):
-                    self.fail("E0301", f"extent '{_item_text(it)}' of {role} '{d.name}' is not an int "
+                    self.fail("E0301", f"extent '{item_text(it)}' of {role} '{d.name}' is not an int "
                               f"({format_value(value)})", d.span)
                 if it.pack is not None:
                     n = 1 if it.pack.length is None else self.eval(it.pack.length, "a repetition count")
@@ -841,17 +639,6 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     return []
 
 
-#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
-#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
-SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
-
-
-def same_type_operator(definition: ast.Definition) -> bool:
-    """Whether binding requires the generic types X and Y of `definition` to be equal."""
-    return definition.name in SAME_TYPE_OPERATORS and \
-        [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
-
-
 def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None:
     if not same_type_operator(sig.definition):
         return
@@ -864,14 +651,14 @@ def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None
                hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
 
 
-def bind(definition: ast.Definition, attribs: Mapping[str, Any] | None = None, inputs: Sequence[Any] = (),
+def bind(definition: ast.Definition, attribs: Mapping[str, Value] | None = None, inputs: Sequence[Value] = (),
          type_args: Sequence[str] = (), site: Site | None = None) -> Binding:
     """Bind one invocation; raises DiagnosticError with located diagnostics when it is invalid.
 
     inputs are TensorValues (a Pack of them for a tensor-pack input, None for an omitted
     optional input), attribs are compile-time values by attribute name.
     """
-    sig, problems = _signature(definition)
+    sig, problems = analysed(definition)
     if problems:
         raise DiagnosticError(list(problems))
     b = Binder(sig, site or Site())

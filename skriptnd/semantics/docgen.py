@@ -6,6 +6,7 @@ equal, so the reference never drifts from the operators' definitions.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
@@ -131,8 +132,6 @@ def render_target(target: str | None) -> str:
     for d in parsed.definitions:
         if d.name == op:
             return render_operator(module, d)
-    import difflib
-
     close = difflib.get_close_matches(op, [d.name for d in parsed.definitions], n=1)
     raise LookupError(f"no operator '{op}' in module '{module}'" + (f"; did you mean '{module}.{close[0]}'?"
                                                                     if close else ""))

@@ -14,14 +14,23 @@ composition hot path stays on plain ints and never imports sympy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sympy
+from sympy.logic.boolalg import Boolean
 
-from skriptnd.semantics.values import GUARD_STACK, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
+from skriptnd.semantics.values import GUARD_STACK, Value, recording  # noqa: F401 - recording lives beside GUARD_STACK; re-exported
+
+#: Exact arithmetic on expressions, and the same on the hints (plain ints).
+ExprOp = Callable[[sympy.Expr, sympy.Expr], sympy.Expr]
+IntOp = Callable[[int, int], int]
+#: A relation on expressions (sympy.Eq, sympy.Lt, ...), and the same on the hints.
+ExprRel = Callable[[sympy.Expr, sympy.Expr], Boolean]
+IntRel = Callable[[int, int], bool]
 
 
-def _guard(condition: Any) -> None:
+def _guard(condition: Boolean | bool) -> None:
     if condition is sympy.true or condition is True:
         return
     current = GUARD_STACK[-1] if GUARD_STACK else None
@@ -29,7 +38,7 @@ def _guard(condition: Any) -> None:
         current.append(condition)
 
 
-def _expr(x: Any) -> Any:
+def _expr(x: int) -> sympy.Expr:
     return x.expr if isinstance(x, SymInt) else sympy.Integer(int(x))
 
 
@@ -41,9 +50,9 @@ def symbol(name: str) -> sympy.Symbol:
 class SymInt(int):
     """An extent: its hint (the int value) and its exact expression (`.expr`)."""
 
-    expr: Any
+    expr: sympy.Expr
 
-    def __new__(cls, hint: int, expr: Any) -> Any:
+    def __new__(cls, hint: int, expr: sympy.Expr | int | str) -> Any:
         expr = sympy.sympify(expr)
         if expr.is_Integer:
             return int(expr)
@@ -63,54 +72,55 @@ class SymInt(int):
 
     __hash__ = int.__hash__
 
-    # -- arithmetic keeps the expression exact
+    # -- arithmetic keeps the expression exact (an operand of any other type than int is
+    # NotImplemented, as the data model lets any object reach a binary operator: hence `object`)
 
-    def _lift(self, other: Any, op: Any, fn: Any) -> Any:
+    def _lift(self, other: object, op: ExprOp, fn: IntOp) -> Any:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
         return SymInt(fn(int(self), int(other)), op(self.expr, _expr(other)))
 
-    def _rlift(self, other: Any, op: Any, fn: Any) -> Any:
+    def _rlift(self, other: object, op: ExprOp, fn: IntOp) -> Any:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
         return SymInt(fn(int(other), int(self)), op(_expr(other), self.expr))
 
-    def __add__(self, o: Any) -> Any:
+    def __add__(self, o: object) -> Any:
         return self._lift(o, lambda a, b: a + b, lambda a, b: a + b)
 
-    def __radd__(self, o: Any) -> Any:
+    def __radd__(self, o: object) -> Any:
         return self._rlift(o, lambda a, b: a + b, lambda a, b: a + b)
 
-    def __sub__(self, o: Any) -> Any:
+    def __sub__(self, o: object) -> Any:
         return self._lift(o, lambda a, b: a - b, lambda a, b: a - b)
 
-    def __rsub__(self, o: Any) -> Any:
+    def __rsub__(self, o: object) -> Any:
         return self._rlift(o, lambda a, b: a - b, lambda a, b: a - b)
 
-    def __mul__(self, o: Any) -> Any:
+    def __mul__(self, o: object) -> Any:
         return self._lift(o, lambda a, b: a * b, lambda a, b: a * b)
 
-    def __rmul__(self, o: Any) -> Any:
+    def __rmul__(self, o: object) -> Any:
         return self._rlift(o, lambda a, b: a * b, lambda a, b: a * b)
 
-    def __floordiv__(self, o: Any) -> Any:
+    def __floordiv__(self, o: object) -> Any:
         _guard(sympy.Ne(_expr(o), 0))
         return self._lift(o, lambda a, b: sympy.floor(a / b), lambda a, b: a // b)
 
-    def __rfloordiv__(self, o: Any) -> Any:
+    def __rfloordiv__(self, o: object) -> Any:
         _guard(sympy.Ne(self.expr, 0))
         return self._rlift(o, lambda a, b: sympy.floor(a / b), lambda a, b: a // b)
 
-    def __mod__(self, o: Any) -> Any:
+    def __mod__(self, o: object) -> Any:
         return self._lift(o, sympy.Mod, lambda a, b: a % b)
 
-    def __rmod__(self, o: Any) -> Any:
+    def __rmod__(self, o: object) -> Any:
         return self._rlift(o, sympy.Mod, lambda a, b: a % b)
 
-    def __pow__(self, o: Any) -> Any:
+    def __pow__(self, o: object) -> Any:
         return self._lift(o, lambda a, b: a ** b, lambda a, b: a ** b)
 
-    def __rpow__(self, o: Any) -> Any:
+    def __rpow__(self, o: object) -> Any:
         return self._rlift(o, lambda a, b: a ** b, lambda a, b: a ** b)
 
     def __neg__(self) -> Any:
@@ -124,7 +134,7 @@ class SymInt(int):
 
     # -- decisions take the hint's side and record a guard
 
-    def _decide(self, other: Any, rel: Any, fn: Any) -> Any:
+    def _decide(self, other: object, rel: ExprRel, fn: IntRel) -> Any:
         if isinstance(other, bool) or not isinstance(other, int):
             return NotImplemented
         condition = rel(self.expr, _expr(other))
@@ -133,22 +143,22 @@ class SymInt(int):
             _guard(condition if outcome else sympy.Not(condition))
         return outcome
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: object) -> Any:  # type: ignore[override]
         return self._decide(o, sympy.Eq, lambda a, b: a == b)
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: object) -> Any:  # type: ignore[override]
         return self._decide(o, sympy.Ne, lambda a, b: a != b)
 
-    def __lt__(self, o: Any) -> Any:
+    def __lt__(self, o: object) -> Any:
         return self._decide(o, sympy.Lt, lambda a, b: a < b)
 
-    def __le__(self, o: Any) -> Any:
+    def __le__(self, o: object) -> Any:
         return self._decide(o, sympy.Le, lambda a, b: a <= b)
 
-    def __gt__(self, o: Any) -> Any:
+    def __gt__(self, o: object) -> Any:
         return self._decide(o, sympy.Gt, lambda a, b: a > b)
 
-    def __ge__(self, o: Any) -> Any:
+    def __ge__(self, o: object) -> Any:
         return self._decide(o, sympy.Ge, lambda a, b: a >= b)
 
     def __bool__(self) -> bool:
@@ -156,7 +166,7 @@ class SymInt(int):
         _guard(sympy.Ne(self.expr, 0) if outcome else sympy.Eq(self.expr, 0))
         return outcome
 
-    def identical(self, other: Any) -> bool:
+    def identical(self, other: int) -> bool:
         return identical(self, other)
 
     def __index__(self) -> int:
@@ -165,7 +175,7 @@ class SymInt(int):
         return int(self)
 
 
-def identical(a: Any, b: Any) -> bool:
+def identical(a: int, b: int) -> bool:
     """`a is b` for extents (§2.4): the same expression, whatever the values happen to be.
 
     A polynomial difference (the usual case: `n - 1`, `4*n - 1`) is decided by expanding it, its
@@ -174,7 +184,7 @@ def identical(a: Any, b: Any) -> bool:
     return vanishes(_expr(a) - _expr(b))
 
 
-def vanishes(diff: Any) -> bool:
+def vanishes(diff: sympy.Expr) -> bool:
     """Whether a sympy expression is identically zero (see identical)."""
     if diff.is_Number:
         return diff == 0
@@ -183,10 +193,10 @@ def vanishes(diff: Any) -> bool:
     return sympy.simplify(diff) == 0
 
 
-def is_symbolic(value: Any) -> bool:
+def is_symbolic(value: Value) -> bool:
     return isinstance(value, SymInt)
 
 
-def expression(value: Any) -> Any:
+def expression(value: int) -> sympy.Expr:
     """The sympy expression of an int or SymInt (ints become sympy Integers)."""
     return _expr(value)

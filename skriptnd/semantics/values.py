@@ -10,21 +10,24 @@ dynamic).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from sympy.logic.boolalg import Boolean
 
 #: Guards recorded by symbolic extents (semantics.symbolic): a stack of lists, one per active
 #: recording; a None entry suspends recording (for evaluations whose outcome is ignored).
-GUARD_STACK: list[list[Any] | None] = []
+GUARD_STACK: list[list[Boolean] | None] = []
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[Any]]:
+def recording() -> Iterator[list[Boolean]]:
     """Collect the guards of the symbolic decisions taken inside the block (semantics.symbolic;
     kept here, beside GUARD_STACK, so that checking a program without symbolic extents never
     imports sympy)."""
-    guards: list[Any] = []
+    guards: list[Boolean] = []
     GUARD_STACK.append(guards)
     try:
         yield guards
@@ -51,7 +54,7 @@ class _NoUniform:
         return "NO_UNIFORM"
 
 
-NO_UNIFORM: Any = _NoUniform()
+NO_UNIFORM: _NoUniform = _NoUniform()
 
 
 class Pack(tuple):
@@ -60,9 +63,9 @@ class Pack(tuple):
     Equality is that of tuples; the uniform value only matters to the `:=` fold.
     """
 
-    uniform: Any
+    uniform: Value | _NoUniform
 
-    def __new__(cls, items: Any = (), uniform: Any = NO_UNIFORM) -> Pack:
+    def __new__(cls, items: Iterable[Value] = (), uniform: Value | _NoUniform = NO_UNIFORM) -> Pack:
         pack = super().__new__(cls, items)
         if uniform is NO_UNIFORM and len(pack) > 0:
             first = pack[0]
@@ -78,7 +81,7 @@ class Pack(tuple):
         return f"Pack([{inner}])"
 
 
-def same_value(a: Any, b: Any) -> bool:
+def same_value(a: Value | _NoUniform, b: Value | _NoUniform) -> bool:
     """Equal and of the same type (1 is not 1.0 nor true); symbolic extents compare expressions."""
     if type(a) is not type(b):
         return False
@@ -100,5 +103,12 @@ class TensorValue:
         return len(self.shape)
 
 
-def is_pack(value: Any) -> bool:
+#: A compile-time value (§2.3): int (a symbolic extent, semantics.symbolic.SymInt, is an int),
+#: real, bool, str, null, a pack of values, or a tensor as compile-time expressions see it. The
+#: evaluator computes these, binding stores them by name; the checker's static types
+#: (semantics.types) describe them.
+Value: TypeAlias = int | float | bool | str | Pack | TensorValue | None
+
+
+def is_pack(value: Value) -> bool:
     return isinstance(value, Pack)

@@ -80,7 +80,7 @@ ERRATA += (
 
 # Comparisons keep the spec's two generic types X and Y (`math.eq<real, real>(a, b)`, as converted
 # files write it); that both must be equal (§2.4, l. 443) is a rule of binding (erratum L2 in
-# docs/spec-errata.md, skriptnd.semantics.binding.SAME_TYPE_OPERATORS), not a change of signature.
+# docs/spec-errata.md, skriptnd.semantics.signature.SAME_TYPE_OPERATORS), not a change of signature.
 
 
 def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:

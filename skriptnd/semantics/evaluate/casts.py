@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from skriptnd.semantics.evaluate.errors import EvalError, _OpError
 from skriptnd.semantics.evaluate.formatting import format_value
 from skriptnd.semantics.evaluate.kinds import _intlike, _kind, _type_name
+from skriptnd.semantics.values import Value
 from skriptnd.source import Span
 
-_DEFAULTS: dict[str, Any] = {"int": 0, "real": 0.0, "bool": False, "str": ""}
+_DEFAULTS: dict[str, Value] = {"int": 0, "real": 0.0, "bool": False, "str": ""}
 
 
-def _cast_to(type_name: str, span: Span) -> Callable[[Any], Any]:
+def _cast_to(type_name: str, span: Span) -> Callable[[Value], Value]:
     """The element cast to int, real or bool (§2.4, casting); str is not castable."""
     if type_name == "int":
         return _to_int
@@ -27,7 +27,7 @@ def _cast_to(type_name: str, span: Span) -> Callable[[Any], Any]:
     raise EvalError("E0305", f"cannot cast to '{type_name}'; casts are to int, real or bool", span)
 
 
-def _cast_source(value: Any, target: str) -> None:
+def _cast_source(value: Value, target: str) -> None:
     k = _kind(value)
     if k == "str":
         raise _OpError("E0305", f"a str cannot be cast to {target}")
@@ -37,7 +37,7 @@ def _cast_source(value: Any, target: str) -> None:
         raise _OpError("E0305", f"cannot cast {_type_name(value)} to {target}")
 
 
-def _to_int(v: Any) -> int:
+def _to_int(v: Value) -> int:
     t = type(v)
     if t is int or _intlike(v):
         return v
@@ -51,7 +51,7 @@ def _to_int(v: Any) -> int:
     raise AssertionError  # pragma: no cover
 
 
-def _to_real(v: Any) -> float:
+def _to_real(v: Value) -> float:
     t = type(v)
     if t is float:
         return v
@@ -64,7 +64,7 @@ def _to_real(v: Any) -> float:
     raise AssertionError  # pragma: no cover
 
 
-def _to_bool(v: Any) -> bool:
+def _to_bool(v: Value) -> bool:
     t = type(v)
     if t is bool:
         return v

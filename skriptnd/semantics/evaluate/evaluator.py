@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skriptnd.semantics.evaluate.errors import EvalError
 from skriptnd.semantics.evaluate.expressions import (
@@ -23,10 +22,11 @@ from skriptnd.semantics.evaluate.expressions import (
 )
 from skriptnd.semantics.evaluate.lists import _list, _misplaced, _subscript, _substitute
 from skriptnd.semantics.evaluate.walk import _DISPATCH, _Ctx, _eval, _not_compile_time
+from skriptnd.semantics.values import Value
 from skriptnd.syntax import ast
 
 
-def evaluate(expr: ast.Expr, env: Mapping[str, Any], dtypes: Mapping[str, str] | None = None) -> Any:
+def evaluate(expr: ast.Expr, env: Mapping[str, Value], dtypes: Mapping[str, str] | None = None) -> Value:
     """The value of expr, with identifiers looked up in env and generic types in dtypes.
 
     env maps identifiers to values (a tensor to a TensorValue, a tensor pack to a Pack of

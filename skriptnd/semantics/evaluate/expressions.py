@@ -17,7 +17,7 @@ from skriptnd.semantics.evaluate.functions import _BUILTINS
 from skriptnd.semantics.evaluate.kinds import _item_type, _pack_item_type, _type_name
 from skriptnd.semantics.evaluate.operators import _BINARY, _UNARY, _contains, _map1, _map2
 from skriptnd.semantics.evaluate.walk import _Ctx, _eval, _raise_op
-from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, guards_suspended
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, Value, guards_suspended
 from skriptnd.syntax import ast
 
 # ---------------------------------------------------------------- literals and names
@@ -56,7 +56,7 @@ def _str_lit(node: ast.StrLit, ctx: _Ctx) -> str | None:
     return "".join(out)
 
 
-def _name(node: ast.Name, ctx: _Ctx) -> Any:
+def _name(node: ast.Name, ctx: _Ctx) -> Value:
     try:
         value = ctx.env[node.id]
     except KeyError:
@@ -66,7 +66,7 @@ def _name(node: ast.Name, ctx: _Ctx) -> Any:
     return value
 
 
-def _property(node: ast.Property, ctx: _Ctx) -> Any:
+def _property(node: ast.Property, ctx: _Ctx) -> Value:
     """`x.shape`, `x.rank` (non-packed tensors) and `x.size` (packs), §2.4 implicit identifiers."""
     value = _eval(node.value, ctx)
     if value is None:
@@ -92,7 +92,7 @@ def _property(node: ast.Property, ctx: _Ctx) -> Any:
 # ---------------------------------------------------------------- operators
 
 
-def _unary(node: ast.Unary, ctx: _Ctx) -> Any:
+def _unary(node: ast.Unary, ctx: _Ctx) -> Value:
     value = _eval(node.operand, ctx)
     op = node.op
     if op == "?":
@@ -108,7 +108,7 @@ def _unary(node: ast.Unary, ctx: _Ctx) -> Any:
 _SHORT_CIRCUIT = {"&&": False, "||": True, "=>": False}  # left value that decides the result
 
 
-def _binary(node: ast.Binary, ctx: _Ctx) -> Any:
+def _binary(node: ast.Binary, ctx: _Ctx) -> Value:
     op = node.op
     if op == "??":
         # §2.4 null coalescing: the right side only matters (and is only evaluated) for a null left.
@@ -134,7 +134,7 @@ def _binary(node: ast.Binary, ctx: _Ctx) -> Any:
         _raise_op(e, node, node.left, node.right)
 
 
-def _decided(node: ast.Binary, ctx: _Ctx, left: bool) -> Any:
+def _decided(node: ast.Binary, ctx: _Ctx, left: bool) -> Value:
     """`false && x`, `true || x`, `false => x`: the result does not depend on x.
 
     x is still evaluated so that a pack x gives a pack result of its length, but its errors
@@ -156,7 +156,7 @@ def _decided(node: ast.Binary, ctx: _Ctx, left: bool) -> Any:
             _raise_op(e, node, node.left, node.right)
 
 
-def _select(node: ast.Select, ctx: _Ctx) -> Any:
+def _select(node: ast.Select, ctx: _Ctx) -> Value:
     """`c ? a : b` and `c ? a` (§2.4, select operator)."""
     cond = _eval(node.cond, ctx)
     if cond is None:
@@ -220,7 +220,7 @@ _UNUSED: Any = object()  # a select branch that no item picks
 # ---------------------------------------------------------------- folds (§2.4, folding)
 
 
-def _fold(node: ast.Fold, ctx: _Ctx) -> Any:
+def _fold(node: ast.Fold, ctx: _Ctx) -> Value:
     value = _eval(node.operand, ctx)
     if value is None:
         return None
@@ -247,11 +247,11 @@ def _fold(node: ast.Fold, ctx: _Ctx) -> Any:
 # ---------------------------------------------------------------- casts and built-in functions
 
 
-def _cast(node: ast.Cast, ctx: _Ctx) -> Any:
+def _cast(node: ast.Cast, ctx: _Ctx) -> Value:
     return _do_cast(node.type, node.arg, node, ctx)
 
 
-def _do_cast(type_name: str, arg: ast.Expr | None, node: ast.Expr, ctx: _Ctx) -> Any:
+def _do_cast(type_name: str, arg: ast.Expr | None, node: ast.Expr, ctx: _Ctx) -> Value:
     if arg is None:
         try:
             return _DEFAULTS[type_name]  # §2.4: `int()` is 0, `real()` 0.0, `bool()` false, `str()` ""
@@ -267,7 +267,7 @@ def _do_cast(type_name: str, arg: ast.Expr | None, node: ast.Expr, ctx: _Ctx) ->
         _raise_op(e, node)
 
 
-def _call(node: ast.Call, ctx: _Ctx) -> Any:
+def _call(node: ast.Call, ctx: _Ctx) -> Value:
     """A built-in function, a generic cast `T(x)` / default `T()`; anything else is an invocation."""
     callee = node.callee
     plain = not node.type_args and not node.attrs and node.label is None

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import accumulate
-from typing import Any
 
 from skriptnd.semantics.evaluate.errors import _OpError
 from skriptnd.semantics.evaluate.kinds import _NUM
 from skriptnd.semantics.evaluate.operators import _BINARY, _bad_operands
-from skriptnd.semantics.values import NO_UNIFORM, Pack
+from skriptnd.semantics.values import NO_UNIFORM, Pack, Value
 
 
 def _check_items(op: str, items: Pack) -> None:
@@ -18,7 +17,7 @@ def _check_items(op: str, items: Pack) -> None:
         _BINARY[op](items[0], items[0])
 
 
-def _fold_arith(op: str, items: Pack) -> Any:
+def _fold_arith(op: str, items: Pack) -> Value:
     """`x + ..` / `x * ..`: the empty sum is 0, the empty product 1, typed by the uniform value."""
     if not items:
         unit = 0 if op == "+" else 1
@@ -65,14 +64,14 @@ def _fold_distinct(op: str, items: Pack) -> bool:
     return len(set(plain)) == len(plain)
 
 
-def _fold_minmax(op: str, items: Pack) -> Any:
+def _fold_minmax(op: str, items: Pack) -> Value:
     """`x <? ..` / `x >? ..`: no neutral element, so an empty pack is an error."""
     if not items:
         raise _OpError("E0502", f"'{op} ..' of an empty pack (minimum and maximum need at least one item)")
     return _left_fold(op, items)
 
 
-def _left_fold(op: str, items: Pack) -> Any:
+def _left_fold(op: str, items: Pack) -> Value:
     """``((items[0] op items[1]) op items[2]) ...`` over a non-empty pack whose items suit ``op``."""
     _check_items(op, items)
     fn = _BINARY[op]
@@ -82,7 +81,7 @@ def _left_fold(op: str, items: Pack) -> Any:
     return result
 
 
-_FOLDS: dict[str, Callable[[str, Pack], Any]] = {
+_FOLDS: dict[str, Callable[[str, Pack], Value]] = {
     "+": _fold_arith,
     "*": _fold_arith,
     "&&": _fold_logic,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
 
-from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.semantics.values import Pack, TensorValue, Value
 
 
-def format_value(v: Any) -> str:
+def format_value(v: Value | Sequence[Value]) -> str:
     """A value as string formatting and assertion messages print it (§2.4, string formatting).
 
     int as is; real in the shortest form that reads back exactly (`1.0`, `0.5`, `1e-5`, `inf`,
@@ -19,7 +19,7 @@ def format_value(v: Any) -> str:
     return _format(v, top=True)
 
 
-def _format(v: Any, top: bool) -> str:
+def _format(v: Value | Sequence[Value], top: bool) -> str:
     t = type(v)
     if t is bool:
         return "true" if v else "false"

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
 from skriptnd.semantics.evaluate.errors import _OpError
 from skriptnd.semantics.evaluate.formatting import format_value
 from skriptnd.semantics.evaluate.kinds import _intlike, _type_name
-from skriptnd.semantics.values import TensorValue
+from skriptnd.semantics.values import TensorValue, Value
 
 
-def _real_fn(name: str, f: Callable[[float], float]) -> Callable[[Any], float]:
+def _real_fn(name: str, f: Callable[[float], float]) -> Callable[[Value], float]:
     """A §2.4 built-in of a real argument: domain errors (log(0), sqrt(-1)) are evaluation errors."""
 
-    def apply(x: Any) -> float:
+    def apply(x: Value) -> float:
         if type(x) is not float:
             raise _fn_type_error(name, x, "real")
         try:
@@ -29,7 +28,7 @@ def _real_fn(name: str, f: Callable[[float], float]) -> Callable[[Any], float]:
     return apply
 
 
-def _fn_type_error(name: str, x: Any, wanted: str) -> _OpError:
+def _fn_type_error(name: str, x: Value, wanted: str) -> _OpError:
     if isinstance(x, TensorValue):
         return _OpError("E0503", f"{name}() of a tensor is not a compile-time expression")
     return _OpError("E0302", f"{name}() needs a {wanted} argument, got {_type_name(x)}")
@@ -58,14 +57,14 @@ def _frac(x: float) -> float:
     return x - math.floor(x) if math.isfinite(x) else math.nan
 
 
-def _abs(x: Any) -> Any:
+def _abs(x: Value) -> Value:
     t = type(x)
     if t is int or t is float or _intlike(x):
         return abs(x)
     raise _fn_type_error("abs", x, "int or real")
 
 
-def _sign(x: Any) -> Any:
+def _sign(x: Value) -> Value:
     t = type(x)
     if t is int or _intlike(x):
         return (x > 0) - (x < 0)
@@ -76,7 +75,7 @@ def _sign(x: Any) -> Any:
     raise _fn_type_error("sign", x, "int or real")
 
 
-_BUILTINS: dict[str, Callable[[Any], Any]] = {
+_BUILTINS: dict[str, Callable[[Value], Value]] = {
     **{
         name: _real_fn(name, getattr(math, name))
         for name in ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",

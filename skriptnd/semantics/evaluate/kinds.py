@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, Value
 
 _KINDS: dict[type, str] = {bool: "bool", int: "int", float: "real", str: "str", TensorValue: "tensor", Pack: "pack"}
 _NUM = ("int", "real")
 _ORDERED = ("int", "real", "bool", "str")
 
 
-def _kind(v: Any) -> str:
+def _kind(v: Value) -> str:
     """'int', 'real', 'bool', 'str', 'tensor' or 'pack' (bool before int: Python's bool is an int)."""
     k = _KINDS.get(type(v))
     if k is not None:
@@ -31,13 +29,13 @@ def _kind(v: Any) -> str:
     return type(v).__name__
 
 
-def type_name_of(v: Any) -> str:
+def type_name_of(v: Value) -> str:
     """The SkriptND type of a non-pack value: int, real, bool, str, or a tensor's dtype."""
     k = _kind(v)
     return v.dtype if k == "tensor" else k
 
 
-def _item_type(v: Any) -> str | None:
+def _item_type(v: Value) -> str | None:
     """The type name of a non-pack value, with the dtype of a tensor (lists check with this)."""
     k = _kind(v)
     if k == "tensor":
@@ -54,7 +52,7 @@ def _pack_item_type(p: Pack) -> str | None:
     return None
 
 
-def _type_name(v: Any) -> str:
+def _type_name(v: Value) -> str:
     """A type as the spec writes it, for messages: `int`, `real..`, `tensor<real>`."""
     if v is None:
         return "null"
@@ -64,5 +62,5 @@ def _type_name(v: Any) -> str:
     return _item_type(v) or type(v).__name__
 
 
-def _intlike(v: Any) -> bool:
+def _intlike(v: Value) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 from skriptnd.semantics.evaluate.errors import EvalError
 from skriptnd.semantics.evaluate.kinds import _intlike, _item_type, _pack_item_type, _type_name
 from skriptnd.semantics.evaluate.walk import _Ctx, _eval
-from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, same_value
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, Value, same_value
 from skriptnd.syntax import ast
 
 #: Longest pack a repetition or a range may build: a typo like `[0 ..(10 ** 12)]` must end in
@@ -24,8 +24,8 @@ def _list(node: ast.ListExpr, ctx: _Ctx) -> Pack | None:
     for n == 0, a spliced pack keeps its own). Otherwise a non-empty list whose items are
     all equal is still uniform (Pack does that), and `[]` has no uniform value.
     """
-    items: list[Any] = []
-    uniforms: list[Any] = []
+    items: list[Value] = []
+    uniforms: list[Value] = []
     item_type: str | None = None
     for sub in node.items:
         t = type(sub)
@@ -83,7 +83,7 @@ def _check_length(n: int, node: ast.Node) -> None:
         raise EvalError("E0502", f"pack of {n} items is too long (limit {MAX_PACK_LENGTH})", node.span)
 
 
-def _expand(node: ast.Expand, ctx: _Ctx) -> Any:
+def _expand(node: ast.Expand, ctx: _Ctx) -> Value:
     """`b..` splices a pack; `x..(n)` repeats a non-pack n times (a bool n includes it or not)."""
     if node.count is None:
         value = _eval(node.value, ctx)
@@ -121,7 +121,7 @@ def _expand(node: ast.Expand, ctx: _Ctx) -> Any:
     return Pack([value] * n, value)
 
 
-def _int_bound(node: ast.Expr | None, ctx: _Ctx, what: str) -> Any:
+def _int_bound(node: ast.Expr | None, ctx: _Ctx, what: str) -> Value:
     """An int range bound or slice index; None when omitted, _NULL when it is null."""
     if node is None:
         return None
@@ -133,7 +133,7 @@ def _int_bound(node: ast.Expr | None, ctx: _Ctx, what: str) -> Any:
     return _concrete(value)
 
 
-def _concrete(v: Any) -> Any:
+def _concrete(v: Value) -> Value:
     """A symbolic extent used as a length or position: the result holds for its value only."""
     return v.__index__() if hasattr(v, "expr") else v
 
@@ -187,7 +187,7 @@ def _misplaced(node: ast.Expr, ctx: _Ctx) -> NoReturn:
 # ---------------------------------------------------------------- indexing (§2.4, indexing)
 
 
-def _subscript(node: ast.Subscript, ctx: _Ctx) -> Any:
+def _subscript(node: ast.Subscript, ctx: _Ctx) -> Value:
     value = _eval(node.value, ctx)
     if value is None:
         return None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from skriptnd.semantics.evaluate.errors import _OpError
 from skriptnd.semantics.evaluate.formatting import format_value
@@ -21,13 +20,13 @@ from skriptnd.semantics.evaluate.kinds import (
     _pack_item_type,
     _type_name,
 )
-from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue
+from skriptnd.semantics.values import NO_UNIFORM, Pack, TensorValue, Value
 
 #: Largest int power computed exactly (in result bits); beyond that the model is surely wrong.
 _MAX_POW_BITS = 1 << 20
 
 
-def _bad_operands(op: str, a: Any, b: Any, allowed: tuple[str, ...]) -> _OpError:
+def _bad_operands(op: str, a: Value, b: Value, allowed: tuple[str, ...]) -> _OpError:
     """The error for operands that are not both of one allowed type."""
     ka, kb = _kind(a), _kind(b)
     if ka == "tensor" or kb == "tensor":
@@ -45,10 +44,10 @@ def _bad_operands(op: str, a: Any, b: Any, allowed: tuple[str, ...]) -> _OpError
                              f"{_type_name(b)} (no implicit conversion; cast with int() or real())")
 
 
-def _numeric(op: str, f_int: Callable[[int, int], Any], f_real: Callable[[float, float], Any]) -> Callable:
+def _numeric(op: str, f_int: Callable[[int, int], Value], f_real: Callable[[float, float], Value]) -> Callable[[Value, Value], Value]:
     """An arithmetic operator on int/int or real/real (§2.4: same type for both arguments)."""
 
-    def apply(a: Any, b: Any) -> Any:
+    def apply(a: Value, b: Value) -> Value:
         t = type(a)
         if t is type(b):
             if t is int:
@@ -116,21 +115,21 @@ def _real_pow(a: float, b: float) -> float:
         raise _OpError("E0502", f"real power {format_value(a)} ** {format_value(b)} overflows") from None
 
 
-def _minmax(op: str) -> Callable:
+def _minmax(op: str) -> Callable[[Value, Value], Value]:
     # §2.4: `a <? b` is shorthand for `a < b ? a : b` (and `>?` for `a > b ? a : b`).
     if op == "<?":
-        def pick(a: Any, b: Any) -> Any:
+        def pick(a: Value, b: Value) -> Value:
             return a if a < b else b
     else:
-        def pick(a: Any, b: Any) -> Any:
+        def pick(a: Value, b: Value) -> Value:
             return a if a > b else b
     return _numeric(op, pick, pick)
 
 
-def _comparison(op: str, f: Callable[[Any, Any], bool]) -> Callable:
+def _comparison(op: str, f: Callable[[Value, Value], bool]) -> Callable[[Value, Value], Value]:
     """`< <= > >= == !=`: any non-tensor type, the same on both sides (§2.4)."""
 
-    def apply(a: Any, b: Any) -> bool:
+    def apply(a: Value, b: Value) -> bool:
         t = type(a)
         if t is type(b) and t in _COMPARABLE:
             return f(a, b)
@@ -144,8 +143,8 @@ def _comparison(op: str, f: Callable[[Any, Any], bool]) -> Callable:
 _COMPARABLE = frozenset({int, float, bool, str})
 
 
-def _logical(op: str, f: Callable[[bool, bool], bool]) -> Callable:
-    def apply(a: Any, b: Any) -> bool:
+def _logical(op: str, f: Callable[[bool, bool], bool]) -> Callable[[Value, Value], Value]:
+    def apply(a: Value, b: Value) -> bool:
         if type(a) is bool and type(b) is bool:
             return f(a, b)
         raise _bad_operands(op, a, b, ("bool",))
@@ -153,7 +152,7 @@ def _logical(op: str, f: Callable[[bool, bool], bool]) -> Callable:
     return apply
 
 
-def _identity(a: Any, b: Any) -> bool:
+def _identity(a: Value, b: Value) -> bool:
     """`is` on concrete values (§2.4, identity testing): equality; a tensor only is itself."""
     ta = type(a)
     if hasattr(a, "expr") or hasattr(b, "expr"):  # symbolic extents: the same expression (§2.4)
@@ -166,7 +165,7 @@ def _identity(a: Any, b: Any) -> bool:
     raise _bad_operands("is", a, b, (*_ORDERED, "tensor"))
 
 
-_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+_BINARY: dict[str, Callable[[Value, Value], Value]] = {
     "+": _numeric("+", lambda a, b: a + b, lambda a, b: a + b),
     "-": _numeric("-", lambda a, b: a - b, lambda a, b: a - b),
     "*": _numeric("*", lambda a, b: a * b, lambda a, b: a * b),
@@ -190,39 +189,39 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _negate(a: Any) -> Any:
+def _negate(a: Value) -> Value:
     t = type(a)
     if t is int or t is float or _intlike(a):
         return -a
     raise _unary_error("-", a, "int or real")
 
 
-def _plus(a: Any) -> Any:
+def _plus(a: Value) -> Value:
     t = type(a)
     if t is int or t is float or _intlike(a):
         return a
     raise _unary_error("+", a, "int or real")
 
 
-def _not(a: Any) -> bool:
+def _not(a: Value) -> bool:
     if type(a) is bool:
         return not a
     raise _unary_error("!", a, "bool")
 
 
-def _unary_error(op: str, a: Any, wanted: str) -> _OpError:
+def _unary_error(op: str, a: Value, wanted: str) -> _OpError:
     if isinstance(a, TensorValue):
         return _OpError("E0503", f"operator '{op}' on a tensor is not a compile-time expression")
     return _OpError("E0302", f"operator '{op}' cannot be applied to {_type_name(a)} (operand must be {wanted})")
 
 
-_UNARY: dict[str, Callable[[Any], Any]] = {"-": _negate, "+": _plus, "!": _not}
+_UNARY: dict[str, Callable[[Value], Value]] = {"-": _negate, "+": _plus, "!": _not}
 
 
 # ---------------------------------------------------------------- element-wise application
 
 
-def _derive(fn: Callable[..., Any], *uniforms: Any) -> Any:
+def _derive(fn: Callable[..., Value], *uniforms: Value) -> Value:
     """The uniform value of an empty result: fn on the operands' uniform values (§2.4, `:=`).
 
     A type error is still an error (the uniform value has the item type); a value error
@@ -236,7 +235,7 @@ def _derive(fn: Callable[..., Any], *uniforms: Any) -> Any:
         raise
 
 
-def _map1(fn: Callable[[Any], Any], a: Any) -> Any:
+def _map1(fn: Callable[[Value], Value], a: Value) -> Value:
     """fn element-wise over a pack (§2.4: operators on packs act element-wise)."""
     if not isinstance(a, Pack):
         return fn(a)
@@ -247,7 +246,7 @@ def _map1(fn: Callable[[Any], Any], a: Any) -> Any:
     return Pack(items, items[0] if items else _derive(fn, u))
 
 
-def _map2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+def _map2(fn: Callable[[Value, Value], Value], a: Value, b: Value) -> Value:
     """fn element-wise with broadcasting of a non-pack; packs must have equal lengths (§2.4).
 
     The result is uniform when both operands are (a broadcast non-pack counts as uniform),
@@ -273,13 +272,13 @@ def _map2(fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
     return Pack(items, items[0] if items else _derive(fn, ua, ub))
 
 
-def _contains(a: Any, b: Any) -> Any:
+def _contains(a: Value, b: Value) -> Value:
     """`x in a` (§2.4, containment): a is a pack; a pack x gives a pack of bools."""
     if not isinstance(b, Pack):
         raise _OpError("E0304", f"the right operand of 'in' must be a pack, got {_type_name(b)}", "right")
     item = _pack_item_type(b)
 
-    def test(x: Any) -> bool:
+    def test(x: Value) -> bool:
         if item is not None and _item_type(x) != item:
             raise _OpError("E0301", f"'in' needs an item of the pack's type: {_type_name(x)} in {_type_name(b)}")
         if type(x) is float and x != x:

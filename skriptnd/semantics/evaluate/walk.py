@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from skriptnd.semantics.evaluate.errors import EvalError, _OpError
+from skriptnd.semantics.values import Value
 from skriptnd.syntax import ast
 
 
@@ -19,16 +20,17 @@ class _Ctx:
 
     __slots__ = ("env", "dtypes")
 
-    def __init__(self, env: Mapping[str, Any], dtypes: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, Value], dtypes: Mapping[str, str]) -> None:
         self.env = env
         self.dtypes = dtypes
 
 
-#: Node type -> handler; filled by evaluator.py (the handlers import `_eval` from here).
-_DISPATCH: dict[type, Callable[[Any, _Ctx], Any]] = {}
+#: Node type -> handler; filled by evaluator.py (the handlers import `_eval` from here). Each
+#: handler takes its own node class, which a dict keyed by type cannot express: hence Any.
+_DISPATCH: dict[type, Callable[[Any, _Ctx], Value]] = {}
 
 
-def _eval(node: ast.Expr, ctx: _Ctx) -> Any:
+def _eval(node: ast.Expr, ctx: _Ctx) -> Value:
     try:
         method = _DISPATCH[type(node)]
     except KeyError:

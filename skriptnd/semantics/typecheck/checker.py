@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from skriptnd.diagnostics import Diagnostic
-from skriptnd.semantics.scope import Ctx, Kind, Scope, blocks_of, describe, did_you_mean
+from skriptnd.semantics.declarations import blocks_of
+from skriptnd.semantics.scope import Ctx, Kind, Scope, describe
+from skriptnd.semantics.show import did_you_mean
 from skriptnd.semantics.typecheck.common import Lookup, _what
 from skriptnd.semantics.typecheck.compose import ComposeChecks
 from skriptnd.semantics.typecheck.lower import LowerChecks

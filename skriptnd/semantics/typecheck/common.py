@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from skriptnd.diagnostics import Diagnostic, Note
-from skriptnd.semantics.binding import same_type_operator
-from skriptnd.semantics.scope import STAGE, Ctx, Scope, ScopeBuilder, Symbol, did_you_mean, show
+from skriptnd.semantics.declarations import ScopeBuilder
+from skriptnd.semantics.scope import STAGE, Ctx, Scope, Symbol
+from skriptnd.semantics.show import did_you_mean, show
+from skriptnd.semantics.signature import same_type_operator
 from skriptnd.semantics.types import UNKNOWN, Type, same_name
 from skriptnd.source import Span
 from skriptnd.syntax import ast

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from skriptnd.diagnostics import Note
-from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, describe, did_you_mean
+from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, describe
+from skriptnd.semantics.show import did_you_mean
 from skriptnd.semantics.typecheck.common import _null_tests, _plural, _Results, _what
 from skriptnd.semantics.typecheck.expressions import ExprTyping
 from skriptnd.semantics.types import CONCRETE, INT, UNKNOWN, Type, same_name

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS, NUM_FUNCTIONS, REAL_FUNCTIONS
-from skriptnd.semantics.scope import Ctx, Kind, Scope, did_you_mean, show
+from skriptnd.semantics.scope import Ctx, Kind, Scope
+from skriptnd.semantics.show import did_you_mean, show
 from skriptnd.semantics.typecheck.common import _null_tests, _what
 from skriptnd.semantics.typecheck.packs import PackTyping
 from skriptnd.semantics.types import (

@@ -8,7 +8,8 @@ linear forms (`Lin`), since lengths are usually symbols rather than numbers.
 from __future__ import annotations
 
 from skriptnd.diagnostics import Note
-from skriptnd.semantics.scope import Lin, Scope, Symbol, lin_value, show
+from skriptnd.semantics.scope import Lin, Scope, Symbol, lin_value
+from skriptnd.semantics.show import show
 from skriptnd.semantics.typecheck.common import CheckerBase
 from skriptnd.syntax import ast
 

@@ -4,7 +4,8 @@ type of the value, and at most one initialization and one update per output."""
 from __future__ import annotations
 
 from skriptnd.diagnostics import Note, register_codes
-from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, describe, show
+from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, describe
+from skriptnd.semantics.show import show
 from skriptnd.semantics.typecheck.common import _what
 from skriptnd.semantics.typecheck.expressions import ExprTyping
 from skriptnd.semantics.types import INT, UNKNOWN, Type, is_numeric, same_name

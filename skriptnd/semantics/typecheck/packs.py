@@ -3,7 +3,8 @@ tensor accesses in @lower (§2.4, §2.12)."""
 
 from __future__ import annotations
 
-from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol, show
+from skriptnd.semantics.scope import Ctx, Kind, Scope, Symbol
+from skriptnd.semantics.show import show
 from skriptnd.semantics.typecheck.common import _what
 from skriptnd.semantics.typecheck.lengths import Lengths
 from skriptnd.semantics.types import INTS, STR, UNKNOWN, Type, same_name
