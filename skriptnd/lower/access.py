@@ -21,12 +21,16 @@ from skriptnd.lower.values import (
     Aff,
     Arr,
     BIdx,
+    Concrete,
     Counter,
     Dyn,
     Factor,
     LoweringError,
+    Mask,
     RangeIdx,
+    Runtime,
     Space,
+    Staged,
     TRef,
     TStack,
 )
@@ -36,7 +40,7 @@ from skriptnd.syntax import ast
 class AccessStager(StagerCore):
     """The tensor accesses of a :class:`skriptnd.lower.stage.Stager`."""
 
-    def tensor_of(self, node: ast.Expr) -> Any:
+    def tensor_of(self, node: ast.Expr) -> Staged:
         if isinstance(node, ast.Name):
             if node.id in self.scope:
                 raise self.error(f"'{node.id}' is not a tensor")
@@ -89,7 +93,7 @@ class AccessStager(StagerCore):
                 items.append(PackedDim(v) if isinstance(v, tuple) else v)
         return items
 
-    def _access(self, node: ast.TensorAccess) -> Any:
+    def _access(self, node: ast.TensorAccess) -> Staged:
         tensor = self.tensor_of(node.tensor)
         if tensor is None:
             return None
@@ -99,7 +103,7 @@ class AccessStager(StagerCore):
         pad = node is self.pad_node
         return self.access(tensor, items, pad)
 
-    def access(self, tensor: Any, items: list[Any], pad: bool = False) -> Any:
+    def access(self, tensor: Staged, items: list[Any], pad: bool = False) -> Staged:
         if isinstance(tensor, tuple):
             return tuple(self.access(t, items, pad) for t in tensor)
         packed = [d for d, it in enumerate(items) if isinstance(it, RangeIdx | PackedDim)]
@@ -197,12 +201,12 @@ class AccessStager(StagerCore):
         varying = tref.name in self.varying_tensors or any(p[0] == "param" for p in plan)
         expand = _expander(axes, space)
 
-        def get(rt: Any) -> np.ndarray:
+        def get(rt: Runtime) -> np.ndarray:
             return core(tref.array(rt), rt)
 
         valid_arr = valid
 
-        def run(rt: Any) -> Arr:
+        def run(rt: Runtime) -> Arr:
             return Arr(expand(core(tref.array(rt), rt)), valid_arr)
 
         dyn = Dyn(run, varying, factors=(Factor(get, axes, padded),) if not varying else None)
@@ -210,7 +214,7 @@ class AccessStager(StagerCore):
 
     # -- gathers
 
-    def gather(self, tref: TRef, items: list[Any], lead: Any = None, refs: tuple[TRef, ...] = ()) -> Any:
+    def gather(self, tref: TRef, items: list[Any], lead: Staged = None, refs: tuple[TRef, ...] = ()) -> Staged:
         """`x[i, j, ...]` by advanced indexing with broadcast index arrays; with `lead`, an item of
         the tensor pack `refs` chosen at runtime (the items are stacked)."""
         fixed = []
@@ -221,7 +225,7 @@ class AccessStager(StagerCore):
         nd = self.space.ndim
         stacked = lead is not None
 
-        def take(rt: Any, *idx: Any) -> Arr:
+        def take(rt: Runtime, *idx: Concrete) -> Arr:
             if stacked:
                 arr = rt.stacks.get(tref.name) if not varying else None
                 if arr is None:
@@ -249,19 +253,19 @@ class AccessStager(StagerCore):
         for a in dyns:
             a.uses += 1
 
-        def run(rt: Any) -> Arr:
+        def run(rt: Runtime) -> Arr:
             return take(rt, *[a.get(rt) if isinstance(a, Dyn) else a for a in args])
 
         return Dyn(run, varying or any(a.varying for a in dyns))
 
-    def stacked(self, ts: TStack, items: list[Any]) -> Any:
+    def stacked(self, ts: TStack, items: list[Any]) -> Staged:
         ref = ts.refs[0]
         if len(items) != len(ref.shape):
             raise self.error(f"tensor pack '{ts.name}' items have rank {len(ref.shape)} but are accessed with "
                              f"{len(items)} indices")
         return self.gather(ref, items, ts.index, ts.refs)
 
-    def fix_index(self, it: Any, extent: int, name: str, dim: int) -> Any:
+    def fix_index(self, it: Staged, extent: int, name: str, dim: int) -> Staged:
         """An index made safe to gather with: clipped into range, with the validity of a skipping
         bounded index and the error mask of an unguarded one that is out of range."""
         if isinstance(it, BIdx):
@@ -287,21 +291,21 @@ def _in_range(v: Aff | int, extent: int) -> bool:
     return lo >= 0 and hi < extent
 
 
-def _int_data(x: Any) -> tuple[Any, Any, Any]:
+def _int_data(x: Staged) -> tuple[Concrete, Mask, Mask]:
     x = ops.conc(x)
     if isinstance(x, Arr):
         return x.data, x.valid, x.err
     return x, None, None
 
 
-def _skip_index(x: Any, extent: int) -> Arr:
+def _skip_index(x: Staged, extent: int) -> Arr:
     d, v, e = _int_data(x)
     d = np.asarray(d)
     ok = np.logical_and(d >= 0, d < extent)
     return Arr(np.clip(d, 0, max(extent - 1, 0)), ops.mask_and(v, ok), e)
 
 
-def _remap_index(x: Any, lo: Any, hi: Any, extent: int) -> Arr:
+def _remap_index(x: Staged, lo: Staged, hi: Staged, extent: int) -> Arr:
     d, v, e = _int_data(x)
     dl, vl, el = _int_data(lo)
     dh, vh, eh = _int_data(hi)
@@ -314,14 +318,14 @@ def _remap_index(x: Any, lo: Any, hi: Any, extent: int) -> Arr:
     return Arr(np.clip(r, 0, max(extent - 1, 0)), ops.mask_and(ops.mask_and(v, vl), vh), err)
 
 
-def _check_index(x: Any, extent: int) -> Arr:
+def _check_index(x: Staged, extent: int) -> Arr:
     d, v, e = _int_data(x)
     d = np.asarray(d)
     bad = np.logical_or(d < 0, d >= extent)
     return Arr(np.clip(d, 0, max(extent - 1, 0)), v, ops.mask_or(e, bad if bad.any() else None))
 
 
-def pack_gather(arr: np.ndarray, i: Any) -> Any:
+def pack_gather(arr: np.ndarray, i: Staged) -> Staged:
     d, v, e = _int_data(i)
     n = len(arr)
     d = np.asarray(d)
@@ -334,7 +338,7 @@ def pack_gather(arr: np.ndarray, i: Any) -> Any:
     return Arr(out, v, err)
 
 
-def view_builder(plan: list[tuple[Any, ...]], space: Space, pad_value: Any) -> tuple[Callable, tuple[int, ...]]:
+def view_builder(plan: list[tuple[Any, ...]], space: Space, pad_value: Staged) -> tuple[Callable, tuple[int, ...]]:
     """A function making the view of an accessed tensor, and the space axes of its dimensions."""
     pads = []
     windows = []  # (dim, window length)
@@ -403,7 +407,7 @@ def view_builder(plan: list[tuple[Any, ...]], space: Space, pad_value: Any) -> t
     win_dims = tuple(d for d, _ in windows)
     win_shape = tuple(w for _, w in windows)
 
-    def core(arr: np.ndarray, rt: Any) -> np.ndarray:
+    def core(arr: np.ndarray, rt: Runtime) -> np.ndarray:
         if any_pad:
             arr = np.pad(arr, pads, constant_values=pad_value)
         if windows:

@@ -39,6 +39,7 @@ from skriptnd.lower.values import (
     RangeIdx,
     Runtime,
     Space,
+    Staged,
     TRef,
     TStack,
     np_dtype,
@@ -100,7 +101,8 @@ class _Compiler:
             raise LoweringError(f"the shape of '{name}' is not known ({list(shape)}); @lower needs concrete shapes")
         return tuple(int(s) for s in shape)
 
-    def _input_ref(self, name: str, value: Any) -> Any:
+    def _input_ref(self, name: str, value: object) -> TRef | tuple[TRef, ...] | None:
+        """The tensor(s) an input is bound to; ``value`` is whatever the binding holds (checked here)."""
         if value is None:
             return None
         if isinstance(value, TensorValue):
@@ -294,7 +296,7 @@ class _Compiler:
             self._analyse(st, w, f, space)
         return Step(f, space, writes, cond, st.reasons, seq)
 
-    def _writes(self, st: Stager, f: ast.Lowering, value: Any) -> list[Write]:
+    def _writes(self, st: Stager, f: ast.Lowering, value: Staged) -> list[Write]:
         target: ast.TensorAccess = f.target
         tensor = st.tensor_of(target.tensor)
         if tensor is None:
@@ -306,7 +308,7 @@ class _Compiler:
             raise LoweringError("an index of the left-hand side is null", f.span)
         out: list[Write] = []
 
-        def expand(t: Any, its: list[Any], v: Any, packed: bool) -> None:
+        def expand(t: Staged, its: list[Any], v: Staged, packed: bool) -> None:
             if isinstance(t, tuple):
                 if packed:
                     raise LoweringError("a left-hand side can only be packed once", f.span)
@@ -377,7 +379,7 @@ class _Compiler:
         return found
 
 
-def _item(v: Any, k: int, n: int, f: ast.Lowering) -> Any:
+def _item(v: Staged, k: int, n: int, f: ast.Lowering) -> Staged:
     if isinstance(v, tuple):
         if len(v) != n:
             raise LoweringError(f"the right-hand side has {len(v)} items but the left-hand side {n}", f.span)
@@ -451,7 +453,7 @@ def _window_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> Windo
     return Window(lambda out, rt: core(out, rt), dims, order)
 
 
-def _in_range(v: Any, extent: int) -> bool:
+def _in_range(v: Staged, extent: int) -> bool:
     if isinstance(v, int):
         return 0 <= v < extent
     lo, hi = v.range()
@@ -562,7 +564,9 @@ class LoweringPlan:
         return np.ascontiguousarray(arr[tuple(index)]) if trimmed else arr
 
 
-def _check_input(name: str, ref: Any, value: Any) -> Any:
+def _check_input(name: str, ref: TRef | tuple[TRef, ...] | None, value: object) -> np.ndarray | list | None:
+    """The run's input ``value`` (whatever the caller passed: an array, a list for a pack, None) checked
+    against the plan's tensor(s) ``ref``."""
     if ref is None:
         if value is not None:
             raise LoweringError(f"input '{name}' was omitted in the binding but is given a value")

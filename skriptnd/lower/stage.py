@@ -24,6 +24,7 @@ from skriptnd.lower.values import (
     Aff,
     BIdx,
     Dyn,
+    Staged,
     kind_of,
 )
 from skriptnd.syntax import ast
@@ -37,7 +38,7 @@ class Stager(AccessStager):
 
     # ------------------------------------------------------------ evaluation
 
-    def ev(self, node: ast.Expr) -> Any:
+    def ev(self, node: ast.Expr) -> Staged:
         if self.is_static(node):
             return self.static_value(node)
         method = _DISPATCH.get(type(node))
@@ -45,19 +46,19 @@ class Stager(AccessStager):
             raise self.error(f"{type(node).__name__} cannot be evaluated in @lower")
         return method(self, node)
 
-    def _name(self, node: ast.Name) -> Any:
+    def _name(self, node: ast.Name) -> Staged:
         try:
             return self.scope[node.id]
         except KeyError:
             return self.static_value(node)
 
-    def _unary(self, node: ast.Unary) -> Any:
+    def _unary(self, node: ast.Unary) -> Staged:
         if node.op == "?":
             return self.ev(node.operand) is not None
         v = self.ev(node.operand)
         return self.map1(lambda x: self.unary_item(node.op, x), v)
 
-    def unary_item(self, op: str, x: Any) -> Any:
+    def unary_item(self, op: str, x: Staged) -> Staged:
         if x is None:
             return None
         if isinstance(x, Aff) and op in "+-":
@@ -66,7 +67,7 @@ class Stager(AccessStager):
             return self._factor_product(x, None, -1)
         return self.lift(lambda a: ops.unary(op, a), x)
 
-    def _binary(self, node: ast.Binary) -> Any:
+    def _binary(self, node: ast.Binary) -> Staged:
         op = node.op
         if op == "??":
             left = self.ev(node.left)
@@ -85,7 +86,7 @@ class Stager(AccessStager):
             return None
         return self.binary(op, left, right)
 
-    def binary(self, op: str, a: Any, b: Any) -> Any:
+    def binary(self, op: str, a: Staged, b: Staged) -> Staged:
         if isinstance(a, tuple) or isinstance(b, tuple):
             if isinstance(a, tuple) and isinstance(b, tuple):
                 if len(a) != len(b):
@@ -96,7 +97,7 @@ class Stager(AccessStager):
             return tuple(self.binary(op, a, y) for y in b)
         return self.binary_item(op, a, b)
 
-    def binary_item(self, op: str, a: Any, b: Any) -> Any:
+    def binary_item(self, op: str, a: Staged, b: Staged) -> Staged:
         if a is None or b is None:
             return None
         ta, tb = type(a), type(b)
@@ -135,13 +136,13 @@ class Stager(AccessStager):
             return self._factor_product(a, None, 1.0 / b)
         return self.lift(lambda x, y: ops.binary(op, x, y), a, b)
 
-    def _factor_product(self, a: Dyn, b: Dyn | None, scale: Any) -> Dyn:
+    def _factor_product(self, a: Dyn, b: Dyn | None, scale: Staged) -> Dyn:
         plain = self.lift(lambda x, y: ops.binary("*", x, y), a, b if b is not None else scale)
         plain.factors = a.factors + (b.factors if b is not None else ())
         plain.scale = a.scale * (b.scale if b is not None else 1) * scale
         return plain
 
-    def _fold(self, node: ast.Fold) -> Any:
+    def _fold(self, node: ast.Fold) -> Staged:
         v = self.ev(node.operand)
         if v is None:
             return None
@@ -176,7 +177,7 @@ class Stager(AccessStager):
             return first if v and all(x is first for x in v) else None
         raise self.error(f"fold '{op} ..' of runtime values is not supported")
 
-    def _select(self, node: ast.Select) -> Any:
+    def _select(self, node: ast.Select) -> Staged:
         c = self.ev(node.cond)
         if c is None:
             return None
@@ -208,14 +209,14 @@ class Stager(AccessStager):
             return None
         return self.select(c, then, orelse)
 
-    def select(self, c: Any, a: Any, b: Any) -> Any:
+    def select(self, c: Staged, a: Staged, b: Staged) -> Staged:
         if isinstance(c, tuple) or isinstance(a, tuple) or isinstance(b, tuple):
             n = next(len(x) for x in (c, a, b) if isinstance(x, tuple))
             for x in (c, a, b):
                 if isinstance(x, tuple) and len(x) != n:
                     raise self.error(f"pack lengths differ in a select: {n} vs {len(x)}")
 
-            def item(x: Any, i: int) -> Any:
+            def item(x: Staged, i: int) -> Staged:
                 return x[i] if isinstance(x, tuple) else x
 
             return tuple(self.select(item(c, i), item(a, i), item(b, i)) for i in range(n))
@@ -223,21 +224,21 @@ class Stager(AccessStager):
             return a if c else b
         return self.lift(ops.select, c, a, b)
 
-    def map1(self, fn: Callable[[Any], Any], v: Any) -> Any:
+    def map1(self, fn: Callable[[Any], Any], v: Staged) -> Staged:
         if v is None:
             return None
         if isinstance(v, tuple):
             return tuple(fn(x) for x in v)
         return fn(v)
 
-    def _cast(self, node: ast.Cast) -> Any:
+    def _cast(self, node: ast.Cast) -> Staged:
         return self.cast(node.type, self.ev(node.arg))
 
-    def cast(self, kind: str, v: Any) -> Any:
+    def cast(self, kind: str, v: Staged) -> Staged:
         if kind not in ("int", "real", "bool"):
             raise self.error(f"cannot cast to '{kind}' in @lower")
 
-        def item(x: Any) -> Any:
+        def item(x: Staged) -> Staged:
             if x is None:
                 return None
             if isinstance(x, Aff) and kind == "int":
@@ -246,7 +247,7 @@ class Stager(AccessStager):
 
         return self.map1(item, v)
 
-    def _call(self, node: ast.Call) -> Any:
+    def _call(self, node: ast.Call) -> Staged:
         callee = node.callee
         if callee in self.shared.dtypes and not node.type_args and not node.attrs:
             if len(node.args) != 1:
@@ -257,7 +258,7 @@ class Stager(AccessStager):
             return self.map1(lambda x: None if x is None else self.lift(lambda a: ops.builtin(callee, a), x), v)
         raise self.error(f"'{callee}' is not a built-in function or a cast; operators cannot be invoked in @lower")
 
-    def _list(self, node: ast.ListExpr) -> Any:
+    def _list(self, node: ast.ListExpr) -> Staged:
         out: list[Any] = []
         for item in node.items:
             if isinstance(item, ast.Expand):
@@ -283,7 +284,7 @@ class Stager(AccessStager):
                 out.append(v)
         return tuple(out)
 
-    def expand(self, node: ast.Expand) -> tuple[Any, ...] | None:
+    def expand(self, node: ast.Expand) -> tuple[Staged, ...] | None:
         """`x..` (a pack spliced) or `x..(n)` (repeated n times; a bool n includes it or not)."""
         if node.count is None:
             v = self.ev(node.value)
@@ -319,7 +320,7 @@ class Stager(AccessStager):
             raise self.error("a range in a list needs a begin and an end")
         return tuple(range(start, stop, step or 1))
 
-    def _subscript(self, node: ast.Subscript) -> Any:
+    def _subscript(self, node: ast.Subscript) -> Staged:
         base = self.ev(node.value)
         if base is None:
             return None
@@ -336,7 +337,7 @@ class Stager(AccessStager):
             return None
         return self.subscript(base, index)
 
-    def subscript(self, base: Any, index: Any) -> Any:
+    def subscript(self, base: Staged, index: Staged) -> Staged:
         if not isinstance(base, tuple):
             raise self.error("only packs can be indexed in @lower (access tensors as 'x[i, j]')")
         n = len(base)
@@ -357,7 +358,7 @@ class Stager(AccessStager):
         self.reason(f"a pack index is out of range for length {n}")
         return self.lift(lambda i: pack_gather(arr, i), index)
 
-    def _pack_array(self, base: tuple[Any, ...]) -> np.ndarray:
+    def _pack_array(self, base: tuple[Staged, ...]) -> np.ndarray:
         hit = self.shared.pack_arrays.get(id(base))
         if hit is not None and hit[0] is base:
             return hit[1]
@@ -366,7 +367,7 @@ class Stager(AccessStager):
         self.shared.pack_arrays[id(base)] = (base, arr)
         return arr
 
-    def _substitute(self, node: ast.Substitute) -> Any:
+    def _substitute(self, node: ast.Substitute) -> Staged:
         base = self.ev(node.value)
         index = self.ev(node.index)
         repl = self.ev(node.replacement)
@@ -390,7 +391,7 @@ class Stager(AccessStager):
             items[p] = v
         return tuple(items)
 
-    def _bounded(self, node: ast.Bounded) -> Any:
+    def _bounded(self, node: ast.Bounded) -> Staged:
         v = self.ev(node.value)
         lo = self.ev(node.low) if node.low is not None else None
         hi = self.ev(node.high) if node.high is not None else None
@@ -404,16 +405,16 @@ class Stager(AccessStager):
             if any(len(p) != n for p in packs):
                 raise self.error("pack lengths differ in a bounded index")
 
-            def item(x: Any, i: int) -> Any:
+            def item(x: Staged, i: int) -> Staged:
                 return x[i] if isinstance(x, tuple) else x
 
             return tuple(BIdx(item(v, i), item(lo, i), item(hi, i)) for i in range(n))
         return BIdx(v, lo, hi)
 
-    def _property(self, node: ast.Property) -> Any:
+    def _property(self, node: ast.Property) -> Staged:
         raise self.error(f"'.{node.name}' of a runtime value is not defined")
 
-    def _misplaced(self, node: ast.Expr) -> Any:
+    def _misplaced(self, node: ast.Expr) -> Staged:
         raise self.error(f"{type(node).__name__} can only appear inside a list or an index")
 
 _DISPATCH: dict[type, Callable[[Stager, Any], Any]] = {

@@ -19,14 +19,18 @@ from skriptnd.lower.values import (
     Aff,
     Arr,
     BIdx,
+    Concrete,
     Counter,
     Dyn,
     LoweringError,
+    Runtime,
     Space,
+    Staged,
     TRef,
     TStack,
 )
 from skriptnd.semantics.evaluate import EvalError, Unbound, evaluate, free_names
+from skriptnd.source import Span
 from skriptnd.syntax import ast
 
 _SCALAR = (int, float, bool, str)
@@ -37,11 +41,11 @@ class PackedDim:
 
     __slots__ = ("items",)
 
-    def __init__(self, items: tuple[Any, ...]) -> None:
+    def __init__(self, items: tuple[Staged, ...]) -> None:
         self.items = items
 
 
-def is_item(v: Any) -> bool:
+def is_item(v: Staged) -> bool:
     """A runtime-capable single value (not a pack, bounded index or tensor)."""
     return isinstance(v, (*_SCALAR, Aff, Arr, Dyn)) or v is None
 
@@ -62,7 +66,7 @@ class Shared:
 class StagerCore:
     """The state of one formula instance staged over `space`, and the helpers every evaluation uses."""
 
-    def __init__(self, shared: Shared, space: Space, scope: dict[str, Any], span: Any, *,
+    def __init__(self, shared: Shared, space: Space, scope: dict[str, Any], span: Span, *,
                  varying_tensors: frozenset[str] = frozenset(), pad_node: ast.Node | None = None,
                  pad_op: str = "+=") -> None:
         self.shared = shared
@@ -94,7 +98,7 @@ class StagerCore:
             self._static[key] = hit
         return hit
 
-    def static_value(self, node: ast.Expr) -> Any:
+    def static_value(self, node: ast.Expr) -> Staged:
         cache = self.shared.static_cache
         hit = cache.get(id(node))
         if hit is not None and hit[0] is node:
@@ -110,7 +114,7 @@ class StagerCore:
         cache[id(node)] = (node, value)
         return value
 
-    def lift(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def lift(self, fn: Callable[..., Concrete], *args: Staged) -> Staged:
         """fn on concrete items now, or a Dyn computing it on each run."""
         for a in args:
             if not is_item(a):
@@ -129,7 +133,7 @@ class StagerCore:
         if len(conc) == 1:
             (x,) = conc
 
-            def run1(rt: Any) -> Any:
+            def run1(rt: Runtime) -> Concrete:
                 return fn(x.get(rt))
 
             return Dyn(run1, varying)
@@ -137,18 +141,18 @@ class StagerCore:
             x, y = conc
             xd, yd = isinstance(x, Dyn), isinstance(y, Dyn)
 
-            def run2(rt: Any) -> Any:
+            def run2(rt: Runtime) -> Concrete:
                 return fn(x.get(rt) if xd else x, y.get(rt) if yd else y)
 
             return Dyn(run2, varying)
 
-        def run(rt: Any) -> Any:
+        def run(rt: Runtime) -> Concrete:
             return fn(*[a.get(rt) if isinstance(a, Dyn) else a for a in conc])
 
         return Dyn(run, varying)
 
     @staticmethod
-    def _misuse(v: Any) -> str:
+    def _misuse(v: Staged) -> str:
         if isinstance(v, BIdx):
             return "a bounded index '|...|' can only be used directly as a tensor index"
         if isinstance(v, tuple):
@@ -161,12 +165,12 @@ class StagerCore:
 
     # ------------------------------------------------------------ provided by the evaluation (stage.py)
 
-    def ev(self, node: ast.Expr) -> Any:
+    def ev(self, node: ast.Expr) -> Staged:
         """The staged value of ``node`` (:meth:`skriptnd.lower.stage.Stager.ev`)."""
         raise NotImplementedError
 
-    def expand(self, node: ast.Expand) -> tuple[Any, ...] | None:
+    def expand(self, node: ast.Expand) -> tuple[Staged, ...] | None:
         raise NotImplementedError
 
-    def subscript(self, base: Any, index: Any) -> Any:
+    def subscript(self, base: Staged, index: Staged) -> Staged:
         raise NotImplementedError

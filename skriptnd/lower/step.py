@@ -21,16 +21,21 @@ from skriptnd.lower import ops
 from skriptnd.lower.values import Aff as _Aff
 from skriptnd.lower.values import Arr as _Arr
 from skriptnd.lower.values import (
+    Concrete,
     Dyn,
     LoweringError,
     Runtime,
     Space,
+    Staged,
     TRef,
 )
 from skriptnd.source import NO_SPAN
 from skriptnd.syntax import ast
 
 _ASSIGN = ("=", ":=")
+
+#: where a contribution is written: None everywhere, False nowhere, else a bool array over the space
+Cover = np.ndarray | bool | None
 
 
 @dataclass(eq=False)
@@ -60,7 +65,7 @@ class Window:
 class Step:
     """One formula instance over one index space."""
 
-    def __init__(self, formula: ast.Lowering, space: Space, writes: list[Write], cond: Any,
+    def __init__(self, formula: ast.Lowering, space: Space, writes: list[Write], cond: Staged,
                  reasons: list[str], seq_axes: tuple[int, ...] = ()) -> None:
         self.formula = formula
         self.op = formula.op
@@ -143,7 +148,7 @@ class Step:
 
     # -- contributions
 
-    def _contribution(self, value: Any, cond: Any) -> tuple[Any, Any]:
+    def _contribution(self, value: Staged, cond: Staged) -> tuple[Concrete, Cover]:
         """(data, mask): mask None (everywhere), False (nowhere) or a bool array; raises on errors."""
         if value is None:
             raise self.error("the right-hand side is null (an optional value was not resolved with '??')")
@@ -176,7 +181,7 @@ class Step:
 
     # -- structured writes
 
-    def _write_struct(self, out: np.ndarray, w: Write, data: Any, mask: Any, rt: Runtime) -> bool:
+    def _write_struct(self, out: np.ndarray, w: Write, data: Concrete, mask: Cover, rt: Runtime) -> bool:
         core, laxes = w.struct[0], w.struct[1]
         view = core(out, rt)
         nd = self.space.ndim
@@ -250,7 +255,7 @@ class Step:
             res = res * scale
         return res.reshape([self.space.lengths[a] if a in present else 1 for a in axes])
 
-    def _reduced(self, data: Any, mask: Any, axes: list[int], out: np.ndarray) -> np.ndarray:
+    def _reduced(self, data: Concrete, mask: Cover, axes: list[int], out: np.ndarray) -> np.ndarray:
         """The contribution reduced with the accumulation over the axes not in `axes`, with
         dimensions `axes`."""
         nd = self.space.ndim
@@ -303,7 +308,7 @@ class Step:
 
     # -- scatters
 
-    def _indices(self, w: Write, rt: Runtime, mask: Any) -> tuple[list[Any], Any]:
+    def _indices(self, w: Write, rt: Runtime, mask: Cover) -> tuple[list[Concrete], Cover]:
         idx, valid = [], mask
         err = None
         for it in w.fixed:
@@ -319,7 +324,7 @@ class Step:
                              f"{w.tref.name}' (guard it with '|...|' to skip such points)")
         return idx, valid
 
-    def _write_scatter(self, out: np.ndarray, w: Write, data: Any, mask: Any, rt: Runtime) -> None:
+    def _write_scatter(self, out: np.ndarray, w: Write, data: Concrete, mask: Cover, rt: Runtime) -> None:
         idx, mask = self._indices(w, rt, mask)
         shape = self.space.shape
         flat = [np.broadcast_to(x, shape).reshape(-1) if isinstance(x, np.ndarray) else x for x in idx]
@@ -339,7 +344,7 @@ class Step:
         else:
             ops.ACCUMULATORS[self.op].at(out, tuple(flat), vals)
 
-    def _write_counted(self, out: np.ndarray, w: Write, data: Any, mask: Any, rt: Runtime) -> None:
+    def _write_counted(self, out: np.ndarray, w: Write, data: Concrete, mask: Cover, rt: Runtime) -> None:
         idx, mask = self._indices(w, rt, mask)
         shape = self.space.shape
         sel = np.ones(shape, dtype=bool) if mask is None else np.broadcast_to(mask, shape)
@@ -386,7 +391,7 @@ def _kind(arr: np.ndarray) -> str:
     return "bool" if k == "b" else "int" if k in "iu" else "real"
 
 
-def _get(v: Any, rt: Runtime) -> Any:
+def _get(v: Staged, rt: Runtime) -> Staged:
     if isinstance(v, Dyn):
         return v.get(rt)
     if isinstance(v, _Aff):
