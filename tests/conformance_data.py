@@ -47,7 +47,7 @@ def nnapi_vectors() -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def nnapi_results(nnapi_vectors: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from skriptnd.targets.conformance import run_vector
+    from skriptnd.targets.conformance.nnapi_run import run_vector
 
     work = tmp_path_factory.mktemp("nnapi")
     return {name: run_vector(model, work) for name, model in nnapi_vectors.items()}
@@ -63,7 +63,7 @@ def mli_cases() -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def mli_results(mli_cases: dict[str, dict], tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from skriptnd.targets.mli_run import run_case
+    from skriptnd.targets.conformance.mli_run import run_case
 
     work = tmp_path_factory.mktemp("mli")
     return {name: run_case(case, name, work) for name, case in mli_cases.items()}

@@ -18,10 +18,10 @@ import pytest
 from conformance_data import ROOT, mli_cases, mli_results, require  # noqa: F401  (session fixtures)
 
 from skriptnd.diagnostics import DiagnosticError
-from skriptnd.targets import mli_run
+from skriptnd.targets.conformance import mli_run
+from skriptnd.targets.conformance.mli_run import CaseResult, run_case
+from skriptnd.targets.conformance.vectors import read_vector
 from skriptnd.targets.mli import to_sknd
-from skriptnd.targets.mli_run import CaseResult, run_case
-from skriptnd.targets.vectors import read_vector
 
 NOT_PASSING = {line.split()[0] for line in (ROOT / "tests" / "data" / "mli_expected_failures.txt").read_text()
                .splitlines() if line.strip() and not line.startswith("#")}
@@ -89,8 +89,8 @@ def test_a_float_result_is_not_accepted(cases: dict[str, dict], monkeypatch: pyt
     def fake_run(graph, inputs):
         return {graph.outputs[0].name: ref * np.float32(1.0 + 1e-4)}, "float"
 
-    import skriptnd.targets.conformance as conformance
-    monkeypatch.setattr(conformance, "run_graph", fake_run)
+    from skriptnd.targets.conformance import runner
+    monkeypatch.setattr(runner, "run_graph", fake_run)
     r = run_case(case, name)
     assert not r.ok and "grid" in r.detail
 

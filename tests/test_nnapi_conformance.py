@@ -19,9 +19,9 @@ import pytest
 from conformance_data import ROOT, nnapi_results, nnapi_vectors, require  # noqa: F401  (session fixtures)
 
 from skriptnd.diagnostics import DiagnosticError
-from skriptnd.targets.conformance import VectorResult, run_vector
+from skriptnd.targets.conformance.nnapi_run import VectorResult, run_vector
+from skriptnd.targets.conformance.vectors import read_vector
 from skriptnd.targets.nnapi import to_sknd
-from skriptnd.targets.vectors import read_vector
 
 EXPECTED_FAILURES = {line.split()[0]: line.split(None, 1)[1] for line in
                      (ROOT / "tests" / "data" / "nnapi_expected_failures.txt").read_text().splitlines()

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skriptnd.targets.conformance import run_vector
+from skriptnd.targets.conformance.nnapi_run import run_vector
 
 ACT = {0: lambda v: v, 1: lambda v: np.maximum(v, 0), 2: lambda v: np.clip(v, -1, 1), 3: lambda v: np.clip(v, 0, 6)}
 

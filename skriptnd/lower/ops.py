@@ -10,25 +10,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from skriptnd.lower.values import INT, REAL, Aff, Arr, LoweringError, kind_of
+from skriptnd.lower.values import (
+    INT,
+    REAL,
+    Aff,
+    Arr,
+    Concrete,
+    Data,
+    LoweringError,
+    Mask,
+    Scalar,
+    Staged,
+    kind_of,
+)
 
 
-def conc(v: Any) -> Any:
+def conc(v: Staged) -> Staged:
     """A concrete operand: an `Aff` becomes its array."""
     return Arr(v.arr()) if isinstance(v, Aff) else v
 
 
-def _parts(v: Any) -> tuple[Any, Any, Any]:
+def _parts(v: Concrete) -> tuple[Concrete, Mask, Mask]:
     if isinstance(v, Arr):
         return v.data, v.valid, v.err
     return v, None, None
 
 
-def mask_and(a: Any, b: Any) -> Any:
+def mask_and(a: Mask, b: Mask) -> Mask:
     if a is None:
         return b
     if b is None:
@@ -36,7 +47,7 @@ def mask_and(a: Any, b: Any) -> Any:
     return np.logical_and(a, b)
 
 
-def mask_or(a: Any, b: Any) -> Any:
+def mask_or(a: Mask, b: Mask) -> Mask:
     if a is None:
         return b
     if b is None:
@@ -44,7 +55,7 @@ def mask_or(a: Any, b: Any) -> Any:
     return np.logical_or(a, b)
 
 
-def _result(data: Any, valid: Any, err: Any, arrays: bool) -> Any:
+def _result(data: Concrete, valid: Mask, err: Mask, arrays: bool) -> Concrete:
     if not arrays:
         if isinstance(data, np.ndarray | np.generic):
             return data.item()
@@ -53,7 +64,7 @@ def _result(data: Any, valid: Any, err: Any, arrays: bool) -> Any:
     return Arr(data, valid, err)
 
 
-def _py_zero_check(b: Any, what: str) -> None:
+def _py_zero_check(b: Data, what: str) -> None:
     if not isinstance(b, np.ndarray) and b == 0:
         raise LoweringError(what)
 
@@ -61,7 +72,7 @@ def _py_zero_check(b: Any, what: str) -> None:
 # ---------------------------------------------------------------- binary operators
 
 
-def _div(a: Any, b: Any) -> tuple[Any, Any]:
+def _div(a: Data, b: Data) -> tuple[Data, Mask]:
     if kind_of(a) == "int":
         zero = np.equal(b, 0)
         if np.any(zero):
@@ -71,7 +82,7 @@ def _div(a: Any, b: Any) -> tuple[Any, Any]:
         return np.true_divide(a, b), None
 
 
-def _ceil_div(a: Any, b: Any) -> tuple[Any, Any]:
+def _ceil_div(a: Data, b: Data) -> tuple[Data, Mask]:
     if kind_of(a) == "int":
         zero = np.equal(b, 0)
         if np.any(zero):
@@ -81,7 +92,7 @@ def _ceil_div(a: Any, b: Any) -> tuple[Any, Any]:
         return np.ceil(np.true_divide(a, b)), None
 
 
-def _mod(a: Any, b: Any) -> tuple[Any, Any]:
+def _mod(a: Data, b: Data) -> tuple[Data, Mask]:
     zero = np.equal(b, 0)
     if kind_of(a) == "int" and np.any(zero):
         return np.mod(a, np.where(zero, 1, b)), zero
@@ -89,7 +100,7 @@ def _mod(a: Any, b: Any) -> tuple[Any, Any]:
         return np.mod(a, b), (zero if np.any(zero) else None)
 
 
-def _pow(a: Any, b: Any) -> tuple[Any, Any]:
+def _pow(a: Data, b: Data) -> tuple[Data, Mask]:
     if kind_of(a) == "int":
         neg = np.less(b, 0)
         if np.any(neg):
@@ -99,15 +110,15 @@ def _pow(a: Any, b: Any) -> tuple[Any, Any]:
         return np.power(a, b), None
 
 
-def _plain(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], tuple[Any, Any]]:
-    def apply(a: Any, b: Any) -> tuple[Any, Any]:
+def _plain(fn: Callable[[Data, Data], Data]) -> Callable[[Data, Data], tuple[Data, Mask]]:
+    def apply(a: Data, b: Data) -> tuple[Data, Mask]:
         with np.errstate(over="ignore", invalid="ignore"):
             return fn(a, b), None
 
     return apply
 
 
-_BINARY: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = {
+_BINARY: dict[str, Callable[[Data, Data], tuple[Data, Mask]]] = {
     "+": _plain(np.add),
     "-": _plain(np.subtract),
     "*": _plain(np.multiply),
@@ -133,7 +144,7 @@ _BINARY: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = {
 BINARY_OPS = frozenset(_BINARY)
 
 
-def binary(op: str, a: Any, b: Any) -> Any:
+def binary(op: str, a: Concrete, b: Concrete) -> Concrete:
     a, b = conc(a), conc(b)
     arrays = isinstance(a, Arr) or isinstance(b, Arr)
     da, va, ea = _parts(a)
@@ -154,7 +165,7 @@ def binary(op: str, a: Any, b: Any) -> Any:
 # ---------------------------------------------------------------- unary operators and built-ins
 
 
-def unary(op: str, a: Any) -> Any:
+def unary(op: str, a: Concrete) -> Concrete:
     a = conc(a)
     d, v, e = _parts(a)
     if op == "-":
@@ -168,7 +179,7 @@ def unary(op: str, a: Any) -> Any:
     return _result(data, v, e, isinstance(a, Arr))
 
 
-def _round(x: Any) -> Any:
+def _round(x: Data) -> Data:
     """Round half away from zero, exactly (x - floor(x) is exact in binary floating point)."""
     ax = np.abs(x)
     f = np.floor(ax)
@@ -178,7 +189,7 @@ def _round(x: Any) -> Any:
 _ERF_SERIES = [2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(12)]
 
 
-def erf(x: Any) -> Any:
+def erf(x: Data) -> Data:
     """The error function, vectorised (no scipy): a Taylor series near zero, the Chebyshev
     fit of erfc (fractional error < 1.2e-7) elsewhere; computed in float64."""
     x64 = np.asarray(x, dtype=np.float64)
@@ -199,11 +210,11 @@ def erf(x: Any) -> Any:
     return out.astype(np.asarray(x).dtype) if isinstance(x, np.ndarray) else out
 
 
-def _frac(x: Any) -> Any:
+def _frac(x: Data) -> Data:
     return x - np.floor(x)
 
 
-_REAL_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+_REAL_FUNCTIONS: dict[str, Callable[[Data], Data]] = {
     "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tan": np.tan,
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
     "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
@@ -214,7 +225,7 @@ _REAL_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
 BUILTINS = frozenset(_REAL_FUNCTIONS)
 
 
-def builtin(name: str, a: Any) -> Any:
+def builtin(name: str, a: Concrete) -> Concrete:
     a = conc(a)
     d, v, e = _parts(a)
     fn = _REAL_FUNCTIONS[name]
@@ -230,7 +241,7 @@ def builtin(name: str, a: Any) -> Any:
     return Arr(np.asarray(data), v, e)
 
 
-def cast(kind: str, a: Any) -> Any:
+def cast(kind: str, a: Concrete) -> Concrete:
     """`int(x)`, `real(x)`, `bool(x)` (§2.4: int truncates toward zero; inf/nan cannot be cast)."""
     a = conc(a)
     d, v, e = _parts(a)
@@ -264,7 +275,7 @@ def cast(kind: str, a: Any) -> Any:
     return Arr(data, v, mask_or(e, err))
 
 
-def select(c: Any, a: Any, b: Any) -> Any:
+def select(c: Concrete, a: Concrete, b: Concrete) -> Concrete:
     """Element-wise `c ? a : b` (both branches computed; masks follow the chosen branch)."""
     c, a, b = conc(c), conc(a), conc(b)
     dc, vc, ec = _parts(c)
@@ -296,7 +307,7 @@ ACCUMULATORS: dict[str, np.ufunc] = {
 }
 
 
-def identity(op: str, kind: str) -> Any:
+def identity(op: str, kind: str) -> Scalar:
     """The null element of an accumulation (`<?=`/`>?=`: the dtype's extreme values, ±inf for reals)."""
     if op == "+=":
         return False if kind == "bool" else 0

@@ -20,15 +20,15 @@ Each step evaluates the staged right-hand side over the index space and assigns 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from skriptnd.lower import ops
-from skriptnd.lower.stage import PackedDim, Shared, Stager, _view_builder
+from skriptnd.lower.access import view_builder
+from skriptnd.lower.stage import PackedDim, Shared, Stager
+from skriptnd.lower.step import Step, Window, Write
 from skriptnd.lower.values import Aff as _Aff
 from skriptnd.lower.values import Arr as _Arr
 from skriptnd.lower.values import (
@@ -39,6 +39,7 @@ from skriptnd.lower.values import (
     RangeIdx,
     Runtime,
     Space,
+    Staged,
     TRef,
     TStack,
     np_dtype,
@@ -47,373 +48,10 @@ from skriptnd.lower.values import (
 from skriptnd.semantics.binding import Binding
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.values import TensorValue
-from skriptnd.source import NO_SPAN
 from skriptnd.syntax import ast
 
 #: Index spaces larger than this are evaluated in chunks along one axis (elements).
 CHUNK_ELEMENTS = 1 << 24
-_ASSIGN = ("=", ":=")
-
-
-@dataclass(eq=False)
-class _Write:
-    """One tensor written by a formula (a packed assignment writes several)."""
-
-    tref: TRef
-    items: list[Any]
-    value: Any
-    struct: tuple[Any, tuple[int, ...], list] | None = None  # (view builder, axes, plan) of a structured lhs
-    fixed: list[Any] | None = None  # clipped/masked indices for scattering
-    counter_dim: int | None = None
-    einsum_path: Any = None
-    window: _Window | None = None  # a left-hand side with bounded `|s * i + d * j - o|` indices
-
-
-@dataclass(eq=False)
-class _Window:
-    """A left-hand side whose bounded indices address sliding windows (deconv-like): the view of
-    the output keeps those dimensions whole (`raw`), and the contribution is added tap by tap."""
-
-    core: Any
-    dims: list[tuple[Any, ...]]  # per view dimension: ("axis", a) or ("raw", ai, ci, aj | None, cj, base, extent)
-    order: list[int]  # the axes of the contribution's dimensions, view dimension by view dimension
-
-
-class _Step:
-    """One formula instance over one index space."""
-
-    def __init__(self, formula: ast.Lowering, space: Space, writes: list[_Write], cond: Any,
-                 reasons: list[str], seq_axes: tuple[int, ...] = ()) -> None:
-        self.formula = formula
-        self.op = formula.op
-        self.space = space
-        self.writes = writes
-        self.cond = cond
-        self.reasons = reasons
-        self.seq_axes = seq_axes
-        self.space_lengths: tuple[int, ...] = space.lengths  # the full extents (seq axes are 1 in space)
-        self.einsum = [self._einsum_ok(w) for w in writes]
-
-    def _einsum_ok(self, w: _Write) -> bool:
-        v = w.value
-        return (self.op == "+=" and self.cond is True and (w.struct is not None or w.window is not None)
-                and not self.seq_axes and isinstance(v, Dyn) and v.factors is not None and not v.varying
-                and (w.struct is None or all(p[0] != "param" for p in w.struct[2])))
-
-    @property
-    def span(self) -> Any:
-        return self.formula.span
-
-    def error(self, message: str) -> LoweringError:
-        return LoweringError(message, self.span)
-
-    def run(self, rt: Runtime) -> None:
-        try:
-            self._run(rt)
-        except LoweringError as err:
-            if err.span is NO_SPAN:
-                raise LoweringError(err.message, self.span) from None
-            raise
-        except (IndexError, ValueError, TypeError, FloatingPointError, MemoryError) as err:
-            raise LoweringError(f"{type(err).__name__}: {err}", self.span) from err
-
-    def _run(self, rt: Runtime) -> None:
-        rt.cache.clear()
-        if not self.seq_axes:
-            self._once(rt)
-            return
-        rt.seq = True
-        try:
-            ranges = [range(self.space_lengths[a]) for a in self.seq_axes]
-            for point in itertools.product(*ranges):
-                rt.params.update(zip(self.seq_axes, point, strict=True))
-                rt.iter_cache.clear()
-                self._once(rt)
-        finally:
-            rt.seq = False
-            rt.iter_cache.clear()
-            rt.params.clear()
-
-    def _once(self, rt: Runtime) -> None:
-        self._offsets: dict[Any, int] = {}
-        cond = _get(self.cond, rt)
-        values = []
-        for w, fast in zip(self.writes, self.einsum, strict=True):
-            values.append(None if fast else _get(w.value, rt))
-        for w, fast, value in zip(self.writes, self.einsum, values, strict=True):
-            out = w.tref.array(rt)
-            if fast and w.window is not None:
-                self._write_windowed(out, w, self._einsum(w, list(w.window.order), rt))
-                continue
-            if fast:
-                self._write_einsum(out, w, rt)
-                continue
-            data, mask = self._contribution(value, cond)
-            if mask is False:
-                continue
-            if w.window is not None:
-                self._write_windowed(out, w, self._reduced(data, mask, w.window.order, out))
-            elif w.counter_dim is not None:
-                self._write_counted(out, w, data, mask, rt)
-            elif w.struct is not None and self._write_struct(out, w, data, mask, rt):
-                pass
-            else:
-                self._write_scatter(out, w, data, mask, rt)
-        for key, end in self._offsets.items():
-            rt.offsets[key] = end
-            rt.counts[key] = max(rt.counts.get(key, 0), end)
-
-    # -- contributions
-
-    def _contribution(self, value: Any, cond: Any) -> tuple[Any, Any]:
-        """(data, mask): mask None (everywhere), False (nowhere) or a bool array; raises on errors."""
-        if value is None:
-            raise self.error("the right-hand side is null (an optional value was not resolved with '??')")
-        valid = err = None
-        data = value
-        if isinstance(value, _Arr):
-            data, valid, err = value.data, value.valid, value.err
-        if cond is None or cond is False:
-            return data, False
-        if isinstance(cond, _Arr):
-            valid = ops.mask_and(valid, ops.mask_and(cond.data, cond.valid))
-            if cond.err is not None and np.any(ops.mask_and(cond.err, cond.valid)):
-                raise self.error(self._error_text())
-        elif cond is not True:
-            valid = ops.mask_and(valid, bool(cond))
-        if err is not None and np.any(ops.mask_and(err, valid)):
-            raise self.error(self._error_text())
-        if valid is not None and not isinstance(valid, np.ndarray):
-            valid = bool(valid) or False
-            if valid is True:
-                valid = None
-        return data, valid
-
-    def _error_text(self) -> str:
-        if len(self.reasons) == 1:
-            return self.reasons[0]
-        if self.reasons:
-            return "an entry is out of range or invalid; possible causes: " + "; ".join(self.reasons)
-        return "invalid arithmetic (division by zero, a negative int exponent or a cast of inf/nan to int)"
-
-    # -- structured writes
-
-    def _write_struct(self, out: np.ndarray, w: _Write, data: Any, mask: Any, rt: Runtime) -> bool:
-        core, laxes = w.struct[0], w.struct[1]
-        view = core(out, rt)
-        nd = self.space.ndim
-        red = tuple(a for a in range(nd) if a not in laxes)
-        perm = _argsort(laxes)
-        kind = out.dtype
-        if self.op in _ASSIGN:
-            arr_data = isinstance(data, np.ndarray)
-            for x in (data if arr_data else None, mask):
-                if isinstance(x, np.ndarray) and any(x.shape[a] != 1 for a in red):
-                    return False  # several points write one element: the last wins (scatter)
-            if not arr_data and mask is None:
-                view[...] = data
-                return True
-            d = _to_view(np.asarray(data), red, perm) if arr_data else data
-            if mask is None:
-                view[...] = d
-            else:
-                m = _to_view(np.asarray(mask), red, perm)
-                np.copyto(view, np.broadcast_to(np.asarray(d, dtype=kind), view.shape) if arr_data else d,
-                          where=np.broadcast_to(m, view.shape), casting="unsafe")
-            return True
-        ufunc = ops.ACCUMULATORS[self.op]
-        ident = ops.identity(self.op, _kind(out))
-        d = np.asarray(data)
-        if d.ndim != nd:
-            d = d.reshape((1,) * nd)
-        if mask is not None:
-            d = np.where(mask, d, ident)
-        if red:
-            idempotent = self.op in ("&=", "|=", "<?=", ">?=")
-            axes = tuple(a for a in red if d.shape[a] != 1 or not idempotent)
-            if axes:
-                target = tuple(self.space.lengths[a] if a in axes else d.shape[a] for a in range(nd))
-                d = np.broadcast_to(d, target)
-                d = ufunc.reduce(d, axis=axes, keepdims=True)
-            d = d.reshape([d.shape[a] for a in range(nd) if a not in red])
-        if perm != list(range(len(perm))):
-            d = np.transpose(d, perm)
-        d = d.astype(kind, copy=False)
-        ufunc(view, d, out=view)
-        return True
-
-    def _write_einsum(self, out: np.ndarray, w: _Write, rt: Runtime) -> None:
-        core, laxes = w.struct[0], w.struct[1]
-        view = core(out, rt)
-        view += self._einsum(w, list(laxes), rt).astype(out.dtype, copy=False)
-
-    # -- windowed left-hand sides (deconv-like)
-
-    def _einsum(self, w: _Write, axes: list[int], rt: Runtime) -> np.ndarray:
-        """The product-sum of w's factors over the space, with dimensions `axes` (extent 1 where
-        no factor varies)."""
-        v: Dyn = w.value
-        operands: list[Any] = []
-        present: set[int] = set()
-        for f in v.factors:
-            operands.append(f.get(rt))
-            operands.append(list(f.axes))
-            present.update(f.axes)
-        out_axes = [a for a in axes if a in present]
-        operands.append(out_axes)
-        if w.einsum_path is None:
-            w.einsum_path = np.einsum_path(*operands, optimize="greedy")[0]
-        res = np.einsum(*operands, optimize=w.einsum_path)
-        scale = v.scale
-        for a in range(self.space.ndim):
-            if a not in present and a not in axes:
-                scale = scale * self.space.lengths[a]
-        if scale != 1:
-            res = res * scale
-        return res.reshape([self.space.lengths[a] if a in present else 1 for a in axes])
-
-    def _reduced(self, data: Any, mask: Any, axes: list[int], out: np.ndarray) -> np.ndarray:
-        """The contribution reduced with the accumulation over the axes not in `axes`, with
-        dimensions `axes`."""
-        nd = self.space.ndim
-        ufunc = ops.ACCUMULATORS[self.op]
-        ident = ops.identity(self.op, _kind(out))
-        d = np.asarray(data)
-        if d.ndim != nd:
-            d = d.reshape((1,) * nd)
-        if mask is not None:
-            d = np.where(mask, d, ident)
-        red = tuple(a for a in range(nd) if a not in axes)
-        if red:
-            target = tuple(self.space.lengths[a] if a in red else d.shape[a] for a in range(nd))
-            d = ufunc.reduce(np.broadcast_to(d, target), axis=red, keepdims=True)
-            d = d.reshape([d.shape[a] for a in range(nd) if a not in red])
-        return np.transpose(d, _argsort(axes))
-
-    def _write_windowed(self, out: np.ndarray, w: _Write, res: np.ndarray) -> None:
-        """Accumulate `res` (dimensions `w.window.order`) into the output, one window tap at a time."""
-        win = w.window
-        view = win.core(out, None)
-        ufunc = ops.ACCUMULATORS[self.op]
-        lengths = self.space.lengths
-        taps = [range(lengths[d[3]]) if d[0] == "raw" and d[3] is not None else range(1) for d in win.dims]
-        res = res.astype(out.dtype, copy=False)
-        for tap in itertools.product(*taps):
-            out_index: list[Any] = []
-            res_index: list[Any] = []
-            empty = False
-            for d, t in zip(win.dims, tap, strict=True):
-                if d[0] == "axis":
-                    out_index.append(slice(None))
-                    res_index.append(slice(None))
-                    continue
-                _, ai, ci, aj, cj, base, extent = d
-                p0 = base + (cj * t if aj is not None else 0)
-                ilo = max(0, -(p0 // ci))
-                ihi = min(lengths[ai] - 1, (extent - 1 - p0) // ci)
-                if ilo > ihi:
-                    empty = True
-                    break
-                out_index.append(slice(p0 + ci * ilo, p0 + ci * ihi + 1, ci))
-                res_index.append(slice(ilo, ihi + 1) if res.shape[len(res_index)] != 1 else slice(None))
-                if aj is not None:
-                    res_index.append(t if res.shape[len(res_index)] != 1 else 0)
-            if empty:
-                continue
-            sub = view[tuple(out_index)]
-            ufunc(sub, res[tuple(res_index)], out=sub)
-
-    # -- scatters
-
-    def _indices(self, w: _Write, rt: Runtime, mask: Any) -> tuple[list[Any], Any]:
-        idx, valid = [], mask
-        err = None
-        for it in w.fixed:
-            x = _get(it, rt)
-            if isinstance(x, _Arr):
-                valid = ops.mask_and(valid, x.valid)
-                err = ops.mask_or(err, x.err)
-                idx.append(x.data)
-            else:
-                idx.append(x)
-        if err is not None and np.any(ops.mask_and(err, valid)):
-            raise self.error("an index of the left-hand side is out of range for '"
-                             f"{w.tref.name}' (guard it with '|...|' to skip such points)")
-        return idx, valid
-
-    def _write_scatter(self, out: np.ndarray, w: _Write, data: Any, mask: Any, rt: Runtime) -> None:
-        idx, mask = self._indices(w, rt, mask)
-        shape = self.space.shape
-        flat = [np.broadcast_to(x, shape).reshape(-1) if isinstance(x, np.ndarray) else x for x in idx]
-        vals = np.broadcast_to(np.asarray(data), shape).reshape(-1)
-        if mask is not None:
-            sel = np.broadcast_to(mask, shape).reshape(-1)
-            flat = [x[sel] if isinstance(x, np.ndarray) else x for x in flat]
-            vals = vals[sel]
-        n = vals.shape[0]
-        flat = [x if isinstance(x, np.ndarray) else np.full(n, x, dtype=np.int64) for x in flat]
-        vals = vals.astype(out.dtype, copy=False)
-        if self.op in _ASSIGN:
-            out[tuple(flat)] = vals
-        elif self.op == "+=" and out.dtype.kind == "f" and out.flags.c_contiguous:
-            linear = np.ravel_multi_index(tuple(flat), out.shape) if out.ndim else np.zeros(n, dtype=np.int64)
-            out.reshape(-1)[...] += np.bincount(linear, weights=vals, minlength=out.size).astype(out.dtype)
-        else:
-            ops.ACCUMULATORS[self.op].at(out, tuple(flat), vals)
-
-    def _write_counted(self, out: np.ndarray, w: _Write, data: Any, mask: Any, rt: Runtime) -> None:
-        idx, mask = self._indices(w, rt, mask)
-        shape = self.space.shape
-        sel = np.ones(shape, dtype=bool) if mask is None else np.broadcast_to(mask, shape)
-        sel = sel.reshape(-1)
-        count = int(np.count_nonzero(sel))
-        key = (w.tref.name, w.tref.item, w.counter_dim)
-        offset = rt.offsets.get(key, 0)
-        if offset + count > out.shape[w.counter_dim]:
-            raise self.error(f"{offset + count} points satisfy the condition, more than the upper bound "
-                             f"{out.shape[w.counter_dim]} of the output extent")
-        flat = []
-        for d, x in enumerate(idx):
-            if d == w.counter_dim:
-                flat.append(np.arange(offset, offset + count, dtype=np.int64))
-            elif isinstance(x, np.ndarray):
-                flat.append(np.broadcast_to(x, shape).reshape(-1)[sel])
-            else:
-                flat.append(np.full(count, x, dtype=np.int64))
-        vals = np.broadcast_to(np.asarray(data), shape).reshape(-1)[sel].astype(out.dtype, copy=False)
-        if self.op in _ASSIGN:
-            out[tuple(flat)] = vals
-        else:
-            ops.ACCUMULATORS[self.op].at(out, tuple(flat), vals)
-        self._offsets[key] = offset + count
-
-
-def _argsort(seq: Sequence[int]) -> list[int]:
-    """The permutation taking dimensions in ascending axis order to the order of seq."""
-    ordered = sorted(seq)
-    return [ordered.index(a) for a in seq]
-
-
-def _to_view(x: np.ndarray, red: tuple[int, ...], perm: list[int]) -> np.ndarray:
-    """An array over the space (extent 1 on `red`) as dimensions of the output view."""
-    if x.ndim == 0:
-        return x
-    if red:
-        x = x.reshape([x.shape[a] for a in range(x.ndim) if a not in red])
-    return x.transpose(perm) if perm != list(range(len(perm))) else x
-
-
-def _kind(arr: np.ndarray) -> str:
-    k = arr.dtype.kind
-    return "bool" if k == "b" else "int" if k in "iu" else "real"
-
-
-def _get(v: Any, rt: Runtime) -> Any:
-    if isinstance(v, Dyn):
-        return v.get(rt)
-    if isinstance(v, _Aff):
-        return _Arr(v.arr())
-    return v
 
 
 # ================================================================ compiling
@@ -463,7 +101,8 @@ class _Compiler:
             raise LoweringError(f"the shape of '{name}' is not known ({list(shape)}); @lower needs concrete shapes")
         return tuple(int(s) for s in shape)
 
-    def _input_ref(self, name: str, value: Any) -> Any:
+    def _input_ref(self, name: str, value: object) -> TRef | tuple[TRef, ...] | None:
+        """The tensor(s) an input is bound to; ``value`` is whatever the binding holds (checked here)."""
         if value is None:
             return None
         if isinstance(value, TensorValue):
@@ -523,7 +162,7 @@ class _Compiler:
     def formulas(self) -> list[ast.Lowering]:
         return [f for b in self.definition.blocks if isinstance(b, ast.LowerBlock) for f in b.items]
 
-    def formula(self, f: ast.Lowering) -> list[_Step]:
+    def formula(self, f: ast.Lowering) -> list[Step]:
         target = _base_name(f.target)
         if target is None:
             raise LoweringError("the left-hand side must be an access of an output tensor", f.span)
@@ -535,12 +174,12 @@ class _Compiler:
             loops.append((f.unroll.index, f.unroll.count))
         loops += [(b.index, b.bound) for b in f.bounds if b.index in pack_syms]
         vector = [b for b in f.bounds if b.index not in pack_syms]
-        steps: list[_Step] = []
+        steps: list[Step] = []
         self._loop(f, loops, vector, {}, steps)
         return steps
 
     def _loop(self, f: ast.Lowering, loops: list[tuple[str, ast.Expr]], vector: list[ast.LoopBound],
-              scope: dict[str, Any], steps: list[_Step]) -> None:
+              scope: dict[str, Any], steps: list[Step]) -> None:
         if loops:
             (name, bound), rest = loops[0], loops[1:]
             n = Stager(self.shared, Space((), ()), scope, f.span).ev(bound)
@@ -570,7 +209,7 @@ class _Compiler:
         steps.extend(self._instance(f, scope, extents, tuple(lengths)))
 
     def _instance(self, f: ast.Lowering, scope: dict[str, Any], extents: list[tuple[str, Any]],
-                  lengths: tuple[int, ...]) -> list[_Step]:
+                  lengths: tuple[int, ...]) -> list[Step]:
         space = Space(lengths, (0,) * len(lengths))
         step = self._stage(f, scope, extents, space, ())
         if step is None:
@@ -597,7 +236,7 @@ class _Compiler:
         return [step]
 
     def _chunks(self, f: ast.Lowering, scope: dict[str, Any], extents: list[tuple[str, Any]], space: Space,
-                step: _Step) -> list[_Step]:
+                step: Step) -> list[Step]:
         """Split the space along one axis: the leading axis of the left-hand side (axis 0 when points
         are counted, to keep their order)."""
         counted = any(w.counter_dim is not None for w in step.writes)
@@ -622,7 +261,7 @@ class _Compiler:
         return steps
 
     def _stage(self, f: ast.Lowering, scope: dict[str, Any], extents: list[tuple[str, Any]], space: Space,
-               seq: tuple[int, ...]) -> _Step | None:
+               seq: tuple[int, ...]) -> Step | None:
         symbols: dict[str, Any] = {}
         axis = 0
         for name, n in extents:
@@ -655,9 +294,9 @@ class _Compiler:
         writes = self._writes(st, f, value)
         for w in writes:
             self._analyse(st, w, f, space)
-        return _Step(f, space, writes, cond, st.reasons, seq)
+        return Step(f, space, writes, cond, st.reasons, seq)
 
-    def _writes(self, st: Stager, f: ast.Lowering, value: Any) -> list[_Write]:
+    def _writes(self, st: Stager, f: ast.Lowering, value: Staged) -> list[Write]:
         target: ast.TensorAccess = f.target
         tensor = st.tensor_of(target.tensor)
         if tensor is None:
@@ -667,9 +306,9 @@ class _Compiler:
         items = st.index_items(target.indices)
         if items is None:
             raise LoweringError("an index of the left-hand side is null", f.span)
-        out: list[_Write] = []
+        out: list[Write] = []
 
-        def expand(t: Any, its: list[Any], v: Any, packed: bool) -> None:
+        def expand(t: Staged, its: list[Any], v: Staged, packed: bool) -> None:
             if isinstance(t, tuple):
                 if packed:
                     raise LoweringError("a left-hand side can only be packed once", f.span)
@@ -688,12 +327,12 @@ class _Compiler:
                 return
             if isinstance(v, tuple):
                 raise LoweringError("the right-hand side is a pack but the left-hand side is not", f.span)
-            out.append(_Write(t, list(its), v))
+            out.append(Write(t, list(its), v))
 
         expand(tensor, items, value, False)
         return out
 
-    def _analyse(self, st: Stager, w: _Write, f: ast.Lowering, space: Space) -> None:
+    def _analyse(self, st: Stager, w: Write, f: ast.Lowering, space: Space) -> None:
         tref = w.tref
         if not tref.output:
             raise LoweringError(f"'{tref.name}' is not an output; only outputs can be assigned", f.span)
@@ -740,7 +379,7 @@ class _Compiler:
         return found
 
 
-def _item(v: Any, k: int, n: int, f: ast.Lowering) -> Any:
+def _item(v: Staged, k: int, n: int, f: ast.Lowering) -> Staged:
     if isinstance(v, tuple):
         if len(v) != n:
             raise LoweringError(f"the right-hand side has {len(v)} items but the left-hand side {n}", f.span)
@@ -777,7 +416,7 @@ def _plain_axes(items: list[Any]) -> set[int]:
     return {a for a in axes if axes.count(a) == 1}
 
 
-def _window_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> _Window | None:
+def _window_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> Window | None:
     """A left-hand side of ints, affine indices and bounded `|ci * i + cj * j + base|` indices
     (positive coefficients), all in distinct axes; None when it is anything else."""
     plan: list[tuple[Any, ...]] = []
@@ -810,11 +449,11 @@ def _window_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> _Wind
         order.extend(axes)
     if not windowed or len(set(order)) != len(order):
         return None
-    core, _ = _view_builder(plan, space, 0)
-    return _Window(lambda out, rt: core(out, rt), dims, order)
+    core, _ = view_builder(plan, space, 0)
+    return Window(lambda out, rt: core(out, rt), dims, order)
 
 
-def _in_range(v: Any, extent: int) -> bool:
+def _in_range(v: Staged, extent: int) -> bool:
     if isinstance(v, int):
         return 0 <= v < extent
     lo, hi = v.range()
@@ -853,7 +492,7 @@ def _struct_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> tuple
             return None
     if len(set(used)) != len(used):
         return None
-    core, axes = _view_builder(plan, space, 0)
+    core, axes = view_builder(plan, space, 0)
     return core, axes, plan
 
 
@@ -863,7 +502,7 @@ def _struct_lhs(items: list[Any], shape: tuple[int, ...], space: Space) -> tuple
 class LoweringPlan:
     """A compiled @lower block for one binding: `run(inputs)` executes it."""
 
-    def __init__(self, compiler: _Compiler, steps: list[_Step], init: dict[str, Any]) -> None:
+    def __init__(self, compiler: _Compiler, steps: list[Step], init: dict[str, Any]) -> None:
         self.definition = compiler.definition
         self.binding = compiler.binding
         self._inputs = compiler.input_refs
@@ -925,7 +564,9 @@ class LoweringPlan:
         return np.ascontiguousarray(arr[tuple(index)]) if trimmed else arr
 
 
-def _check_input(name: str, ref: Any, value: Any) -> Any:
+def _check_input(name: str, ref: TRef | tuple[TRef, ...] | None, value: object) -> np.ndarray | list | None:
+    """The run's input ``value`` (whatever the caller passed: an array, a list for a pack, None) checked
+    against the plan's tensor(s) ``ref``."""
     if ref is None:
         if value is not None:
             raise LoweringError(f"input '{name}' was omitted in the binding but is given a value")
@@ -967,7 +608,7 @@ def compile_lowering(definition: ast.Definition, binding: Binding) -> LoweringPl
             first = ref[0] if isinstance(ref, tuple) and ref else ref
             if isinstance(first, TRef):
                 init[name] = ops.identity(f.op, first.kind)
-    steps: list[_Step] = []
+    steps: list[Step] = []
     for f in formulas:
         steps.extend(compiler.formula(f))
     return LoweringPlan(compiler, steps, init)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.diagnostics import register_codes
+from skriptnd.diagnostics import Diagnostic, register_codes
 from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0710": "error while evaluating @lower"})
@@ -52,7 +52,7 @@ def np_dtype(kind: str) -> np.dtype:
         raise LoweringError(f"tensors of type '{kind}' cannot be evaluated") from None
 
 
-def kind_of(value: Any) -> str:
+def kind_of(value: Concrete | Aff) -> str:
     """'int', 'real', 'bool' (or 'str') of a concrete value."""
     if isinstance(value, Arr):
         value = value.data
@@ -85,9 +85,7 @@ class LoweringError(Exception):
             return self.message
         return f"{self.span}: {self.message}"
 
-    def to_diagnostic(self) -> Any:
-        from skriptnd.diagnostics import Diagnostic
-
+    def to_diagnostic(self) -> Diagnostic:
         return Diagnostic(self.code, self.message, self.span)
 
 
@@ -185,7 +183,7 @@ class Factor:
     """A tensor access that is a numpy view: `get(rt)` gives the view, whose dimensions are the
     index-space axes `axes`; `padded` when skipped (bounded) entries read as zero."""
 
-    get: Callable[[Any], np.ndarray]
+    get: Callable[[Runtime], np.ndarray]
     axes: tuple[int, ...]
     padded: bool = False
 
@@ -200,8 +198,8 @@ class Dyn:
 
     __slots__ = ("fn", "varying", "factors", "scale", "uses", "axis")
 
-    def __init__(self, fn: Callable[[Any], Any], varying: bool = False,
-                 factors: Sequence[Factor] | None = None, scale: Any = 1) -> None:
+    def __init__(self, fn: Callable[[Runtime], Concrete], varying: bool = False,
+                 factors: Sequence[Factor] | None = None, scale: Concrete = 1) -> None:
         self.fn = fn
         self.varying = varying
         self.factors = tuple(factors) if factors is not None else None
@@ -209,7 +207,7 @@ class Dyn:
         self.uses = 0
         self.axis: int | None = None  # a sequential-loop parameter: the index of this axis
 
-    def get(self, rt: Any) -> Any:
+    def get(self, rt: Runtime) -> Concrete:
         if self.uses > 1 or (rt.seq and not self.varying):
             cache = rt.iter_cache if self.varying else rt.cache
             try:
@@ -231,9 +229,9 @@ def param(axis: int) -> Dyn:
 class BIdx:
     """`|value|` (low and high None: skip out-of-range entries) or `|value <> low : high|`."""
 
-    value: Any
-    low: Any = None
-    high: Any = None
+    value: Staged
+    low: Staged = None
+    high: Staged = None
 
     @property
     def skip(self) -> bool:
@@ -250,7 +248,7 @@ class TRef:
     kind: str
     output: bool = False
 
-    def array(self, rt: Any) -> np.ndarray:
+    def array(self, rt: Runtime) -> np.ndarray:
         value = rt.arrays[self.name]
         return value if self.item is None else value[self.item]
 
@@ -261,7 +259,7 @@ class TStack:
 
     name: str
     refs: tuple[TRef, ...]
-    index: Any
+    index: Staged
 
 
 @dataclass(eq=False)
@@ -295,3 +293,17 @@ class Runtime:
     counts: dict[tuple[str, int | None, int], int] = field(default_factory=dict)
     offsets: dict[tuple[str, int | None, int], int] = field(default_factory=dict)
     stacks: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- the kinds of values, as types
+
+#: a compile-time scalar (None: null)
+Scalar = int | float | bool | str | None
+#: numpy data over the index space: an array broadcastable to it, one of its items, or a Python number
+Data = np.ndarray | np.generic | int | float | bool
+#: a validity or error mask over the space (None: valid everywhere / no error anywhere)
+Mask = np.ndarray | None
+#: what the operators of :mod:`skriptnd.lower.ops` compute on: a scalar, numpy data, or an `Arr` with its masks
+Concrete = Scalar | np.ndarray | np.generic | Arr
+#: any staged value (see the module docstring): what `Stager.ev` returns
+Staged = Concrete | Aff | Dyn | BIdx | TRef | TStack | Counter | RangeIdx | tuple["Staged", ...]

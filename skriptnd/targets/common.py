@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+
+import numpy as np
+
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.quantization import QParams, qparams
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.targets.registry import Mapping, Param
 
 
-def shape(t: Any) -> list[int | None]:
+def walk(graph: Graph) -> list[Operation]:
+    """The operations of ``graph`` and of its subgraphs, in order."""
+    ops = []
+    for op in graph.operations:
+        ops.append(op)
+        for sub in op.subgraphs.values():
+            ops.extend(walk(sub))
+    return ops
+
+
+def shape(t: Tensor | None) -> list[int | None]:
     return [None if d is None else int(d) for d in t.shape] if t is not None else []
 
 
-def tensor_inputs(op: Any) -> list[Any]:
+def tensor_inputs(op: Operation) -> list[Tensor]:
     return [t for v in op.inputs if v is not None for t in (v if isinstance(v, list) else [v])]
 
 
-def quant(t: Any) -> Any:
+def quant(t: Tensor | None) -> QParams | None:
     """The tensor's :class:`QParams`, or None (no @quantize entry, or one that is not affine)."""
     if t is None or getattr(t, "quant", None) is None:
         return None
-    from skriptnd.compose.quantization import qparams
-    from skriptnd.diagnostics import DiagnosticError
-
     try:
         return qparams(t)
     except DiagnosticError:
@@ -37,10 +51,8 @@ PASS_THROUGH = {"nn.relu", "nn.max_pool", "math.clamp", "math.iden", "layout.res
 class QuantView:
     """Each tensor's quantization: its @quantize entry, else its input's through pass-through operations."""
 
-    def __init__(self, graph: Any) -> None:
-        from skriptnd.targets import walk
-
-        self._q: dict[int, Any] = {}
+    def __init__(self, graph: Graph) -> None:
+        self._q: dict[int, QParams] = {}
         for t in graph.tensors:
             qp = quant(t)
             if qp is not None:
@@ -52,11 +64,11 @@ class QuantView:
                     if t is not None and id(t) not in self._q:
                         self._q[id(t)] = self._q[id(ins[0])]
 
-    def __call__(self, t: Any) -> Any:
+    def __call__(self, t: Tensor | None) -> QParams | None:
         return None if t is None else self._q.get(id(t))
 
 
-def describe_quant(t: Any, view: QuantView | None = None) -> str:
+def describe_quant(t: Tensor | None, view: QuantView | None = None) -> str:
     qp = view(t) if view is not None else quant(t)
     if qp is None:
         return "float32"
@@ -80,7 +92,7 @@ class Window:
     explicit: bool  # the padding attribute was given
 
 
-def window(op: Any, kernel: list[int], axes: list[int], channel_axis: int | None) -> Window | None:
+def window(op: Operation, kernel: list[int], axes: list[int], channel_axis: int | None) -> Window | None:
     """The geometry of a 2-D window operation (None when it is not 2-D or a size is dynamic)."""
     x, y = op.inputs[0], op.outputs[0]
     xs, ys = shape(x), shape(y)
@@ -105,7 +117,7 @@ def window(op: Any, kernel: list[int], axes: list[int], channel_axis: int | None
                   [before[0], before[1], after[0], after[1]], padding is not None)
 
 
-def _per_dim(value: Any, d: int) -> list[int]:
+def _per_dim(value: Param, d: int) -> list[int]:
     if value is None:
         return [1] * d
     if isinstance(value, int | float):
@@ -114,11 +126,9 @@ def _per_dim(value: Any, d: int) -> list[int]:
     return values if len(values) == d else values * d if len(values) == 1 else values
 
 
-def consumers(graph: Any) -> dict[int, list[Any]]:
-    """For each tensor (by id), the operations that read it."""
-    users: dict[int, list[Any]] = {}
-    from skriptnd.targets import walk
-
+def consumers(graph: Graph) -> dict[int, list[Operation | None]]:
+    """For each tensor (by id), the operations that read it (None: the graph's output)."""
+    users: dict[int, list[Operation | None]] = {}
     for op in walk(graph):
         for t in tensor_inputs(op):
             users.setdefault(id(t), []).append(op)
@@ -131,19 +141,21 @@ class RuleContext:
     """What a target's mapping rules share while one graph is mapped: each tensor's readers, the graph's
     quantization, and the activations a rule fused into an earlier operation (by id)."""
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Graph) -> None:
         self.users = consumers(graph)
         self.fused: set[int] = set()
         self.q = QuantView(graph)
 
 
-def map_with_rules(graph: Any, rules: dict[str, Any], ctx: RuleContext, *, control_flow: str, missing: str,
-                   fused: str) -> list[Any]:
+#: a target's mapping rule for one kind of operation
+Rule = Callable[[Operation, "RuleContext"], Mapping]
+
+
+def map_with_rules(graph: Graph, rules: dict[str, Rule], ctx: RuleContext, *, control_flow: str, missing: str,
+                   fused: str) -> list[Mapping]:
     """One Mapping per operation of ``graph`` (subgraphs included): its rule's, else why none (``control_flow``
     for an operation with subgraphs, ``missing`` with ``{op}`` for one without a rule); an activation a rule
     fused into an earlier operation (decided when that one is mapped) is reported as ``fused``."""
-    from skriptnd.targets import Mapping, walk
-
     rows = []
     for op in walk(graph):
         rule = rules.get(op.op)
@@ -156,7 +168,7 @@ def map_with_rules(graph: Any, rules: dict[str, Any], ctx: RuleContext, *, contr
     return [r if id(r.op) not in ctx.fused else Mapping(r.op, "(fused)", fused) for r in rows]
 
 
-def activation_of(op: Any) -> tuple[str, float | None, float | None] | None:
+def activation_of(op: Operation | None) -> tuple[str, float | None, float | None] | None:
     """``(name, min, max)`` when ``op`` is a clamp-like activation with constant bounds: nn.relu (with
     ``max``), math.clamp with scalar constant bounds; None otherwise (also for a leaky relu)."""
     if op is None:
@@ -171,10 +183,8 @@ def activation_of(op: Any) -> tuple[str, float | None, float | None] | None:
     return None
 
 
-def _constant_scalar(t: Any) -> float | None:
+def _constant_scalar(t: Tensor | None) -> float | None:
     if t is None or t.kind != "constant" or t.value is None:
         return None
-    import numpy as np
-
     a = np.asarray(t.value)
     return float(a.reshape(-1)[0]) if a.size == 1 else None

@@ -12,19 +12,17 @@ import json
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
 
-from skriptnd.targets import get
+from skriptnd.targets.conformance.mli_run import CaseResult, run_case
+from skriptnd.targets.conformance.nnapi_run import VectorResult, run_vector
+from skriptnd.targets.registry import get
 
 #: MLI specification names → the conformance folder's kernel groups (eltwise split by operation).
 _MLI_GROUPS = {"mli_krn_depthwise_conv2d": "mli_krn_depthwise_conv", "mli_mov_tensor": "mli_krn_data_movement"}
 
 
-def run_all(shared: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict], dict[str, dict]]:
+def run_all(shared: Path) -> tuple[dict[str, VectorResult], dict[str, CaseResult], dict[str, dict], dict[str, dict]]:
     """``(nnapi results, mli results, nnapi vectors, mli cases)`` by file stem."""
-    from skriptnd.targets.conformance import run_vector
-    from skriptnd.targets.mli_run import run_case
-
     nn_vectors = {p.stem: json.loads(p.read_text()) for p in sorted((shared / "conformance" / "nnapi-1.0")
                                                                      .glob("*.json"))}
     mli_cases = {p.stem: json.loads(p.read_text()) for p in sorted((shared / "conformance" / "mli-2.0")
@@ -53,7 +51,7 @@ def _mli_group_of(name: str, case: dict) -> str:
     return group
 
 
-def render(nn: dict[str, Any], mli: dict[str, Any], nn_vectors: dict[str, dict], mli_cases: dict[str, dict]
+def render(nn: dict[str, VectorResult], mli: dict[str, CaseResult], nn_vectors: dict[str, dict], mli_cases: dict[str, dict]
            ) -> str:
     out: list[str] = []
     w = out.append

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-from skriptnd.targets import Mapping, SpecOp, Target, register
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.targets.common import (
     QuantView,
     RuleContext,
@@ -31,6 +30,10 @@ from skriptnd.targets.common import (
     tensor_inputs,
     window,
 )
+from skriptnd.targets.conformance.mli_import import (
+    to_sknd,  # the other direction: one MLI case → a model folder
+)
+from skriptnd.targets.registry import Mapping, SpecOp, Target, register
 
 #: MLI kernels and helpers: the MLI 1.0 API document's (embarc-mli.txt) and those MLI 2.0 adds (the
 #: conformance vectors' kernel groups): status, how, caveat.
@@ -92,7 +95,7 @@ def spec_ops() -> list[SpecOp]:
     return list(SPEC)
 
 
-def mli_type(t: Any, view: QuantView | None = None) -> str | None:
+def mli_type(t: Tensor | None, view: QuantView | None = None) -> str | None:
     """fx8/fx16 (``frac_bits``), sa8/sa32, or None for float."""
     qp = view(t) if view is not None else quant(t)
     if qp is None:
@@ -106,7 +109,7 @@ def mli_type(t: Any, view: QuantView | None = None) -> str | None:
     return f"int{qp.bits}{' unsigned' if qp.offset else ''}"
 
 
-def _types(op: Any, view: QuantView) -> tuple[str | None, str]:
+def _types(op: Operation, view: QuantView) -> tuple[str | None, str]:
     ts = [(t.name, mli_type(t, view)) for t in [*tensor_inputs(op), *op.outputs] if t is not None]
     floats = [n for n, k in ts if k is None]
     if floats:
@@ -124,7 +127,7 @@ _RELU = {("relu", 0.0, None): "MLI_RELU_GEN", ("relu", 0.0, 6.0): "MLI_RELU_6", 
 
 
 class _Context(RuleContext):
-    def relu(self, op: Any) -> str:
+    def relu(self, op: Operation) -> str:
         readers = self.users.get(id(op.outputs[0]), [])
         if len(readers) == 1 and readers[0] is not None:
             act = activation_of(readers[0])
@@ -139,7 +142,7 @@ def _batch_note(xs: list[int | None]) -> str | None:
         "dimension (run once per batch item)"
 
 
-def _conv(op: Any, ctx: _Context) -> Mapping:
+def _conv(op: Operation, ctx: _Context) -> Mapping:
     xs, fs = shape(op.inputs[0]), shape(op.inputs[1])
     if len(xs) != 4:
         return Mapping(op, None, "MLI convolutions are 2-D")
@@ -169,8 +172,8 @@ def _conv(op: Any, ctx: _Context) -> Mapping:
                     "dilation_width": w.dilation[1], "relu": relu})
 
 
-def _pool(name: str) -> Callable[[Any, _Context], Mapping]:
-    def rule(op: Any, ctx: _Context) -> Mapping:
+def _pool(name: str) -> Callable[[Operation, _Context], Mapping]:
+    def rule(op: Operation, ctx: _Context) -> Mapping:
         xs = shape(op.inputs[0])
         axes = [int(a) % len(xs) for a in (op.attribs.get("axes") or range(2, len(xs)))]
         if len(xs) not in (3, 4) or len(axes) != 2:
@@ -193,8 +196,8 @@ def _pool(name: str) -> Callable[[Any, _Context], Mapping]:
     return rule
 
 
-def _simple(name: str, how: str = "") -> Callable[[Any, _Context], Mapping]:
-    def rule(op: Any, ctx: _Context) -> Mapping:
+def _simple(name: str, how: str = "") -> Callable[[Operation, _Context], Mapping]:
+    def rule(op: Operation, ctx: _Context) -> Mapping:
         reason, types = _types(op, ctx.q)
         if reason:
             return Mapping(op, None, reason)
@@ -202,7 +205,7 @@ def _simple(name: str, how: str = "") -> Callable[[Any, _Context], Mapping]:
     return rule
 
 
-def _linear(op: Any, ctx: _Context) -> Mapping:
+def _linear(op: Operation, ctx: _Context) -> Mapping:
     reason, types = _types(op, ctx.q)
     if reason:
         return Mapping(op, None, reason)
@@ -211,7 +214,7 @@ def _linear(op: Any, ctx: _Context) -> Mapping:
                    f"{ctx.relu(op)}; {types}")
 
 
-def _act(op: Any, ctx: _Context) -> Mapping:
+def _act(op: Operation, ctx: _Context) -> Mapping:
     if id(op) in ctx.fused:
         return Mapping(op, "(fused)", "fused into the preceding kernel's relu configuration")
     act = activation_of(op)
@@ -222,7 +225,7 @@ def _act(op: Any, ctx: _Context) -> Mapping:
     return _simple("mli_krn_relu", _RELU[act])(op, ctx)
 
 
-RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
+RULES: dict[str, Callable[[Operation, _Context], Mapping]] = {
     "nn.conv": _conv, "nn.linear": _linear,
     "nn.deconv": _simple("mli_krn_transpose_conv2d_hwcn", "weights (H, W, Co, Ci) → (H, W, Ci, Co)"),
     "nn.max_pool": _pool("mli_krn_maxpool_hwc"), "nn.avg_pool": _pool("mli_krn_avepool_hwc"),
@@ -247,7 +250,7 @@ RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
 }
 
 
-def map_graph(graph: Any) -> list[Mapping]:
+def map_graph(graph: Graph) -> list[Mapping]:
     return map_with_rules(graph, RULES, _Context(graph), control_flow="MLI is a kernel library without a graph",
                           missing="no MLI kernel computes '{op}'",
                           fused="fused into the preceding kernel's relu configuration")
@@ -257,9 +260,3 @@ TARGET = register(Target("mli", "embARC MLI 2.0", spec_ops, map_graph))
 
 __all__ = ["SPEC", "TARGET", "map_graph", "mli_type", "spec_ops", "to_sknd"]
 
-
-def to_sknd(case: dict, out_dir: Any, **kwargs: Any) -> Any:
-    """One MLI case's JSON → a SkriptND model folder (see :mod:`.mli_import`)."""
-    from skriptnd.targets.mli_import import to_sknd as write
-
-    return write(case, out_dir, **kwargs)

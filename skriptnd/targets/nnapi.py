@@ -7,16 +7,15 @@ paddings are explicit ``[left, right, top, bottom]`` (or the SAME/VALID codes), 
 a fused activation code (0 NONE, 1 RELU, 2 RELU1, 3 RELU6) follows convolutions, pools, FULLY_CONNECTED,
 ADD and MUL. There is no TRANSPOSE, SUB, DIV, PAD or dilation in 1.0 (they came in 1.1/1.2).
 
-:func:`to_sknd` (the conformance reader, :mod:`.nnapi_import`) is the other direction: one CTS vector
+:func:`to_sknd` (the conformance reader, :mod:`.conformance.nnapi_import`) is the other direction: one CTS vector
 model → a SkriptND model folder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from skriptnd.targets import Mapping, SpecOp, Target, register
+from skriptnd.compose.ir import Graph, Operation
 from skriptnd.targets.common import (
     QuantView,
     RuleContext,
@@ -27,7 +26,8 @@ from skriptnd.targets.common import (
     tensor_inputs,
     window,
 )
-from skriptnd.targets.nnapi_import import UNSUPPORTED, to_sknd
+from skriptnd.targets.conformance.nnapi_import import UNSUPPORTED, to_sknd
+from skriptnd.targets.registry import Mapping, SpecOp, Target, register
 
 _QUANT_REQUANT = ("quant8: NNAPI requantizes the int32 accumulator with QuantizeMultiplierSmallerThanOne "
                   "(saturating rounding doubling high-mul, rounding divide by 2^shift); SkriptND's integer graph "
@@ -104,13 +104,13 @@ _ACT_CODES = {("relu", 0.0, None): ("RELU", 1), ("relu", 0.0, 6.0): ("RELU6", 3)
               ("clamp", 0.0, 6.0): ("RELU6", 3)}
 
 
-def _activation(op: Any) -> tuple[str, int] | None:
+def _activation(op: Operation) -> tuple[str, int] | None:
     act = activation_of(op)
     return None if act is None else _ACT_CODES.get(act)
 
 
 class _Context(RuleContext):
-    def fuse(self, op: Any, mark: bool = True) -> tuple[int, str]:
+    def fuse(self, op: Operation, mark: bool = True) -> tuple[int, str]:
         """The fused activation code of ``op``: its output's only reader is a RELU/RELU1/RELU6 (``mark``:
         that reader is then reported as fused)."""
         readers = self.users.get(id(op.outputs[0]), [])
@@ -123,7 +123,7 @@ class _Context(RuleContext):
         return 0, "fused activation 0 (NONE)"
 
 
-def _quant_note(op: Any, quant: QuantView) -> tuple[str | None, str]:
+def _quant_note(op: Operation, quant: QuantView) -> tuple[str | None, str]:
     """(a reason it cannot map, a note) from the quantization of the operation's tensors."""
     ins = tensor_inputs(op)
     qs = [quant(t) for t in [*ins, *op.outputs] if t is not None]
@@ -155,7 +155,7 @@ def _layout_note(fmt: str) -> str:
             "and outputs, filters are re-laid out on the host)")
 
 
-def _conv(op: Any, ctx: _Context) -> Mapping:
+def _conv(op: Operation, ctx: _Context) -> Mapping:
     x, f = op.inputs[0], op.inputs[1]
     xs, fs = shape(x), shape(f)
     if len(xs) != 4:
@@ -196,7 +196,7 @@ def _conv(op: Any, ctx: _Context) -> Mapping:
     return Mapping(op, name, how, params)
 
 
-def _linear(op: Any, ctx: _Context) -> Mapping:
+def _linear(op: Operation, ctx: _Context) -> Mapping:
     reason, qnote = _quant_note(op, ctx.q)
     code, act = ctx.fuse(op, mark=not reason)
     n, c = shape(op.inputs[1])
@@ -207,8 +207,8 @@ def _linear(op: Any, ctx: _Context) -> Mapping:
     return Mapping(op, "FULLY_CONNECTED", how, {"activation": code})
 
 
-def _pool(name: str) -> Callable[[Any, _Context], Mapping]:
-    def rule(op: Any, ctx: _Context) -> Mapping:
+def _pool(name: str) -> Callable[[Operation, _Context], Mapping]:
+    def rule(op: Operation, ctx: _Context) -> Mapping:
         xs = shape(op.inputs[0])
         axes = [int(a) % len(xs) for a in (op.attribs.get("axes") or range(2, len(xs)))]
         if len(xs) != 4 or axes not in ([1, 2], [2, 3]):
@@ -236,7 +236,7 @@ def _pool(name: str) -> Callable[[Any, _Context], Mapping]:
     return rule
 
 
-def _act(op: Any, ctx: _Context) -> Mapping:
+def _act(op: Operation, ctx: _Context) -> Mapping:
     if id(op) in ctx.fused:
         return Mapping(op, "(fused)", "fused into the preceding operation's activation operand")
     act = _activation(op)
@@ -247,9 +247,9 @@ def _act(op: Any, ctx: _Context) -> Mapping:
     return Mapping(op, act[0], qnote) if reason is None else Mapping(op, None, reason)
 
 
-def _simple(name: str, how: str = "", check: Callable[[Any], str | None] | None = None
-            ) -> Callable[[Any, _Context], Mapping]:
-    def rule(op: Any, ctx: _Context) -> Mapping:
+def _simple(name: str, how: str = "", check: Callable[[Operation], str | None] | None = None
+            ) -> Callable[[Operation, _Context], Mapping]:
+    def rule(op: Operation, ctx: _Context) -> Mapping:
         problem = check(op) if check else None
         if problem:
             return Mapping(op, None, problem)
@@ -261,8 +261,8 @@ def _simple(name: str, how: str = "", check: Callable[[Any], str | None] | None 
     return rule
 
 
-def _eltwise(name: str) -> Callable[[Any, _Context], Mapping]:
-    def rule(op: Any, ctx: _Context) -> Mapping:
+def _eltwise(name: str) -> Callable[[Operation, _Context], Mapping]:
+    def rule(op: Operation, ctx: _Context) -> Mapping:
         if any(a is not None for a in (op.attribs.get("lhs_align"), op.attribs.get("rhs_align"))):
             return Mapping(op, None, "explicit broadcast alignment: NNAPI broadcasts trailing dimensions only")
         if max(len(shape(t)) for t in tensor_inputs(op)) > 4:
@@ -275,8 +275,8 @@ def _eltwise(name: str) -> Callable[[Any, _Context], Mapping]:
     return rule
 
 
-def _last_axis(attr: str) -> Callable[[Any], str | None]:
-    def check(op: Any) -> str | None:
+def _last_axis(attr: str) -> Callable[[Operation], str | None]:
+    def check(op: Operation) -> str | None:
         rank = len(shape(op.inputs[0]))
         axes = [int(a) % rank for a in (op.attribs.get(attr) or [1])]
         if axes != [rank - 1] and not (attr == "axes" and op.op == "nn.softmax" and rank == 2 and axes == [1]):
@@ -285,7 +285,7 @@ def _last_axis(attr: str) -> Callable[[Any], str | None]:
     return check
 
 
-def _blocks(op: Any) -> str | None:
+def _blocks(op: Operation) -> str | None:
     block = [int(b) for b in op.attribs.get("block_size", [])]
     if len(set(block)) != 1 or len(block) != 2:
         return f"block size {block}: NNAPI takes one square 2-D block"
@@ -296,11 +296,11 @@ def _blocks(op: Any) -> str | None:
     return None
 
 
-def _gather(op: Any) -> str | None:
+def _gather(op: Operation) -> str | None:
     return None if int(op.attribs.get("axis", 0)) == 0 else "gather along an axis other than 0"
 
 
-def _resize(op: Any) -> str | None:
+def _resize(op: Operation) -> str | None:
     if op.attribs.get("antialias", True) and any(
             int(o) < int(i) for o, i in zip(shape(op.outputs[0]), shape(op.inputs[0]), strict=False)):
         return "antialiased downsampling"
@@ -310,20 +310,20 @@ def _resize(op: Any) -> str | None:
     return None
 
 
-def _lrn(op: Any) -> str | None:
+def _lrn(op: Operation) -> str | None:
     size = [int(s) for s in op.attribs.get("size", [])]
     if len(size) != 1 or size[0] % 2 == 0:
         return f"window {size}: NNAPI's radius gives odd windows over one axis"
     return _last_axis("axes")(op)
 
 
-def _l2(op: Any) -> str | None:
+def _l2(op: Operation) -> str | None:
     if op.attribs.get("bias") is not None or op.attribs.get("epsilon") is not None:
         return "bias/epsilon: NNAPI 1.0 L2_NORMALIZATION has neither"
     return _last_axis("axes")(op)
 
 
-def _reshape(op: Any, ctx: _Context) -> Mapping:
+def _reshape(op: Operation, ctx: _Context) -> Mapping:
     m = _simple("RESHAPE")(op, ctx)
     if m.supported and len(shape(op.inputs[0])) == 4:
         m.how = (f"shape {shape(op.outputs[0])}; a 4-D input is NHWC in NNAPI: if the graph is NCHW the flattened "
@@ -331,7 +331,7 @@ def _reshape(op: Any, ctx: _Context) -> Mapping:
     return m
 
 
-RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
+RULES: dict[str, Callable[[Operation, _Context], Mapping]] = {
     "nn.conv": _conv, "nn.linear": _linear,
     "nn.max_pool": _pool("MAX_POOL_2D"), "nn.avg_pool": _pool("AVERAGE_POOL_2D"), "nn.rms_pool": _pool("L2_POOL_2D"),
     "nn.relu": _act, "math.clamp": _act,
@@ -356,7 +356,7 @@ RULES: dict[str, Callable[[Any, _Context], Mapping]] = {
 }
 
 
-def map_graph(graph: Any) -> list[Mapping]:
+def map_graph(graph: Graph) -> list[Mapping]:
     return map_with_rules(graph, RULES, _Context(graph), control_flow="NNAPI 1.0 models are straight-line",
                           missing="no NNAPI 1.0 operation computes '{op}'",
                           fused="fused into the preceding operation's activation operand")

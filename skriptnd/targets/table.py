@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from skriptnd.targets import Mapping, get
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from skriptnd.compose.ir import Graph
+from skriptnd.targets.registry import Mapping, get
 
 
-def rows(graph: Any, target: str) -> list[Mapping]:
+def rows(graph: Graph, target: str) -> list[Mapping]:
     return get(target).map_graph(graph)
 
 
-def to_json(graph: Any, target: str) -> str:
+def to_json(graph: Graph, target: str) -> str:
     t = get(target)
     mapped = t.map_graph(graph)
     data = {
@@ -26,11 +30,7 @@ def to_json(graph: Any, target: str) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def print_table(graph: Any, target: str) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
+def print_table(graph: Graph, target: str) -> None:
     t = get(target)
     mapped = t.map_graph(graph)
     table = Table(title=f"{t.title} mapping of graph {graph.name}")

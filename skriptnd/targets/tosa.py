@@ -7,15 +7,14 @@ operators of its subgraph; ``spec_ops`` lists the TOSA operators the numpy imple
 
 from __future__ import annotations
 
-from typing import Any
+from skriptnd.compose.ir import Graph
+from skriptnd.targets.registry import Mapping, SpecOp, Target, register
+from skriptnd.tosa.legalize import coverage, legalize
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.ops import OPS
 
-from skriptnd.targets import Mapping, SpecOp, Target, register
 
-
-def map_graph(graph: Any) -> list[Mapping]:
-    from skriptnd.tosa.legalize import coverage, legalize
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
+def map_graph(graph: Graph) -> list[Mapping]:
     rows = []
     recurrent = RecurrentLegalizer()
     for op, ok, reason in coverage(graph):
@@ -29,8 +28,6 @@ def map_graph(graph: Any) -> list[Mapping]:
 
 
 def spec_ops() -> list[SpecOp]:
-    from skriptnd.tosa.ops import OPS
-
     return [SpecOp(name, "supported", "numpy TOSA operator (skriptnd.tosa), target of the legalization tables")
             for name in sorted(OPS)]
 

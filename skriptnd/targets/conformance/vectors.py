@@ -24,6 +24,8 @@ register_codes({
 })
 
 Key = str | int
+#: a value of a vector file, as json.loads gives it
+Json = dict[str, "Json"] | list["Json"] | str | int | float | bool | None
 
 
 @dataclass
@@ -116,7 +118,7 @@ def read_vector(path: Path | str) -> tuple[dict[str, Any], Locator]:
     return data, loc
 
 
-def field(obj: Any, keys: Sequence[Key], loc: Locator, kind: type | tuple[type, ...], what: str) -> Any:
+def field(obj: Json, keys: Sequence[Key], loc: Locator, kind: type | tuple[type, ...], what: str) -> Any:
     """``obj[keys[-1]]`` (``obj`` is the value at ``keys[:-1]``), checked to be of ``kind``."""
     key = keys[-1]
     if isinstance(key, str):

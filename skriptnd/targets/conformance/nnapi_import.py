@@ -35,16 +35,14 @@ import numpy as np
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.writer import (
-    Call,
     Expr,
     GraphText,
     ModelFolder,
-    Names,
-    Quantize,
     TensorDecl,
     write_model,
 )
-from skriptnd.targets.vectors import Locator, field
+from skriptnd.targets.conformance.nnapi_builder import Builder, arity, geometry
+from skriptnd.targets.conformance.vectors import Locator, field
 
 ROLES = ("input", "output", "parameter", "internal")
 TYPES = ("TENSOR_FLOAT32", "TENSOR_QUANT8_ASYMM", "TENSOR_INT32", "INT32", "FLOAT32")
@@ -56,202 +54,20 @@ UNSUPPORTED = {
 }
 
 
-class _Builder:
-    """The graph under construction: names, declarations, statements and @quantize entries."""
-
-    def __init__(self, model: dict[str, Any], loc: Locator) -> None:
-        self.model, self.loc = model, loc
-        self.names = Names(taken=["Main"])
-        self.operands: dict[str, dict[str, Any]] = {}
-        self.index: dict[str, int] = {}
-        self.sk: dict[str, str] = {}  # NNAPI operand name -> SkriptND tensor name
-        self.inputs: list[TensorDecl] = []
-        self.outputs: list[TensorDecl] = []
-        self.variables: list[TensorDecl] = []
-        self.weights: dict[str, np.ndarray] = {}
-        self.body: list[Call] = []
-        self.quantize: list[Quantize] = []
-        self._n = 0
-
-    # -- operands -----------------------------------------------------------------------------------
-
-    def operand(self, name: str, where: list[Any]) -> dict[str, Any]:
-        if name not in self.operands:
-            raise self.loc.error(where, f"names operand '{name}', which 'operands' does not declare")
-        return self.operands[name]
-
-    def present(self, name: str) -> bool:
-        """False for an omitted optional operand: a zero extent, or a model input that every example
-        leaves empty (the CTS passes a null buffer)."""
-        o = self.operands[name]
-        if 0 in o["dims"]:
-            return False
-        if o["role"] == "input":
-            examples = self.model.get("examples") or []
-            return not examples or any(len(e.get("inputs", {}).get(name, [])) > 0 for e in examples)
-        return True
-
-    def qspec(self, o: dict[str, Any]) -> dict[str, Any] | None:
-        """The @quantize attributes of an operand (None when it is not quantized)."""
-        if o["type"] == "TENSOR_QUANT8_ASYMM":
-            return {"zero_point": int(o["zero_point"]), "scale": float(np.float32(o["scale"])), "bits": 8,
-                    "signed": False, "channel_axis": 0}
-        if o["type"] == "TENSOR_INT32" and float(o.get("scale", 0.0)) > 0.0 and o["role"] in ("parameter", "input"):
-            return {"zero_point": 0, "scale": float(np.float32(o["scale"])), "bits": 32, "channel_axis": 0}
-        return None
-
-    def quantize_as(self, name: str, o: dict[str, Any]) -> None:
-        spec = self.qspec(o)
-        if spec is not None:
-            self.quantize.append(Quantize(name, "quant.zero_point_linear_quantize", spec))
-
-    def real_values(self, o: dict[str, Any]) -> np.ndarray:
-        values = np.asarray(o["value"], dtype=np.float64).reshape(o["dims"])
-        if o["type"] == "TENSOR_QUANT8_ASYMM":
-            return (np.float32(o["scale"]) * (values - int(o["zero_point"]))).astype(np.float32)
-        if self.qspec(o) is not None:  # a quantized int32 bias
-            return (np.float32(o["scale"]) * values).astype(np.float32)
-        return values.astype(np.float32 if o["type"] == "TENSOR_FLOAT32" else np.int64)
-
-    def tensor(self, name: str, where: list[Any], transform: Callable[[np.ndarray], np.ndarray] | None = None
-               ) -> str:
-        """The SkriptND tensor holding operand ``name``; a tensor parameter is declared as a variable on
-        first use (``transform`` re-lays out its values, e.g. a depthwise filter)."""
-        o = self.operand(name, where)
-        if o["dims"] == [] and o["role"] == "parameter":
-            raise self.loc.error(where, f"operand '{name}' is a scalar; a tensor is needed here")
-        key = name if transform is None else f"{name}#t"
-        if key in self.sk:
-            return self.sk[key]
-        if o["role"] != "parameter":
-            raise self.loc.error(where, f"operand '{name}' is used before an operation computes it")
-        values = self.real_values(o)
-        if transform is not None:
-            values = transform(values)
-        sk = self.names(name)
-        dtype = "int" if values.dtype.kind == "i" else "real"
-        self.variables.append(TensorDecl(sk, dtype, list(values.shape)))
-        self.weights[sk] = values
-        self.quantize_as(sk, o)
-        self.sk[key] = sk
-        return sk
-
-    def scalar(self, name: str, where: list[Any], kind: str = "INT32") -> Any:
-        o = self.operand(name, where)
-        if o["role"] != "parameter" or "value" not in o:
-            raise self.loc.error(where, f"operand '{name}' must be a constant {kind} parameter (NNAPI 1.0 "
-                                 "takes it as a compile-time value)")
-        if o["type"] != kind:
-            raise self.loc.error(where, f"operand '{name}' must be {kind}, not {o['type']}")
-        value = o["value"][0]
-        return int(value) if kind == "INT32" else float(np.float32(value))
-
-    def ints(self, name: str, where: list[Any]) -> list[int]:
-        o = self.operand(name, where)
-        if o["role"] != "parameter" or o["type"] != "TENSOR_INT32":
-            raise self.loc.error(where, f"operand '{name}' must be a constant TENSOR_INT32 parameter")
-        return [int(v) for v in o["value"]]
-
-    def tmp(self, hint: str, like: dict[str, Any] | None = None) -> str:
-        self._n += 1
-        name = self.names(f"{hint}_{self._n}")
-        if like is not None:
-            self.quantize_as(name, like)
-        return name
-
-    def define(self, operand: str, where: list[Any]) -> str:
-        """The SkriptND name an operation's output operand gets."""
-        o = self.operand(operand, where)
-        if operand in self.sk:
-            raise self.loc.error(where, f"operand '{operand}' is computed twice")
-        if o["role"] in ("input", "parameter"):
-            raise self.loc.error(where, f"operand '{operand}' is a model {o['role']}; an operation cannot compute it")
-        sk = self.names(operand)
-        self.sk[operand] = sk
-        if o["role"] == "internal":
-            self.quantize_as(sk, o)
-        return sk
-
-    def emit(self, out: str | list[str], op: str, args: list[Any], attribs: dict[str, Any] | None = None,
-             comment: str | None = None) -> None:
-        self.body.append(Call([out] if isinstance(out, str) else out, op, args, attribs or {}, comment=comment))
-
-    def activated(self, code: int, out_operand: str, where: list[Any], defined: str | None = None
-                  ) -> tuple[str, Callable[[str], None]]:
-        """The name the operation itself should write, and a finisher that applies the fused activation
-        ``code`` into the output operand (``defined``: its SkriptND name when already defined)."""
-        o = self.operand(out_operand, where)
-        out = defined or self.define(out_operand, where)
-        if code == 0:
-            return out, lambda _: None
-        if code not in (1, 2, 3):
-            raise self.loc.error(where, f"fused activation code {code} is not NONE (0), RELU (1), RELU1 (2) or "
-                                 "RELU6 (3)")
-        pre = self.tmp(f"{out}_pre", like=o)
-
-        def finish(src: str) -> None:
-            if code == 1:
-                self.emit(out, "nn.relu", [src], comment="fused RELU")
-            elif code == 2:
-                self.emit(out, "math.clamp", [src, Expr("-1.0"), Expr("1.0")], comment="fused RELU1")
-            else:
-                self.emit(out, "nn.relu", [src], {"max": 6.0}, comment="fused RELU6")
-        return pre, finish
-
-
-def _same_padding(size: int, out: int, stride: int, kernel: int) -> tuple[int, int]:
-    total = max((out - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
-
-
-def _geometry(b: _Builder, op: dict[str, Any], where: list[Any], explicit: int, kernel: tuple[int, int],
-              x: dict[str, Any], y: dict[str, Any]) -> tuple[list[int], list[int], int]:
-    """``(padding [top, left, bottom, right], stride [h, w], next input index)`` of a conv/pool
-    operation whose explicit form has ``explicit`` inputs."""
-    ins = op["inputs"]
-    conv = op["op"] in ("CONV_2D", "DEPTHWISE_CONV_2D")
-    if len(ins) == explicit:
-        p0 = 3 if conv else 1  # [left, right, top, bottom], then stride w, h
-        left, right, top, bottom = (b.scalar(ins[i], [*where, "inputs", i]) for i in range(p0, p0 + 4))
-        first = p0 + 4
-        sw, sh = b.scalar(ins[first], [*where, "inputs", first]), b.scalar(ins[first + 1], [*where, "inputs", first + 1])
-        return [top, left, bottom, right], [sh, sw], first + 2
-    first = 3 if conv else 1
-    code = b.scalar(ins[first], [*where, "inputs", first])
-    sw, sh = b.scalar(ins[first + 1], [*where, "inputs", first + 1]), b.scalar(ins[first + 2],
-                                                                                 [*where, "inputs", first + 2])
-    if code == 2:
-        return [0, 0, 0, 0], [sh, sw], first + 3
-    if code != 1:
-        raise b.loc.error([*where, "inputs", first], f"padding code {code} is not SAME (1) or VALID (2)")
-    kh, kw = kernel
-    top, bottom = _same_padding(x["dims"][1], y["dims"][1], sh, kh)
-    left, right = _same_padding(x["dims"][2], y["dims"][2], sw, kw)
-    return [top, left, bottom, right], [sh, sw], first + 3
-
-
-def _arity(b: _Builder, op: dict[str, Any], where: list[Any], counts: tuple[int, ...], outs: int = 1) -> None:
-    if len(op["inputs"]) not in counts:
-        raise b.loc.error([*where, "inputs"], f"{op['op']} takes {' or '.join(map(str, counts))} inputs, "
-                          f"got {len(op['inputs'])}")
-    if len(op["outputs"]) != outs:
-        raise b.loc.error([*where, "outputs"], f"{op['op']} has {outs} output(s), got {len(op['outputs'])}")
-
-
 def _depthwise_filter(v: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(v, (3, 1, 2, 0)))
 
 
-def _conv(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _conv(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     depthwise = op["op"] == "DEPTHWISE_CONV_2D"
-    _arity(b, op, where, (11, 8) if depthwise else (10, 7))
+    arity(b, op, where, (11, 8) if depthwise else (10, 7))
     ins = op["inputs"]
     x, f = b.operand(ins[0], [*where, "inputs", 0]), b.operand(ins[1], [*where, "inputs", 1])
     y = b.operand(op["outputs"][0], [*where, "outputs", 0])
     if len(f["dims"]) != 4 or len(x["dims"]) != 4:
         raise b.loc.error([*where, "inputs", 1], f"{op['op']} needs a 4-D input and filter")
     kh, kw = f["dims"][1], f["dims"][2]
-    pads, stride, nxt = _geometry(b, op, where, 11 if depthwise else 10, (kh, kw), x, y)
+    pads, stride, nxt = geometry(b, op, where, 11 if depthwise else 10, (kh, kw), x, y)
     attribs: dict[str, Any] = {"stride": stride, "padding": pads, "data_format": "NXC", "filter_format": "NXC"}
     if depthwise:
         multiplier = b.scalar(ins[nxt], [*where, "inputs", nxt])
@@ -276,14 +92,14 @@ def _conv(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     finish(pre)
 
 
-def _pool(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (10, 7))
+def _pool(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (10, 7))
     ins = op["inputs"]
     x = b.operand(ins[0], [*where, "inputs", 0])
     y = b.operand(op["outputs"][0], [*where, "outputs", 0])
     base = 7 if len(ins) == 10 else 4  # filter width, height, then the activation
     fw, fh = b.scalar(ins[base], [*where, "inputs", base]), b.scalar(ins[base + 1], [*where, "inputs", base + 1])
-    pads, stride, _ = _geometry(b, op, where, 10, (fh, fw), x, y)
+    pads, stride, _ = geometry(b, op, where, 10, (fh, fw), x, y)
     act = b.scalar(ins[base + 2], [*where, "inputs", base + 2])
     name = {"AVERAGE_POOL_2D": "nn.avg_pool", "MAX_POOL_2D": "nn.max_pool", "L2_POOL_2D": "nn.rms_pool"}[op["op"]]
     attribs: dict[str, Any] = {"axes": [1, 2], "size": [fh, fw], "stride": stride, "padding": pads}
@@ -293,8 +109,8 @@ def _pool(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     finish(pre)
 
 
-def _eltwise(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (3,))
+def _eltwise(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (3,))
     ins = op["inputs"]
     a, c = b.tensor(ins[0], [*where, "inputs", 0]), b.tensor(ins[1], [*where, "inputs", 1])
     act = b.scalar(ins[2], [*where, "inputs", 2])
@@ -303,9 +119,9 @@ def _eltwise(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     finish(pre)
 
 
-def _unary(stdlib: str, attribs: dict[str, Any] | None = None) -> Callable[[_Builder, dict[str, Any], list[Any]], None]:
-    def translate(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-        _arity(b, op, where, (1,))
+def _unary(stdlib: str, attribs: dict[str, Any] | None = None) -> Callable[[Builder, dict[str, Any], list[Any]], None]:
+    def translate(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+        arity(b, op, where, (1,))
         x = b.tensor(op["inputs"][0], [*where, "inputs", 0])
         out = b.define(op["outputs"][0], [*where, "outputs", 0])
         if stdlib == "math.clamp":
@@ -315,7 +131,7 @@ def _unary(stdlib: str, attribs: dict[str, Any] | None = None) -> Callable[[_Bui
     return translate
 
 
-def _concat(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _concat(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     ins = op["inputs"]
     if len(ins) < 2:
         raise b.loc.error([*where, "inputs"], "CONCATENATION takes at least one tensor and the axis")
@@ -325,9 +141,9 @@ def _concat(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(out, "layout.concat", [parts], {"axis": axis}, comment="CONCATENATION")
 
 
-def _block(name: str) -> Callable[[_Builder, dict[str, Any], list[Any]], None]:
-    def translate(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-        _arity(b, op, where, (2,))
+def _block(name: str) -> Callable[[Builder, dict[str, Any], list[Any]], None]:
+    def translate(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+        arity(b, op, where, (2,))
         block = b.scalar(op["inputs"][1], [*where, "inputs", 1])
         x = b.tensor(op["inputs"][0], [*where, "inputs", 0])
         out = b.define(op["outputs"][0], [*where, "outputs", 0])
@@ -335,8 +151,8 @@ def _block(name: str) -> Callable[[_Builder, dict[str, Any], list[Any]], None]:
     return translate
 
 
-def _fully_connected(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (4,))
+def _fully_connected(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (4,))
     ins = op["inputs"]
     x, w = b.operand(ins[0], [*where, "inputs", 0]), b.operand(ins[1], [*where, "inputs", 1])
     units, depth = w["dims"]
@@ -356,8 +172,8 @@ def _fully_connected(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     finish(pre)
 
 
-def _reshape(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (2,))
+def _reshape(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (2,))
     y = b.operand(op["outputs"][0], [*where, "outputs", 0])
     s = b.operand(op["inputs"][1], [*where, "inputs", 1])
     if s["role"] == "parameter":
@@ -374,8 +190,8 @@ def _reshape(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(out, "layout.reshape", [x], {"shape": list(y["dims"])}, comment="RESHAPE")
 
 
-def _softmax(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (2,))
+def _softmax(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (2,))
     x = b.operand(op["inputs"][0], [*where, "inputs", 0])
     beta = b.scalar(op["inputs"][1], [*where, "inputs", 1], "FLOAT32")
     xs = b.tensor(op["inputs"][0], [*where, "inputs", 0])
@@ -387,16 +203,16 @@ def _softmax(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(out, "nn.softmax", [xs], {"axes": [len(x["dims"]) - 1]}, comment="SOFTMAX")
 
 
-def _l2_norm(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (1,))
+def _l2_norm(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (1,))
     x = b.operand(op["inputs"][0], [*where, "inputs", 0])
     xs = b.tensor(op["inputs"][0], [*where, "inputs", 0])
     out = b.define(op["outputs"][0], [*where, "outputs", 0])
     b.emit(out, "nn.l2_norm", [xs], {"axes": [len(x["dims"]) - 1]}, comment="L2_NORMALIZATION")
 
 
-def _lrn(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (5,))
+def _lrn(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (5,))
     ins = op["inputs"]
     radius = b.scalar(ins[1], [*where, "inputs", 1])
     bias, alpha, beta = (b.scalar(ins[i], [*where, "inputs", i], "FLOAT32") for i in (2, 3, 4))
@@ -409,8 +225,8 @@ def _lrn(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
                                                  "bias": float(bias)}, comment="LOCAL_RESPONSE_NORMALIZATION")
 
 
-def _resize(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (3,))
+def _resize(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (3,))
     y = b.operand(op["outputs"][0], [*where, "outputs", 0])
     for i in (1, 2):
         b.scalar(op["inputs"][i], [*where, "inputs", i])
@@ -420,16 +236,16 @@ def _resize(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
                                               "coordinate_transform": "ASYMMETRIC"}, comment="RESIZE_BILINEAR")
 
 
-def _embedding(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (2,))
+def _embedding(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (2,))
     lookups, values = b.tensor(op["inputs"][0], [*where, "inputs", 0]), b.tensor(op["inputs"][1],
                                                                                   [*where, "inputs", 1])
     out = b.define(op["outputs"][0], [*where, "outputs", 0])
     b.emit(out, "layout.gather", [values, lookups], {"axis": 0}, comment="EMBEDDING_LOOKUP")
 
 
-def _rnn(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (6,), outs=2)
+def _rnn(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (6,), outs=2)
     ins = op["inputs"]
     x, w, r, bias, h = (b.tensor(ins[i], [*where, "inputs", i]) for i in range(5))
     act = b.scalar(ins[5], [*where, "inputs", 5])
@@ -448,7 +264,7 @@ def _rnn(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
 _LSTM_ACT = {0: None, 1: "nn.relu", 3: "relu6", 4: "math.tanh", 6: "nn.sigmoid"}
 
 
-def _apply(b: _Builder, code: int, x: str, hint: str, where: list[Any]) -> str:
+def _apply(b: Builder, code: int, x: str, hint: str, where: list[Any]) -> str:
     """An LSTM/SVDF activation (TfLite codes: 0 none, 1 relu, 3 relu6, 4 tanh, 6 sigmoid) of ``x``."""
     if code not in _LSTM_ACT:
         raise b.loc.error(where, f"activation code {code} is not 0, 1, 3, 4 or 6")
@@ -463,10 +279,10 @@ def _apply(b: _Builder, code: int, x: str, hint: str, where: list[Any]) -> str:
     return y
 
 
-def _lstm(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _lstm(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     """NNAPI 1.0 LSTM (LSTM.cpp): optional CIFG (no input gate: i = 1 - f), peepholes, cell clipping,
     projection with clipping; outputs scratch (the gate values, concatenated), state out, cell out, output."""
-    _arity(b, op, where, (23,), outs=4)
+    arity(b, op, where, (23,), outs=4)
     ins = op["inputs"]
     at = lambda i: [*where, "inputs", i]  # noqa: E731
     present = [b.present(n) for n in ins]
@@ -535,12 +351,12 @@ def _lstm(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(names[3], "math.iden", [out])
 
 
-def _svdf(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _svdf(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     """NNAPI 1.0 SVDF (SVDF.cpp): the state [batch, filters * memory] gets the newest feature activation
     in each filter's last column, is weighted by weights_time and summed over memory, the rank groups
     are summed per unit, bias and activation added; state out is the updated state shifted left by one
     (a zero enters at the end)."""
-    _arity(b, op, where, (7,), outs=2)
+    arity(b, op, where, (7,), outs=2)
     ins = op["inputs"]
     at = lambda i: [*where, "inputs", i]  # noqa: E731
     x = b.operand(ins[0], at(0))
@@ -585,10 +401,10 @@ def _svdf(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(state, "layout.reshape", [st], {"shape": [batch, filters * memory]})
 
 
-def _hashtable(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _hashtable(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     """HASHTABLE_LOOKUP by comparison instead of binary search: ``match[n, k] = lookups[n] == keys[k]``,
     ``hits = any(match)``, the row of the (only) matching key by argmax, zeros where nothing matches."""
-    _arity(b, op, where, (3,), outs=2)
+    arity(b, op, where, (3,), outs=2)
     ins = op["inputs"]
     values = b.operand(ins[2], [*where, "inputs", 2])
     lookups, keys, table = (b.tensor(ins[i], [*where, "inputs", i]) for i in range(3))
@@ -610,19 +426,19 @@ def _hashtable(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
     b.emit(out, "math.mul", [rows, mask if extra else hits], comment="zeros where no key matched")
 
 
-def _dequantize(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
-    _arity(b, op, where, (1,))
+def _dequantize(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
+    arity(b, op, where, (1,))
     x = b.tensor(op["inputs"][0], [*where, "inputs", 0])
     out = b.define(op["outputs"][0], [*where, "outputs", 0])
     b.emit(out, "math.iden", [x], comment="DEQUANTIZE: the real value s * (q - z) of a quantized tensor")
 
 
-def _unsupported(b: _Builder, op: dict[str, Any], where: list[Any]) -> None:
+def _unsupported(b: Builder, op: dict[str, Any], where: list[Any]) -> None:
     raise b.loc.error([*where, "op"], f"{op['op']} is not expressible in the standard library: "
                       f"{UNSUPPORTED[op['op']]}", code="E0902")
 
 
-TRANSLATE: dict[str, Callable[[_Builder, dict[str, Any], list[Any]], None]] = {
+TRANSLATE: dict[str, Callable[[Builder, dict[str, Any], list[Any]], None]] = {
     "ADD": _eltwise, "MUL": _eltwise,
     "AVERAGE_POOL_2D": _pool, "MAX_POOL_2D": _pool, "L2_POOL_2D": _pool,
     "CONCATENATION": _concat,
@@ -706,7 +522,7 @@ def build(model: dict[str, Any], loc: Locator | None = None) -> ModelFolder:
     if not isinstance(model, dict):
         raise loc.error([], "a vector must be a JSON object", code="E0900")
     _validate(model, loc)
-    b = _Builder(model, loc)
+    b = Builder(model, loc)
     for i, o in enumerate(model["operands"]):
         b.operands[o["name"]] = o
         b.index[o["name"]] = i

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Tensor
+from skriptnd.compose.quantization import QParams, dequantize, qparams, quantize
 from skriptnd.diagnostics import register_codes
 from skriptnd.interop.writer import (
     Call,
@@ -40,7 +42,7 @@ from skriptnd.interop.writer import (
     TensorDecl,
     write_model,
 )
-from skriptnd.targets.vectors import Locator, field
+from skriptnd.targets.conformance.vectors import Locator, field
 
 register_codes({"E0903": "MLI kernel group not translated to the standard library"})
 
@@ -90,6 +92,19 @@ def output_quant(case: dict[str, Any]) -> dict[str, Any]:
         return {"type": kind, "dim": -1, "scale_int": [int(fixed["scale_int"])],
                 "scale_frac_bits": [int(fixed["scale_frac_bits"])], "zero_point_int": [int(fixed["zero_point_int"])]}
     return q
+
+
+def qparams_of(quant: dict[str, Any], shape: list[int] | None = None) -> QParams | None:
+    """The :class:`QParams` of an MLI ``quant`` object (None for fp32), through the quant operator's own
+    reading (:func:`skriptnd.compose.quantization.qparams`)."""
+    spec = quant_spec(quant)
+    if spec is None:
+        return None
+    dims = list(shape) if shape else [max(len(spec["scale"]) if isinstance(spec["scale"], list) else 1, 1)]
+    if isinstance(spec["scale"], list) and spec["channel_axis"] >= len(dims):
+        dims = [1] * spec["channel_axis"] + [len(spec["scale"])]
+    t = Tensor("t", "real", tuple(dims), quant={"op": "quant.zero_point_linear_quantize", "attribs": spec})
+    return qparams(t)
 
 
 class _Builder:
@@ -211,8 +226,6 @@ def _fully_connected(b: _Builder) -> str:
     if b.case["config"].get("bias_includes_input_zero_point_term"):
         # the _ext_bias kernels take bias - zp_in * sum(w_q) (the input zero point's term folded in): the
         # linear operation's own bias is that plus zp_in * s_in * sum over the inputs of the weights
-        from skriptnd.compose.quantization import dequantize, quantize
-        from skriptnd.targets.mli_run import qparams_of
 
         wq = qparams_of(b.t("weights")["quant"], list(w.shape))
         xq = b.t("input")["quant"]
@@ -269,8 +282,6 @@ def _axes(b: _Builder) -> dict[str, Any]:
 
 def _slope(b: _Builder) -> float:
     """The slope as MLI's kernel sees it: its quantized value."""
-    from skriptnd.compose.quantization import dequantize, quantize
-    from skriptnd.targets.mli_run import qparams_of
 
     t = b.t("slope_coeff")
     qp = qparams_of(t["quant"])

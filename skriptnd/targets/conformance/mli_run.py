@@ -1,7 +1,7 @@
 """Running MLI conformance cases through the product, and MLI's own quality metrics and CRC32.
 
 :func:`run_case` writes the case with :func:`.mli_import.to_sknd`, composes it and runs it as ``sknd run``
-would (:func:`.conformance.run_graph`: the integer TOSA graph, or fake quantization where that lowering
+would (:func:`.runner.run_graph`: the integer TOSA graph, or fake quantization where that lowering
 refuses), then judges the output as MLI's test driver does (the conformance folder's README): the output
 must lie on its type's integer grid (else the run was not fixed point and the case fails), its
 dequantized value is compared with the float reference by ``max_abs_err``, ``snr_db``, ``snr_ratio`` and
@@ -19,29 +19,16 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.quantization import QParams, dequantize, quantize
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.model import load
+from skriptnd.targets.conformance import runner
+from skriptnd.targets.conformance.mli_import import output_quant, qparams_of, to_sknd
 
 EPS = 1e-18
 
 
-def qparams_of(quant: dict[str, Any], shape: list[int] | None = None) -> Any:
-    """The :class:`QParams` of an MLI ``quant`` object (None for fp32), through the quant operator's own
-    reading (:func:`skriptnd.compose.quantization.qparams`)."""
-    from skriptnd.compose.ir import Tensor
-    from skriptnd.compose.quantization import qparams
-    from skriptnd.targets.mli_import import quant_spec
-
-    spec = quant_spec(quant)
-    if spec is None:
-        return None
-    dims = list(shape) if shape else [max(len(spec["scale"]) if isinstance(spec["scale"], list) else 1, 1)]
-    if isinstance(spec["scale"], list) and spec["channel_axis"] >= len(dims):
-        dims = [1] * spec["channel_axis"] + [len(spec["scale"])]
-    t = Tensor("t", "real", tuple(dims), quant={"op": "quant.zero_point_linear_quantize", "attribs": spec})
-    return qparams(t)
-
-
-def _broadcast(values: np.ndarray, qp: Any, rank: int) -> np.ndarray:
+def _broadcast(values: np.ndarray, qp: QParams, rank: int) -> np.ndarray:
     if qp.axis is None:
         return values.reshape(-1)[:1].reshape([1] * rank) if rank else values.reshape(-1)[0]
     shape = [1] * rank
@@ -49,7 +36,7 @@ def _broadcast(values: np.ndarray, qp: Any, rank: int) -> np.ndarray:
     return values.reshape(shape)
 
 
-def codes_of(real: np.ndarray, qp: Any) -> tuple[np.ndarray, float]:
+def codes_of(real: np.ndarray, qp: QParams) -> tuple[np.ndarray, float]:
     """The integer codes of a dequantized output, and how far (in steps) the farthest value is off the
     grid (0 for a fixed-point result)."""
     rank = real.ndim
@@ -121,11 +108,6 @@ class CaseResult:
 
 
 def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> CaseResult:
-    from skriptnd.compose.quantization import quantize
-    from skriptnd.model import load
-    from skriptnd.targets.conformance import run_graph
-    from skriptnd.targets.mli_import import to_sknd
-
     group, qtype = str(case.get("kernel_group", "?")), str(case.get("quant_type", "?"))
     tensors = case.get("tensors", {})
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -133,15 +115,13 @@ def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> Ca
             graph = load(to_sknd(case, Path(tmp) / "case")).compose()
             inputs = {t.name: np.asarray(tensors[t.name]["data"], np.float32).reshape(
                 [int(d) for d in t.shape]) for t in graph.inputs}
-            outputs, path = run_graph(graph, inputs)
+            outputs, path = runner.run_graph(graph, inputs)
         except DiagnosticError as err:
             d = err.diagnostics[0]
             return CaseResult(name, group, qtype, False, "", f"{d.code}: {d.message}")
     out_t = tensors["output"]
     real = np.asarray(outputs[graph.outputs[0].name], np.float64).reshape(out_t["shape"] or [1])
     ref = np.asarray(out_t["data"], np.float64).reshape(out_t["shape"] or [1])
-    from skriptnd.targets.mli_import import output_quant
-
     oq = qparams_of(output_quant(case), out_t["shape"])
     if oq is not None:
         codes, off = codes_of(real, oq)
@@ -159,26 +139,16 @@ def run_case(case: dict[str, Any], name: str, workdir: Path | None = None) -> Ca
     return result
 
 
-def _output_quant(case: dict[str, Any]) -> dict[str, Any]:
-    from skriptnd.targets.mli_import import output_quant
-
-    return output_quant(case)
-
-
-def _deq(q: np.ndarray, qp: Any) -> np.ndarray:
-    from skriptnd.compose.quantization import dequantize
-
+def _deq(q: np.ndarray, qp: QParams) -> np.ndarray:
     return np.asarray(dequantize(q, qp), np.float64)
 
 
 def _crc(case: dict[str, Any], out_codes: np.ndarray) -> tuple[bool, str]:
     """Whether the CRC32 of the covered buffers matches MLI's default build or a variant (and which)."""
-    from skriptnd.compose.quantization import quantize
-
     tensors = case["tensors"]
     pattern = int(str(case.get("config", {}).get("mem_fill_pattern", "0xDEADBEEF")), 16)
     crc = 0
-    out_t = {**tensors["output"], "quant": _output_quant(case)}
+    out_t = {**tensors["output"], "quant": output_quant(case)}
     shared = out_t.get("buffer", {}).get("shared_with")
     try:
         for role in case.get("crc32_covers", []):

@@ -1,12 +1,10 @@
 """Running NNAPI conformance vectors through the product: to_sknd → load → compose → run.
 
-The run is what ``sknd run`` does for the written folder: a graph with @quantize entries runs as its
-integer TOSA graph (``--via tosa``, :func:`skriptnd.tosa.integer.lower.lower_quantized`); when that lowering
-refuses the graph (an ``E0761`` diagnostic, e.g. quant8 weights given as graph inputs) it runs with fake
-quantization (``--via kernels``: each quantized tensor through its quantize operator), and the result
-says which. Float graphs run on the default TOSA backend. The comparison is the CTS's (see the folder's
-README): float32 ``|e - a| <= atol + rtol |e|``, quant8 within ``quant8`` LSB after checking that the
-output lies on its quantization grid, int32 exact.
+The run is what ``sknd run`` does for the written folder (:func:`.runner.run_graph`: the integer TOSA graph
+for a quantized graph, fake quantization where that lowering refuses it, the default TOSA backend for a float
+graph), and the result says which. The comparison is the CTS's (see the folder's README): float32
+``|e - a| <= atol + rtol |e|``, quant8 within ``quant8`` LSB after checking that the output lies on its
+quantization grid, int32 exact.
 """
 
 from __future__ import annotations
@@ -19,6 +17,10 @@ from typing import Any
 import numpy as np
 
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.writer import Names
+from skriptnd.model import load
+from skriptnd.targets.conformance.nnapi_import import to_sknd
+from skriptnd.targets.conformance.runner import run_graph
 
 
 @dataclass
@@ -32,33 +34,6 @@ class VectorResult:
     path: str = ""  # 'integer TOSA', 'fake quantization', 'fp32 TOSA'
     detail: str = ""
     worst: dict[str, float] = field(default_factory=dict)
-
-
-def run_graph(graph: Any, inputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
-    """Run a composed graph as ``sknd run`` does (see the module docstring); ``(outputs, path)``."""
-    from skriptnd.backends.kernel_maps import kernels_for
-    from skriptnd.compose.quantization import fake_quantize, has_quantization
-    from skriptnd.execute import Executor
-
-    variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    if has_quantization(graph):
-        from skriptnd.tosa.integer.lower import lower_quantized
-
-        try:
-            integer = lower_quantized(graph, variables)
-        except DiagnosticError as err:
-            if err.diagnostics[0].code != "E0761":
-                raise
-            kernels, optimize = kernels_for("kernels")
-            out = Executor(fake_quantize(graph), variables, kernels=kernels, optimize=optimize).run(inputs)
-            return {k: np.asarray(v) for k, v in out.items()}, "fake quantization (" + \
-                err.diagnostics[0].message.split(":")[0][:60] + ")"
-        inside = sorted({op.op for op, how in integer.notes if how.startswith("fp32")})
-        path = "integer TOSA" + (f" (fp32 inside for {', '.join(inside)})" if inside else "")
-        return {k: np.asarray(v) for k, v in integer.run(inputs).items()}, path
-    kernels, optimize = kernels_for("tosa")
-    out = Executor(graph, variables, kernels=kernels, optimize=optimize).run(inputs)
-    return {k: np.asarray(v) for k, v in out.items()}, "fp32 TOSA"
 
 
 def _input_array(o: dict[str, Any], values: list[Any]) -> np.ndarray | None:
@@ -102,9 +77,6 @@ def compare(o: dict[str, Any], actual: np.ndarray, expected: list[Any], tol: dic
 
 def run_vector(model: dict[str, Any], workdir: Path | None = None) -> VectorResult:
     """Write, compose and run one NNAPI vector model on all its examples."""
-    from skriptnd.model import load
-    from skriptnd.targets.nnapi_import import to_sknd
-
     name = str(model.get("name", "?"))
     ops = [op.get("op", "?") for op in model.get("operations", [])]
     operands = {o["name"]: o for o in model.get("operands", [])}
@@ -147,6 +119,4 @@ def run_vector(model: dict[str, Any], workdir: Path | None = None) -> VectorResu
 
 
 def _sanitized(name: str) -> str:
-    from skriptnd.interop.writer import Names
-
     return Names()(name)
