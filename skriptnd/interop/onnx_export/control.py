@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.interop.onnx_export.core import Context, Results, Unsupported, shape
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when exporting
+    from onnx import GraphProto, ValueInfoProto
 
 
 def _elem(dtype: str) -> int:
@@ -46,7 +49,8 @@ def _convert_graph(ctx: Context, graph: Graph, convert: Convert) -> None:
         convert(ctx, op)
 
 
-def _subgraph(ctx: Context, name: str, results: list[Any], inputs: list[Any] | None = None) -> Any:
+def _subgraph(ctx: Context, name: str, results: list[tuple[str, Tensor]],
+              inputs: list[ValueInfoProto] | None = None) -> GraphProto:
     """An ONNX GraphProto computing ``results`` ((ONNX name, tensor) pairs) with the nodes of ``ctx``."""
     from onnx import helper
 
@@ -154,7 +158,7 @@ def convert_loop(ctx: Context, op: Operation, convert: Convert) -> Results:
     outs = [ctx.fresh(f"{op.label}:Loop") for _ in body.outputs]
     ctx.nodes.append(helper.make_node("Loop", [trip or "", cond or "", *[ctx.value(t) for t in carried]], outs,
                                       name=ctx.fresh(f"{op.label}/Loop"), body=graph))
-    results_out: list[Any] = outs[:n_carried]
+    results_out: Results = list(outs[:n_carried])
     for k, out in enumerate(outs[n_carried:]):
         pack = op.outputs[n_carried + k]
         parts = ctx.node("Split", [out, ctx.i64([1] * len(pack), "split")], outputs=len(pack), axis=0) \
