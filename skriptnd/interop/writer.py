@@ -22,8 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.quantization import qparams, quantized_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.io.tensor_file import write_tensor
+from skriptnd.model import load, variable_file
 from skriptnd.source import Span
+from skriptnd.syntax import parse_module
+from skriptnd.syntax.printer import format_module
 from skriptnd.untrusted import UnsafeFile, read_regular
 
 #: Words that cannot name a tensor or attribute in generated text: the grammar's reserved words and the
@@ -87,7 +92,7 @@ class Names:
         return text
 
 
-def literal(value: Any) -> str:
+def literal(value: LiteralValue) -> str:
     """A Python value as a SkriptND literal: bool, int, float (always with '.', `inf`), str, lists."""
     if isinstance(value, bool | np.bool_):
         return "true" if value else "false"
@@ -117,6 +122,12 @@ class Expr:
     """Verbatim SkriptND expression text (an extent like `batch * 2`, a tensor reference)."""
 
     text: str
+
+
+#: What `literal` writes: a Python or numpy scalar, a string, an array or a (nested) list, or verbatim `Expr`.
+LiteralValue = bool | int | float | str | np.generic | np.ndarray | Expr | Sequence["LiteralValue"]
+#: A call's argument or output: a tensor name, None (an omitted optional input), an `Expr`, or a pack.
+Argument = str | Expr | None | Sequence[str]
 
 
 def _extent(d: int | str | Expr) -> str:
@@ -175,7 +186,7 @@ class Call:
         return f"{line}  # {self.comment}" if self.comment else line
 
 
-def _argument(a: Any) -> str:
+def _argument(a: Argument) -> str:
     if a is None:
         return "~"
     if isinstance(a, Expr):
@@ -265,9 +276,6 @@ class ModelFolder:
 def render(text: str, path: str) -> str:
     """Parse and re-print generated text in the house style; a parse failure is a bug in the importer
     and is raised as such (with the generated text's location), never written."""
-    from skriptnd.syntax import parse_module
-    from skriptnd.syntax.printer import format_module
-
     module, diags = parse_module(text, path)
     if module is None or diags:
         first = diags[0] if diags else None
@@ -285,9 +293,6 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     With `verify` (where the imported model is, for the diagnostic), the written folder is checked as
     `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
     a folder that fails later, and leaves nothing behind when it would."""
-    from skriptnd.io.tensor_file import write_tensor
-    from skriptnd.model import variable_file
-
     named = Path(out_dir)
     # a symlink (to a folder, or dangling): the folder it points to is written, the link stays a link
     out = Path(os.path.realpath(named)) if named.is_symlink() else named
@@ -353,9 +358,6 @@ def verify_model(path: Path, graph: str, where: Span) -> None:
     """Check a written model folder as `sknd check` and `sknd run` would (load, compose the graph with its
     default attributes, read each quantized tensor's parameters); DiagnosticError E0794 at `where`,
     quoting the first problems with their places in the folder, when it fails."""
-    from skriptnd.compose.quantization import qparams, quantized_tensors
-    from skriptnd.model import load
-
     try:
         composed = load(path).compose(graph)
         for tensor in quantized_tensors(composed):

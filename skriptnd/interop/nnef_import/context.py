@@ -5,13 +5,66 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from skriptnd.interop.nnef_import.errors import ImportProblem
 from skriptnd.interop.writer import Call, Expr, Names, TensorDecl, literal
+
+#: An argument or attribute as the nnef parser gives it: a tensor identifier (str) or a literal (a list for an
+#: array of tensors or values).
+Arg = str | bool | int | float | list["Arg"] | tuple["Arg", ...] | None
+
+
+# The parser's objects (named tuples of the optional `nnef` package), described by what the importer reads
+# so that these modules need not import `nnef` (its named tuples satisfy these protocols).
+class Operation(Protocol):
+    """An `nnef.Operation`: name, attribs, inputs, outputs (by parameter name), dtype."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def attribs(self) -> Mapping[str, Any]: ...
+    @property
+    def inputs(self) -> Mapping[str, Arg]: ...
+    @property
+    def outputs(self) -> Mapping[str, Arg]: ...
+    @property
+    def dtype(self) -> str | None: ...
+
+
+class TensorInfo(Protocol):
+    """An `nnef.Tensor`: its type, inferred shape, data (constants) and graph.quant entry."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def shape(self) -> Sequence[int]: ...
+    @property
+    def data(self) -> Any: ...
+    @property
+    def quantization(self) -> Mapping[str, Any] | None: ...
+
+
+class NnefGraph(Protocol):
+    """An `nnef.Graph`: tensors by name, operations in order, the input and output tensor names."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tensors(self) -> Mapping[str, TensorInfo]: ...
+    @property
+    def operations(self) -> Sequence[Operation]: ...
+    @property
+    def inputs(self) -> Sequence[str]: ...
+    @property
+    def outputs(self) -> Sequence[str]: ...
+
 
 #: NNEF 1.x tensor types -> SkriptND types.
 DTYPES = {"scalar": "real", "integer": "int", "logical": "bool"}
@@ -19,11 +72,11 @@ DTYPES = {"scalar": "real", "integer": "int", "logical": "bool"}
 
 @dataclass
 class Context:
-    graph: Any  # nnef.Graph, shapes inferred
+    graph: NnefGraph  # shapes inferred
     names: Names
     body: list[Call | str] = field(default_factory=list)
     constants: list[TensorDecl] = field(default_factory=list)
-    op: Any = None  # the nnef.Operation being converted
+    op: Operation | None = None  # the operation being converted
     imports: set[str] = field(default_factory=set)
     #: NNEF tensors declared under another SkriptND name (a variable/constant that is also a graph output)
     aliases: dict[str, str] = field(default_factory=dict)
@@ -31,14 +84,14 @@ class Context:
 
     # -- tensors ---------------------------------------------------------------------------------
     @staticmethod
-    def is_tensor(value: Any) -> bool:
+    def is_tensor(value: Arg) -> bool:
         return isinstance(value, str)
 
     def name(self, nnef_name: str) -> str:
         """The SkriptND name of an NNEF tensor (sanitized once, stable)."""
         return self.aliases.get(str(nnef_name)) or self.names(str(nnef_name))
 
-    def arg(self, value: Any) -> str | Expr:
+    def arg(self, value: Arg) -> str | Expr:
         """An operation input as a call argument: a tensor name, or a scalar literal."""
         if self.is_tensor(value):
             return self.name(value)
@@ -46,15 +99,15 @@ class Context:
             raise self.problem(f"a list literal {value!r} cannot be a tensor argument here")
         return Expr(literal(tidy(value)))
 
-    def shape(self, value: Any) -> list[int]:
+    def shape(self, value: Arg) -> list[int]:
         if self.is_tensor(value):
             return list(self.graph.tensors[value].shape)
         return []
 
-    def rank(self, value: Any) -> int:
+    def rank(self, value: Arg) -> int:
         return len(self.shape(value))
 
-    def dtype(self, value: Any) -> str:
+    def dtype(self, value: Arg) -> str:
         if self.is_tensor(value):
             return DTYPES.get(self.graph.tensors[value].dtype, "real")
         if isinstance(value, bool):
@@ -93,7 +146,7 @@ class Context:
                              + f": {message}", op=self.op.name, tensor=str(first))
 
     # -- helpers shared by several families -------------------------------------------------------
-    def broadcast_args(self, values: list[Any], keys: list[str]) -> tuple[list[str | Expr], dict[str, int]]:
+    def broadcast_args(self, values: list[Arg], keys: list[str]) -> tuple[list[str | Expr], dict[str, int]]:
         """NNEF broadcasting pads the shorter shape with trailing singletons (numpy pads leading ones):
         a lower-rank tensor operand gets `<key>=0` so that SkriptND aligns it at the first axis."""
         rank = max(self.rank(v) for v in values)
@@ -101,7 +154,7 @@ class Context:
                    if self.is_tensor(v) and 0 < self.rank(v) < rank}
         return [self.arg(v) for v in values], attribs
 
-    def squeeze_to(self, value: Any, rank: int, hint: str) -> str | Expr:
+    def squeeze_to(self, value: Arg, rank: int, hint: str) -> str | Expr:
         """`value` reshaped to rank `rank` by dropping its leading singleton axes (NNEF [1, C] -> [C])."""
         if not self.is_tensor(value):
             return self.arg(value)
@@ -117,7 +170,7 @@ class Context:
         return out
 
 
-def tidy(value: Any) -> Any:
+def tidy(value: Arg) -> Arg:
     """NNEF scalars are float32: write the shortest decimal of the float32 value (1e-3, not
     0.0010000000474974513), which denotes the same float32."""
     if isinstance(value, float) and math.isfinite(value):

@@ -6,6 +6,7 @@ that the file matches, so the documentation cannot drift from the code).
 
 from __future__ import annotations
 
+from skriptnd.interop.nnef_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.nnef_import import registry
 
 
@@ -17,7 +18,6 @@ def _standard_operations() -> list[str]:
 
 
 def render() -> str:
-    registry.load_all()
     ops = _standard_operations()
     rows = []
     counts = {"mapped": 0, "expanded": 0, "declared": 0, "unsupported": 0}

@@ -14,16 +14,20 @@ problem) raises `FragmentFallback`; the importer then expands the fragments inli
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
 
 from skriptnd.interop.nnef_import import registry
-from skriptnd.interop.nnef_import.context import DTYPES, Context, tidy
+from skriptnd.interop.nnef_import.context import DTYPES, Arg, Context, NnefGraph, Operation, tidy
 from skriptnd.interop.nnef_import.errors import ImportProblem
 from skriptnd.interop.writer import Call, Names, TensorDecl
 
 MODULE = "ops.fragments"
 PATH = "ops/fragments.sknd"
+
+#: What a custom shape function gives the nnef parser: the output shape, or one per output.
+ShapeResult = list[int] | tuple[list[int], ...]
 
 _GRAPH = re.compile(r"^\s*graph\s+[A-Za-z_]", re.M)
 
@@ -34,15 +38,15 @@ class FragmentFallback(Exception):
 
 @dataclass
 class Expansion:
-    op: Any  # the invocation in the top-level graph
-    graph: Any  # the one-call graph, fragment expanded, shapes inferred
-    params: list[tuple[str, Any]]  # (parameter name, argument in the top-level graph) of tensor inputs
+    op: Operation  # the invocation in the top-level graph
+    graph: NnefGraph  # the one-call graph, fragment expanded, shapes inferred
+    params: list[tuple[str, Arg]]  # (parameter name, argument in the top-level graph) of tensor inputs
     results: list[str]  # result names (= top-level op's output keys)
 
 
 @dataclass
 class Fragments:
-    nnef: Any
+    nnef: ModuleType
     prelude: str
     lowered: list[str]
     custom: set[str]
@@ -50,27 +54,27 @@ class Fragments:
     operators: dict[str, str] = field(default_factory=dict)  # operator text (body) -> operator name
     texts: list[str] = field(default_factory=list)
     imports: set[str] = field(default_factory=set)
-    top: Any = None  # the top-level graph (fragments not expanded)
+    top: NnefGraph | None = None  # the top-level graph (fragments not expanded)
     _names: Names = field(default_factory=Names)
     _specializations: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_text(cls, nnef: Any, text: str, lowered: list[str], custom: set[str]) -> Fragments:
+    def from_text(cls, nnef: ModuleType, text: str, lowered: list[str], custom: set[str]) -> Fragments:
         match = _GRAPH.search(text)
         if not match:
             raise FragmentFallback("no graph")
         return cls(nnef, text[:match.start()], lowered, custom)
 
     # -- shape inference: expand each invocation while the top-level graph's shapes are inferred ----
-    def shape_functions(self, graph: Any) -> dict[str, Any]:
+    def shape_functions(self, graph: NnefGraph) -> dict[str, Callable[..., ShapeResult]]:
         self.top = graph
-        queues: dict[str, list[Any]] = {}
+        queues: dict[str, list[Operation]] = {}
         for op in graph.operations:
             if op.name in self.custom:
                 queues.setdefault(op.name, []).append(op)
 
-        def make(name: str) -> Any:
-            def infer(*shapes: Any, **_attribs: Any) -> Any:
+        def make(name: str) -> Callable[..., ShapeResult]:
+            def infer(*shapes: Sequence[int], **_attribs: Arg) -> ShapeResult:
                 op = queues[name].pop(0)
                 exp = self._expand(op, list(shapes))
                 out = [list(exp.graph.tensors[r].shape) for r in exp.results]
@@ -79,9 +83,9 @@ class Fragments:
 
         return {name: make(name) for name in queues}
 
-    def _expand(self, op: Any, shapes: list[Any]) -> Expansion:
+    def _expand(self, op: Operation, shapes: list[Sequence[int]]) -> Expansion:
         fmt = self.nnef.format_argument
-        params: list[tuple[str, Any]] = []
+        params: list[tuple[str, Arg]] = []
         lines, args = [], []
         for (key, value), shape in zip(op.inputs.items(), shapes, strict=True):
             if isinstance(value, list):
@@ -111,7 +115,7 @@ class Fragments:
         return exp
 
     # -- conversion -------------------------------------------------------------------------------
-    def convert(self, ctx: Context, op: Any) -> None:
+    def convert(self, ctx: Context, op: Operation) -> None:
         """Emit the call of the operator for invocation `op` (defining the operator if new)."""
         exp = self.expansions[id(op)]
         name = self._operator(exp)

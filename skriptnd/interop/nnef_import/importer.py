@@ -15,16 +15,22 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from skriptnd.compose.quantization import qparams, quantized_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.interop.nnef_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.nnef_import import registry
 from skriptnd.interop.nnef_import.contained import ContainedNnef, ParserCrashed
-from skriptnd.interop.nnef_import.context import DTYPES, Context, locate
+from skriptnd.interop.nnef_import.context import DTYPES, Context, NnefGraph, Operation, locate
 from skriptnd.interop.nnef_import.errors import ImportProblem
 from skriptnd.interop.nnef_import.fragments import PATH as FRAGMENTS_PATH
 from skriptnd.interop.nnef_import.fragments import FragmentFallback, Fragments
+from skriptnd.interop.nnef_import.ops.quant import quantize_entry
 from skriptnd.interop.writer import GraphText, ModelFolder, Names, Quantize, TensorDecl, write_model
+from skriptnd.io.tensor_file import TensorFileError, read_tensor_with_header
+from skriptnd.model import load
 from skriptnd.source import Span
 from skriptnd.untrusted import UnsafeFile, contained
 
@@ -44,7 +50,6 @@ def import_nnef(src: str | Path, out_dir: str | Path, *,
     graph_file, folder = _locate(Path(src))
     text = _read_text(graph_file)
     _check_quant_file(graph_file)
-    registry.load_all()
     graph, custom = _parse(nnef, graph_file, text)
     _check_supported(graph, graph_file, text)
     shapes = dict(input_shapes or {})
@@ -72,9 +77,6 @@ def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
     import shutil
     import tempfile
 
-    from skriptnd.compose.quantization import qparams, quantized_tensors
-    from skriptnd.model import load
-
     scratch = Path(tempfile.mkdtemp(prefix="sknd-nnef-import-"))
     try:
         composed = load(write_model(folder_desc, scratch / "model")).compose()
@@ -87,7 +89,7 @@ def _problems(folder_desc: ModelFolder) -> list[Diagnostic]:
     return []
 
 
-def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str,
+def _convert_with_fragments(nnef: ModuleType, graph_file: Path, folder: Path, text: str,
                             shapes: dict[str, Sequence[int]], custom: set[str]) -> ModelFolder:
     top = _parse_once(nnef, graph_file, text, sorted(registry.EXPANDED))
     fragments = Fragments.from_text(nnef, text, sorted(set(registry.EXPANDED) | custom), custom)
@@ -98,7 +100,7 @@ def _convert_with_fragments(nnef: Any, graph_file: Path, folder: Path, text: str
 
 # -- reading ------------------------------------------------------------------------------------------
 
-def _require_nnef(src: Path) -> Any:
+def _require_nnef(src: Path) -> ModuleType:
     try:
         import nnef
     except ImportError as exc:
@@ -144,7 +146,7 @@ def _check_quant_file(graph_file: Path) -> None:
 _POSITION = re.compile(r"\[(\d+):(\d+)\]\s*(.*)", re.S)
 
 
-def _parse_once(nnef: Any, graph_file: Path, text: str, lowered: list[str]) -> Any:
+def _parse_once(nnef: ModuleType, graph_file: Path, text: str, lowered: list[str]) -> NnefGraph:
     quant = graph_file.parent / "graph.quant"
     try:
         return nnef.parse_file(str(graph_file), str(quant) if quant.is_file() else None, lowered=lowered)
@@ -160,7 +162,7 @@ def _parse_once(nnef: Any, graph_file: Path, text: str, lowered: list[str]) -> A
             hint="simplify the construct the parser rejects (e.g. string comparisons in fragment bodies)")) from None
 
 
-def _parse(nnef: Any, graph_file: Path, text: str) -> tuple[Any, set[str]]:
+def _parse(nnef: ModuleType, graph_file: Path, text: str) -> tuple[NnefGraph, set[str]]:
     """Parse, expanding custom fragments and `registry.EXPANDED` operations until only standard operations
     remain (a fragment may use another); also returns the names of the custom fragments used."""
     lowered = set(registry.EXPANDED)
@@ -234,12 +236,12 @@ def _span(graph_file: Path, text: str, tensor: str | None, op: str | None) -> Sp
     return Span(str(graph_file), line, col, line, end)
 
 
-def _first_output(op: Any) -> str:
+def _first_output(op: Operation) -> str:
     value = next(iter(op.outputs.values()))
     return str(value[0] if isinstance(value, list) and value else value)
 
 
-def _check_supported(graph: Any, graph_file: Path, text: str) -> None:
+def _check_supported(graph: NnefGraph, graph_file: Path, text: str) -> None:
     """One diagnostic naming every operation that cannot be imported, with counts; raises if any."""
     known = set(registry.CONVERTERS) | set(_DECLARATIONS)
     missing = [op for op in graph.operations if op.name not in known]
@@ -261,7 +263,7 @@ def _check_supported(graph: Any, graph_file: Path, text: str) -> None:
         span=_span(graph_file, text, _first_output(head), head.name), notes=notes))
 
 
-def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]],
+def _infer_shapes(nnef: ModuleType, graph: NnefGraph, graph_file: Path, text: str, input_shapes: dict[str, Sequence[int]],
                   custom_shapes: dict[str, Any] | None = None) -> None:
     unknown = sorted(set(input_shapes) - set(graph.inputs))
     if unknown:
@@ -279,10 +281,8 @@ def _infer_shapes(nnef: Any, graph: Any, graph_file: Path, text: str, input_shap
                                          span=span)) from None
 
 
-def _check_variables(graph: Any, folder: Path, graph_file: Path, text: str) -> dict[str, Path]:
+def _check_variables(graph: NnefGraph, folder: Path, graph_file: Path, text: str) -> dict[str, Path]:
     """The tensor file of every variable, checked (present, readable, of the declared shape and type)."""
-    from skriptnd.io.tensor_file import TensorFileError, read_tensor_with_header
-
     files: dict[str, Path] = {}
     problems: list[Diagnostic] = []
     for op in graph.operations:
@@ -337,10 +337,8 @@ def _decl(ctx: Context, tensor: str) -> TensorDecl:
     return TensorDecl(ctx.name(tensor), DTYPES.get(t.dtype, "real"), list(t.shape))
 
 
-def _quantize_entries(ctx: Context, graph: Any, graph_file: Path) -> list[Quantize]:
+def _quantize_entries(ctx: Context, graph: NnefGraph, graph_file: Path) -> list[Quantize]:
     """graph.quant as @quantize entries (spec §2.14); what SkriptND cannot express is a located E0835."""
-    from skriptnd.interop.nnef_import.ops.quant import quantize_entry
-
     entries: list[Quantize] = []
     quant_file = graph_file.parent / "graph.quant"
     for name, tensor in graph.tensors.items():
@@ -363,7 +361,7 @@ def _output_decl(ctx: Context, tensor: str) -> TensorDecl:
     return decl
 
 
-def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
+def _constant_value(op: Operation, shape: list[int], dtype: str) -> list[Any]:
     values = list(op.attribs["value"])
     volume = 1
     for d in shape:
@@ -374,7 +372,7 @@ def _constant_value(op: Any, shape: list[int], dtype: str) -> list[Any]:
     return [cast(v) for v in values]
 
 
-def _convert(graph: Any, graph_file: Path, text: str, weight_files: dict[str, Path],
+def _convert(graph: NnefGraph, graph_file: Path, text: str, weight_files: dict[str, Path],
              fragments: Fragments | None = None) -> ModelFolder:
     names = Names()
     # graph inputs and outputs keep their names where they can

@@ -4,18 +4,21 @@ A converter gets the conversion context and the parsed `nnef.Operation`. Operati
 compound fragments in its own standard library and that have no direct SkriptND counterpart are listed in
 `EXPANDED`: the `nnef` parser expands them into their defining primitives (the spec's own definition, so the
 result is exact), which are then converted one by one. `docs/import-nnef.md` is generated from this module.
+
+This module imports none of its entries: `ops/__init__.py` imports the families (each registers itself on
+import), and whoever reads the tables imports that package first (the importer, the docs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from skriptnd.interop.nnef_import.context import Context
+    from skriptnd.interop.nnef_import.context import Context, Operation
 
-Converter = Callable[["Context", Any], None]
+Converter = Callable[["Context", "Operation"], None]
 
 
 @dataclass(frozen=True)
@@ -60,19 +63,3 @@ def unsupported(note: str, *names: str) -> None:
     for name in names:
         UNSUPPORTED[name] = note
 
-
-def load_all() -> None:
-    """Import every ops module (each registers its converters on import)."""
-    from skriptnd.interop.nnef_import.ops import (  # noqa: F401
-        activation,
-        conv,
-        elementwise,
-        image,
-        io,
-        layout,
-        linalg,
-        norm,
-        pool,
-        quant,
-        reduce,
-    )

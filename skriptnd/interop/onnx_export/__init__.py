@@ -21,13 +21,25 @@ import errno
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.fileio import output_target, write_atomic
+
+# the operator families register their converters on import: this package lists them (the registry, core,
+# imports none of its entries)
+from skriptnd.interop.onnx_export import algo, image, layout, linalg, math_ops, nn  # noqa: F401
 from skriptnd.interop.onnx_export.core import CONVERTERS, NUMPY, Context, Unsupported
+from skriptnd.interop.onnx_export.quant import quantize_graph_inputs, quantized_value
+from skriptnd.interop.onnx_export.walk import ControlFlowUnsupported, convert
 from skriptnd.source import Span
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when exporting
+    from onnx import GraphProto, ModelProto, ValueInfoProto
 
 register_codes({
     "E0840": "operation cannot be exported to ONNX",
@@ -47,23 +59,19 @@ MAX_OPSET = 21
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**24
 
 
-def _load_families() -> None:
-    from skriptnd.interop.onnx_export import algo, image, layout, linalg, math_ops, nn, quant  # noqa: F401 - they register converters
-
-
-def _span(x: Any) -> Span:
+def _span(x: Tensor | Operation | Graph) -> Span:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else Span("<graph>", 1, 1, 1, 1)
 
 
-def _graph_span(graph: Any) -> Span:
+def _graph_span(graph: Graph) -> Span:
     for t in list(graph.outputs) + list(graph.inputs):
         if isinstance(getattr(t, "span", None), Span):
             return t.span
     return Span("<graph>", 1, 1, 1, 1)
 
 
-def _require_onnx(graph: Any) -> Any:
+def _require_onnx(graph: Graph) -> ModuleType:
     try:
         import onnx
     except ImportError:
@@ -73,7 +81,7 @@ def _require_onnx(graph: Any) -> Any:
     return onnx
 
 
-def _value_info(onnx: Any, name: str, t: Any) -> Any:
+def _value_info(onnx: ModuleType, name: str, t: Tensor) -> ValueInfoProto:
     elem = {"real": onnx.TensorProto.FLOAT, "int": onnx.TensorProto.INT64, "bool": onnx.TensorProto.BOOL}[t.dtype]
     dims: list[Any] = []
     for i, d in enumerate(t.shape):
@@ -82,7 +90,7 @@ def _value_info(onnx: Any, name: str, t: Any) -> Any:
     return onnx.helper.make_tensor_value_info(name, elem, dims)
 
 
-def _type_problems(graph: Any) -> list[Diagnostic]:
+def _type_problems(graph: Graph) -> list[Diagnostic]:
     diags = []
     for t in graph.inputs:
         what = None
@@ -104,13 +112,10 @@ def _type_problems(graph: Any) -> list[Diagnostic]:
     return diags
 
 
-def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> tuple[Any, list[Diagnostic]]:
+def _build(graph: Graph, opset: int, variables: dict[str, np.ndarray] | None) -> tuple[GraphProto | None, list[Diagnostic]]:
     """(ONNX GraphProto or None, diagnostics)."""
     import onnx
 
-    from skriptnd.interop.onnx_export.walk import ControlFlowUnsupported, convert
-
-    _load_families()
     diags = _type_problems(graph)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
@@ -120,8 +125,6 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
     ctx.taken.update(out_names)
     for t in graph.inputs:
         ctx.names[id(t)] = t.name
-    from skriptnd.interop.onnx_export.quant import quantize_graph_inputs, quantized_value
-
     quantized = any(t.quant for t in graph.tensors)
     if quantized:
         try:
@@ -166,13 +169,13 @@ def _build(graph: Any, opset: int, variables: dict[str, np.ndarray] | None) -> t
     return onnx.helper.make_graph(ctx.nodes, graph.name, inputs, outputs, ctx.initializers), []
 
 
-def check_exportable(graph: Any, *, opset: int = MIN_OPSET) -> list[Diagnostic]:
+def check_exportable(graph: Graph, *, opset: int = MIN_OPSET) -> list[Diagnostic]:
     """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
     _require_onnx(graph)
     return _build(graph, opset, None)[1]
 
 
-def to_onnx(graph: Any, *, opset: int = 17, variables: dict[str, np.ndarray] | None = None) -> Any:
+def to_onnx(graph: Graph, *, opset: int = 17, variables: dict[str, np.ndarray] | None = None) -> ModelProto:
     """The ONNX model (``onnx.ModelProto``) of a composed graph; ``variables`` by name (default: the model's
     tensor files). Raises :class:`DiagnosticError` (E0840-E0849) when the graph cannot be exported."""
     onnx = _require_onnx(graph)
@@ -189,11 +192,11 @@ def to_onnx(graph: Any, *, opset: int = 17, variables: dict[str, np.ndarray] | N
     return model
 
 
-def _initializer_bytes(model: Any) -> int:
+def _initializer_bytes(model: ModelProto) -> int:
     return sum(len(t.raw_data) for t in model.graph.initializer)
 
 
-def _check(model: Any, graph: Any) -> None:
+def _check(model: ModelProto, graph: Graph) -> None:
     import onnx
 
     try:
@@ -211,7 +214,7 @@ def _check(model: Any, graph: Any) -> None:
                                           hint="this is a bug in skriptnd's ONNX exporter; please report it")]) from None
 
 
-def _write_external(model: Any, path: Path) -> Path:
+def _write_external(model: ModelProto, path: Path) -> Path:
     """Save with every initializer in one external data file beside ``path``; returns the data file."""
     import onnx
 
@@ -223,11 +226,9 @@ def _write_external(model: Any, path: Path) -> Path:
     return data
 
 
-def save_onnx(model: Any, path: str | os.PathLike[str]) -> Path:
+def save_onnx(model: ModelProto, path: str | os.PathLike[str]) -> Path:
     """Write ``model`` atomically to ``path`` (above 2 GB of weights: ``path`` plus ``path.data``, each
     written through a temporary sibling and renamed, the data file first)."""
-    from skriptnd.fileio import output_target, write_atomic
-
     if _initializer_bytes(model) <= EXTERNAL_DATA_THRESHOLD:
         write_atomic(path, model.SerializeToString())
         return Path(path)
@@ -243,7 +244,7 @@ def save_onnx(model: Any, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def export_onnx(graph: Any, path: str | os.PathLike[str], *, opset: int = 17,
+def export_onnx(graph: Graph, path: str | os.PathLike[str], *, opset: int = 17,
                 variables: dict[str, np.ndarray] | None = None) -> Path:
     """:func:`to_onnx` then :func:`save_onnx`; nothing is written when the export fails."""
     return save_onnx(to_onnx(graph, opset=opset, variables=variables), path)

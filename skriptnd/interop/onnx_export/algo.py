@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.onnx_export.core import Context, converter, norm_axes, shape
+from skriptnd.compose.ir import Operation
+from skriptnd.interop.onnx_export.core import Context, Results, converter, norm_axes, shape
 
 
 @converter("algo.top_k", onnx="TopK")
-def top_k(ctx: Context, op: Any) -> list[Any]:
+def top_k(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("axis", 0), len(s))[0]
     k = min(int(op.attribs["k"]), s[axis])
@@ -19,7 +18,7 @@ def top_k(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("algo.nonmax_suppress", onnx="NonMaxSuppression (center_point_box for CENTER)")
-def nonmax_suppress(ctx: Context, op: Any) -> list[Any]:
+def nonmax_suppress(ctx: Context, op: Operation) -> Results:
     n = shape(op.inputs[0])[1]
     limit = int(op.attribs.get("max_outputs_per_class", n))
     threshold = op.attribs.get("score_threshold")

@@ -9,16 +9,24 @@ scan outputs, split back into packs (only for loops that always run their full c
 stop early has scan outputs of dynamic length, which a pack cannot hold).
 
 Subgraph nodes read enclosing values by name (ONNX outer-scope references); constants and weights stay
-initializers of the main graph."""
+initializers of the main graph.
+
+The operations of branches and bodies are converted by the walker handed in (`walk.convert`, as onnx's
+`reference/ops/op_if.py` receives its evaluator): this module sits below the walker and never imports it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from skriptnd.interop.onnx_export.core import Context, Unsupported, shape
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.interop.onnx_export.core import Context, Results, Unsupported, shape
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when exporting
+    from onnx import GraphProto, ValueInfoProto
 
 
 def _elem(dtype: str) -> int:
@@ -32,14 +40,17 @@ def _child(ctx: Context) -> Context:
     return replace(ctx, nodes=[], names=ctx.names, taken=ctx.taken, initializers=ctx.initializers)
 
 
-def _convert_graph(ctx: Context, graph: Any) -> None:
-    from skriptnd.interop.onnx_export.walk import convert
+#: The walker that converts one operation (`walk.convert`), handed in by the walker itself.
+Convert = Callable[[Context, Operation], None]
 
+
+def _convert_graph(ctx: Context, graph: Graph, convert: Convert) -> None:
     for op in graph.operations:
         convert(ctx, op)
 
 
-def _subgraph(ctx: Context, name: str, results: list[Any], inputs: list[Any] | None = None) -> Any:
+def _subgraph(ctx: Context, name: str, results: list[tuple[str, Tensor]],
+              inputs: list[ValueInfoProto] | None = None) -> GraphProto:
     """An ONNX GraphProto computing ``results`` ((ONNX name, tensor) pairs) with the nodes of ``ctx``."""
     from onnx import helper
 
@@ -51,28 +62,28 @@ def _subgraph(ctx: Context, name: str, results: list[Any], inputs: list[Any] | N
     return helper.make_graph(ctx.nodes, name, inputs or [], outs)
 
 
-def _scalar_bool(ctx: Context, t: Any) -> str:
+def _scalar_bool(ctx: Context, t: Tensor) -> str:
     c = ctx.value(t)
     return ctx.reshape(c, []) if shape(t) else c
 
 
-def _if_chain(ctx: Context, op: Any, k: int) -> list[str]:
+def _if_chain(ctx: Context, op: Operation, k: int, convert: Convert) -> list[str]:
     """Emit into ``ctx`` the branches from ``cond{k}`` on; returns the ONNX names of the if's outputs."""
     from onnx import helper
 
     subs = op.subgraphs
     if f"cond{k}" not in subs:
-        _convert_graph(ctx, subs["else"])
+        _convert_graph(ctx, subs["else"], convert)
         return [ctx.value(t) for t in subs["else"].outputs]
     cond = subs[f"cond{k}"]
-    _convert_graph(ctx, cond)
+    _convert_graph(ctx, cond, convert)
     c = _scalar_bool(ctx, cond.outputs[0])
     then_ctx = _child(ctx)
-    _convert_graph(then_ctx, subs[f"then{k}"])
+    _convert_graph(then_ctx, subs[f"then{k}"], convert)
     then_graph = _subgraph(then_ctx, ctx.fresh(f"{op.label}.then{k}"),
                            [(then_ctx.value(t), t) for t in subs[f"then{k}"].outputs])
     else_ctx = _child(ctx)
-    names = _if_chain(else_ctx, op, k + 1)
+    names = _if_chain(else_ctx, op, k + 1, convert)
     else_graph = _subgraph(else_ctx, ctx.fresh(f"{op.label}.else{k}"),
                            list(zip(names, subs["else"].outputs, strict=True)))
     outs = [ctx.fresh(f"{op.label}:If") for _ in subs["else"].outputs]
@@ -81,11 +92,11 @@ def _if_chain(ctx: Context, op: Any, k: int) -> list[str]:
     return outs
 
 
-def convert_if(ctx: Context, op: Any) -> list[Any]:
-    return list(_if_chain(ctx, op, 0))
+def convert_if(ctx: Context, op: Operation, convert: Convert) -> Results:
+    return list(_if_chain(ctx, op, 0, convert))
 
 
-def convert_loop(ctx: Context, op: Any) -> list[Any]:
+def convert_loop(ctx: Context, op: Operation, convert: Convert) -> Results:
     from onnx import helper
 
     n_carried, n_scans = op.attribs["carried"], op.attribs["scans"]
@@ -114,7 +125,7 @@ def convert_loop(ctx: Context, op: Any) -> list[Any]:
     if "pre_cond" in op.subgraphs:
         for p, v in zip(params[:n_carried], carried, strict=True):
             ctx.names[id(p)] = ctx.value(v)
-        _convert_graph(ctx, op.subgraphs["pre_cond"])
+        _convert_graph(ctx, op.subgraphs["pre_cond"], convert)
         cond = _scalar_bool(ctx, op.subgraphs["pre_cond"].outputs[0])
     stacked = [ctx.node("Concat", [ctx.unsqueeze(ctx.value(t), [0]) for t in pack], axis=0) for pack in scans]
     # the body: (iter_num, cond_in, carried..) -> (cond_out, carried.., scan outputs..)
@@ -129,14 +140,14 @@ def convert_loop(ctx: Context, op: Any) -> list[Any]:
         b.names[id(p)] = b.node("Gather", [s, it], axis=0)
     if len(params) > n_carried + n_scans:
         b.names[id(params[-1])] = b.node("Identity", [it])
-    _convert_graph(b, body)
+    _convert_graph(b, body, convert)
     results = [(b.value(t), t) for t in body.outputs]
     cond_out = cond_in
     for key in ("post_cond", "pre_cond"):
         if key in op.subgraphs:  # evaluated on the new values: whether the next iteration runs
             for p, (v, _) in zip(params[:n_carried], results[:n_carried], strict=True):
                 b.names[id(p)] = v
-            _convert_graph(b, op.subgraphs[key])
+            _convert_graph(b, op.subgraphs[key], convert)
             c = _scalar_bool(b, op.subgraphs[key].outputs[0])
             cond_out = c if cond_out == cond_in else b.node("And", [cond_out, c])
     b.nodes.append(helper.make_node("Identity", [cond_out], [b.fresh(f"{op.label}.continue")],
@@ -147,7 +158,7 @@ def convert_loop(ctx: Context, op: Any) -> list[Any]:
     outs = [ctx.fresh(f"{op.label}:Loop") for _ in body.outputs]
     ctx.nodes.append(helper.make_node("Loop", [trip or "", cond or "", *[ctx.value(t) for t in carried]], outs,
                                       name=ctx.fresh(f"{op.label}/Loop"), body=graph))
-    results_out: list[Any] = outs[:n_carried]
+    results_out: Results = list(outs[:n_carried])
     for k, out in enumerate(outs[n_carried:]):
         pack = op.outputs[n_carried + k]
         parts = ctx.node("Split", [out, ctx.i64([1] * len(pack), "split")], outputs=len(pack), axis=0) \

@@ -14,11 +14,20 @@ aligned broadcast shapes ``ex``/``ey``), so every attribute written to ONNX is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsInt
 
 import numpy as np
+import numpy.typing as npt
+
+from skriptnd.compose.ir import Graph, Operation, Tensor
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when exporting
+    from onnx import NodeProto, TensorProto
+
+#: An attribute or binding value that converters read as integers: a Python or numpy int, a sympy integer.
+IntLike = SupportsInt
 
 #: SkriptND element types and their numpy/ONNX counterparts (SkriptND int is 64-bit).
 NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
@@ -28,7 +37,11 @@ class Unsupported(Exception):
     """The operation (or this attribute combination) has no ONNX form; the message says why."""
 
 
-Converter = Callable[["Context", Any], list[Any]]
+#: What a converter returns: the ONNX value name of each output (a list per pack output, None for an
+#: omitted optional output).
+Results = list[str | list[str] | None]
+
+Converter = Callable[["Context", Operation], Results]
 
 #: stdlib operator name -> converter
 CONVERTERS: dict[str, Converter] = {}
@@ -49,7 +62,7 @@ def converter(*names: str, onnx: str) -> Callable[[Converter], Converter]:
     return register
 
 
-def ints(v: Any) -> list[int]:
+def ints(v: IntLike | Iterable[IntLike] | None) -> list[int]:
     """A list of Python ints from an attribute or binding value (scalar, list, numpy, sympy)."""
     if v is None:
         return []
@@ -58,30 +71,30 @@ def ints(v: Any) -> list[int]:
     return [int(v)]
 
 
-def per_dim(v: Any, d: int, default: int = 1) -> list[int]:
+def per_dim(v: IntLike | Iterable[IntLike] | None, d: int, default: int = 1) -> list[int]:
     """A per-dimension attribute (a single value stands for every dimension)."""
     v = ints(v) or [default]
     return v * d if len(v) == 1 else v
 
 
-def shape(t: Any) -> list[int]:
+def shape(t: Tensor) -> list[int]:
     """The static shape of a composed tensor (raises Unsupported for a dynamic extent)."""
     if t.shape is None or any(d is None for d in t.shape):
         raise Unsupported(f"tensor '{t.name}' has a dynamic shape {_dims(t.shape)} that this mapping needs static")
     return [int(d) for d in t.shape]
 
 
-def _dims(dims: Sequence[Any]) -> str:
+def _dims(dims: Sequence[int | None]) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def env(op: Any, name: str) -> Any:
+def env(op: Operation, name: str) -> Any:
     if op.binding is None or name not in op.binding.env:
         raise Unsupported(f"no binding value '{name}'")
     return op.binding.env[name]
 
 
-def norm_axes(axes: Any, rank: int) -> list[int]:
+def norm_axes(axes: IntLike | Iterable[IntLike] | None, rank: int) -> list[int]:
     return [a + rank if a < 0 else a for a in ints(axes)]
 
 
@@ -98,13 +111,13 @@ class Context:
 
     opset: int
     variables: dict[str, np.ndarray]
-    nodes: list[Any] = field(default_factory=list)
-    initializers: list[Any] = field(default_factory=list)
+    nodes: list[NodeProto] = field(default_factory=list)
+    initializers: list[TensorProto] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
     names: dict[int, str] = field(default_factory=dict)  # id(tensor) -> ONNX value name
     label: str = ""  # node-name prefix: the composed operation's label
     #: the expansions of composite operations: kept alive so that ``names``' ids stay unique
-    keep: list[Any] = field(default_factory=list)
+    keep: list[Graph] = field(default_factory=list)
 
     # -- names -----------------------------------------------------------------------------------
 
@@ -127,7 +140,7 @@ class Context:
 
     # -- values ----------------------------------------------------------------------------------
 
-    def const(self, value: Any, dtype: Any = np.float32, hint: str = "const") -> str:
+    def const(self, value: npt.ArrayLike, dtype: npt.DTypeLike = np.float32, hint: str = "const") -> str:
         """An initializer holding ``value`` (converted to ``dtype`` unless it is already an array of it)."""
         from onnx import numpy_helper
 
@@ -139,7 +152,7 @@ class Context:
     def i64(self, values: Sequence[int] | int, hint: str = "shape") -> str:
         return self.const(np.asarray(values, np.int64), np.int64, hint)
 
-    def value(self, t: Any) -> str:
+    def value(self, t: Tensor) -> str:
         """The ONNX name of a composed tensor; variables and constants become initializers on first use."""
         if id(t) in self.names:
             return self.names[id(t)]
@@ -214,7 +227,7 @@ class Context:
         return self.node("Slice", ins)
 
 
-def aligned(ctx: Context, op: Any, i: int, key: str) -> str:
+def aligned(ctx: Context, op: Operation, i: int, key: str) -> str:
     """Input ``i`` reshaped to its aligned (broadcast-ready) shape ``op.binding.env[key]`` when it differs
     (SkriptND aligns operands by attributes such as lhs_align; ONNX broadcasts numpy-style)."""
     t = op.inputs[i]

@@ -5,7 +5,7 @@ Run ``python -m skriptnd.interop.onnx_export.coverage`` to print it."""
 
 from __future__ import annotations
 
-from skriptnd.interop.onnx_export import CONVERTERS, _load_families
+from skriptnd.interop.onnx_export import CONVERTERS
 from skriptnd.interop.onnx_export.core import DESCRIPTIONS
 from skriptnd.interop.onnx_export.walk import _kinds
 
@@ -14,7 +14,6 @@ END = "<!-- coverage:end -->"
 
 
 def table() -> str:
-    _load_families()
     kinds = _kinds()
     rows = ["| operator | export | ONNX |", "|---|---|---|"]
     counts = {"converter": 0, "components": 0, "no": 0}

@@ -10,12 +10,14 @@ time (the interpolation is separable), the others merged in front."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.interop.onnx_export.core import (
     Context,
+    Results,
     Unsupported,
     converter,
     env,
@@ -30,14 +32,14 @@ _ROUNDING = {"FLOOR": "floor", "CEIL": "ceil", "ROUND_PREFER_FLOOR": "round_pref
              "ROUND_PREFER_CEIL": "round_prefer_ceil"}
 
 
-def _axes(op: Any) -> list[int]:
+def _axes(op: Operation) -> list[int]:
     rank = len(shape(op.inputs[0]))
     axes = op.attribs.get("axes")
     return norm_axes(axes, rank) if axes is not None else list(range(rank))
 
 
 @converter("image.nearest_downsample", onnx="Slice with steps")
-def nearest_downsample(ctx: Context, op: Any) -> list[Any]:
+def nearest_downsample(ctx: Context, op: Operation) -> Results:
     s, axes = shape(op.inputs[0]), _axes(op)
     factor = ints(op.attribs["factor"])
     factor = factor * len(axes) if len(factor) == 1 else factor
@@ -45,7 +47,7 @@ def nearest_downsample(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("image.nearest_upsample", onnx="Reshape, Expand, Reshape")
-def nearest_upsample(ctx: Context, op: Any) -> list[Any]:
+def nearest_upsample(ctx: Context, op: Operation) -> Results:
     """Each item repeated ``factor`` times: a unit axis after each upsampled axis, Expand, Reshape."""
     s, axes = shape(op.inputs[0]), _axes(op)
     factor = ints(op.attribs["factor"])
@@ -62,7 +64,7 @@ def nearest_upsample(ctx: Context, op: Any) -> list[Any]:
     return [ctx.reshape(x, shape(op.outputs[0]))]
 
 
-def _resize(ctx: Context, op: Any, mode: str, **attrs: Any) -> str:
+def _resize(ctx: Context, op: Operation, mode: str, **attrs: Any) -> str:
     """Resize over the changed axes, two at a time (linear and cubic interpolation are separable)."""
     s, o = shape(op.inputs[0]), shape(op.outputs[0])
     axes = [a for a in _axes(op) if s[a] != o[a]]
@@ -106,13 +108,16 @@ def _resize_axes(ctx: Context, x: str, s: list[int], axes: list[int], o: list[in
     return ctx.transpose(y, inverse(others + axes))
 
 
-def _per_axis(v: Any, k: int) -> list[Any]:
+T = TypeVar("T")
+
+
+def _per_axis(v: T | list[T] | tuple[T, ...], k: int) -> list[T]:
     v = list(v) if isinstance(v, list | tuple) else [v]
     return v * k if len(v) == 1 else v
 
 
 @converter("image.nearest_resize", onnx="Gather per axis (the @lower formula's fp32 indices)")
-def nearest_resize(ctx: Context, op: Any) -> list[Any]:
+def nearest_resize(ctx: Context, op: Operation) -> Results:
     """A Gather per resized axis with the source indices of the @lower formula, computed here in fp32 as
     the formula computes them (ONNX Resize computes the coordinates differently and rounds ties that fall
     exactly halfway, e.g. at scale 1.5, to the other side)."""
@@ -144,7 +149,7 @@ def _along_axis(ctx: Context, x: str, rank: int, axis: int, matrix: np.ndarray) 
 
 
 @converter("image.linear_upsample", onnx="MatMul per axis (a fixed interpolation matrix)")
-def linear_upsample(ctx: Context, op: Any) -> list[Any]:
+def linear_upsample(ctx: Context, op: Operation) -> Results:
     """The @lower formula is separable: along each upsampled axis a fixed [out, in] matrix (the tent filter
     scattered at stride ``factor``, border replication folded in), applied with a MatMul."""
     s, axes = shape(op.inputs[0]), _axes(op)
@@ -171,12 +176,12 @@ def linear_upsample(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("image.linear_resize", onnx="Resize linear (antialias 0; two axes at a time)")
-def linear_resize(ctx: Context, op: Any) -> list[Any]:
+def linear_resize(ctx: Context, op: Operation) -> Results:
     return [_resize(ctx, op, "linear")]
 
 
 @converter("image.cubic_resize", onnx="Resize cubic (antialias 0; two axes at a time)")
-def cubic_resize(ctx: Context, op: Any) -> list[Any]:
+def cubic_resize(ctx: Context, op: Operation) -> Results:
     return [_resize(ctx, op, "cubic", cubic_coeff_a=float(op.attribs.get("coeff_a", -0.75)))]
 
 
@@ -186,7 +191,7 @@ _GRID_PADDING = {"ZEROS": "zeros", "REPLICATE": "border"}
 
 
 @converter(*_GRID_MODE, onnx="GridSample (ZEROS, REPLICATE; 2-D before opset 20)")
-def grid_sample(ctx: Context, op: Any) -> list[Any]:
+def grid_sample(ctx: Context, op: Operation) -> Results:
     d = len(shape(op.inputs[0])) - 2
     if d != 2 and ctx.opset < 20:
         raise Unsupported(f"{d}-D grid sampling needs ONNX opset 20 (GridSample-16 is 2-D)")
@@ -202,7 +207,7 @@ def grid_sample(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("image.max_roi_pool", onnx="MaxRoiPool (2-D)")
-def max_roi_pool(ctx: Context, op: Any) -> list[Any]:
+def max_roi_pool(ctx: Context, op: Operation) -> Results:
     """ONNX MaxRoiPool (Fast R-CNN ROI pooling, as the SkriptND kernel defines it: coordinates rounded
     half away from zero, inclusive ends, bins floor/ceil, empty bins 0) for 2-D ROIs; the boxes are
     [batch index, x1, y1, x2, y2] there, [y1, x1, y2, x2] with a separate index here."""

@@ -7,17 +7,27 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.interop.onnx_export.core import NUMPY, Context, Unsupported, converter, ints, norm_axes, shape
+from skriptnd.compose.ir import Operation
+from skriptnd.interop.onnx_export.core import (
+    NUMPY,
+    Context,
+    Results,
+    Unsupported,
+    converter,
+    ints,
+    norm_axes,
+    shape,
+)
 
 
 @converter("layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze", onnx="Reshape to the static output shape")
-def reshape(ctx: Context, op: Any) -> list[Any]:
+def reshape(ctx: Context, op: Operation) -> Results:
     """Every reshaping operator is a Reshape to the (static) output shape."""
     return [ctx.reshape(ctx.value(op.inputs[0]), shape(op.outputs[0]))]
 
 
 @converter("layout.transpose", onnx="Transpose")
-def transpose(ctx: Context, op: Any) -> list[Any]:
+def transpose(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs.get("axis", 0), rank)[0]
     d = rank - axis
@@ -28,14 +38,14 @@ def transpose(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.concat", onnx="Concat")
-def concat(ctx: Context, op: Any) -> list[Any]:
+def concat(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.outputs[0]))
     xs = [ctx.value(t) for t in op.inputs[0]]
     return [ctx.node("Concat", xs, axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
 @converter("layout.split", onnx="Split")
-def split(ctx: Context, op: Any) -> list[Any]:
+def split(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(s))[0]
     sizes = [shape(t)[axis] for t in op.outputs[0]]
@@ -46,7 +56,7 @@ def split(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.stack", onnx="Unsqueeze, Concat")
-def stack(ctx: Context, op: Any) -> list[Any]:
+def stack(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.outputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]
     xs = [ctx.value(t) for t in op.inputs[0]]
@@ -56,7 +66,7 @@ def stack(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.unstack", onnx="Split, Squeeze")
-def unstack(ctx: Context, op: Any) -> list[Any]:
+def unstack(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(s))[0]
     n = s[axis]
@@ -70,7 +80,7 @@ def unstack(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.tile", onnx="Tile")
-def tile(ctx: Context, op: Any) -> list[Any]:
+def tile(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes"), len(s)) if op.attribs.get("axes") is not None else list(range(len(s)))
     reps = [1] * len(s)
@@ -80,17 +90,17 @@ def tile(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.broadcast", onnx="Expand")
-def broadcast(ctx: Context, op: Any) -> list[Any]:
+def broadcast(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Expand", [ctx.value(op.inputs[0]), ctx.i64(shape(op.outputs[0]))])]
 
 
 @converter("layout.uniform", onnx="Expand")
-def uniform(ctx: Context, op: Any) -> list[Any]:
+def uniform(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Expand", [ctx.value(op.inputs[0]), ctx.i64(shape(op.outputs[0]))])]
 
 
 @converter("layout.slice", onnx="Slice")
-def slice_(ctx: Context, op: Any) -> list[Any]:
+def slice_(ctx: Context, op: Operation) -> Results:
     """output[i] = input[begin + stride * i] along each axis, for the output's (static) extents."""
     s, o = shape(op.inputs[0]), shape(op.outputs[0])
     axes = norm_axes(op.attribs.get("axes"), len(s)) if op.attribs.get("axes") is not None else list(range(len(s)))
@@ -113,7 +123,7 @@ _PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "REPLICATE": "edge"}
 
 
 @converter("layout.pad", onnx="Pad (CONSTANT, REFLECT, REPLICATE = edge); SYMMETRIC as reversed Slices + Concat")
-def pad(ctx: Context, op: Any) -> list[Any]:
+def pad(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     method = op.attribs.get("method", "CONSTANT")
     axes = norm_axes(op.attribs.get("axes"), len(s)) if op.attribs.get("axes") is not None else list(range(len(s)))
@@ -155,14 +165,14 @@ def _symmetric_pad(ctx: Context, x: str, s: list[int], axes: list[int], before: 
 
 
 @converter("layout.gather", onnx="Gather")
-def gather(ctx: Context, op: Any) -> list[Any]:
+def gather(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.inputs[0]))
     return [ctx.node("Gather", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],
                      axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
 @converter("ops.index.gather_elements", onnx="GatherElements")
-def gather_elements(ctx: Context, op: Any) -> list[Any]:
+def gather_elements(ctx: Context, op: Operation) -> Results:
     """The operator ``sknd import`` writes for ONNX GatherElements (in the model's ops/index.sknd: the standard
     library has none), mapped back to it: without this, every imported BERT was refused (E0840)."""
     rank = len(shape(op.inputs[0]))
@@ -171,27 +181,27 @@ def gather_elements(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.gather_nd", onnx="GatherND")
-def gather_nd(ctx: Context, op: Any) -> list[Any]:
+def gather_nd(ctx: Context, op: Operation) -> Results:
     return [ctx.node("GatherND", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])],
                      batch_dims=int(op.attribs.get("batch_dims", 0)))]
 
 
 @converter("layout.scatter", onnx="ScatterElements")
-def scatter(ctx: Context, op: Any) -> list[Any]:
+def scatter(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.inputs[0]))
     return [ctx.node("ScatterElements", [ctx.value(t) for t in op.inputs[:3]],
                      axis=norm_axes(op.attribs["axis"], rank)[0])]
 
 
 @converter("layout.scatter_nd", onnx="ScatterND (batch_dims 0)")
-def scatter_nd(ctx: Context, op: Any) -> list[Any]:
+def scatter_nd(ctx: Context, op: Operation) -> Results:
     if int(op.attribs.get("batch_dims", 0)) != 0:
         raise Unsupported("batch_dims other than 0 (ONNX ScatterND has none)")
     return [ctx.node("ScatterND", [ctx.value(t) for t in op.inputs[:3]])]
 
 
 @converter("layout.cast", onnx="Cast")
-def cast(ctx: Context, op: Any) -> list[Any]:
+def cast(ctx: Context, op: Operation) -> Results:
     x = ctx.value(op.inputs[0])
     out = op.outputs[0].dtype
     if out not in NUMPY:
@@ -199,18 +209,18 @@ def cast(ctx: Context, op: Any) -> list[Any]:
     return [ctx.cast(x, out)]
 
 
-def _constant(ctx: Context, op: Any, a: np.ndarray) -> list[Any]:
+def _constant(ctx: Context, op: Operation, a: np.ndarray) -> list[Any]:
     t = op.outputs[0]
     return [ctx.node("Identity", [ctx.const(np.asarray(a, NUMPY[t.dtype]).reshape(shape(t)), None, "value")])]
 
 
 @converter("layout.shape", onnx="an initializer")
-def shape_of(ctx: Context, op: Any) -> list[Any]:
+def shape_of(ctx: Context, op: Operation) -> Results:
     return _constant(ctx, op, np.asarray(shape(op.inputs[0]), np.int64))
 
 
 @converter("layout.tensor", onnx="an initializer")
-def tensor(ctx: Context, op: Any) -> list[Any]:
+def tensor(ctx: Context, op: Operation) -> Results:
     t = op.outputs[0]
     value = op.attribs.get("value")
     a = np.asarray(value if isinstance(value, list | tuple) else [value], NUMPY.get(t.dtype, np.float32))
@@ -218,7 +228,7 @@ def tensor(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.range", onnx="an initializer")
-def range_(ctx: Context, op: Any) -> list[Any]:
+def range_(ctx: Context, op: Operation) -> Results:
     t = op.outputs[0]
     first, stride = op.attribs["first"], op.attribs.get("stride", 1)
     n = shape(t)[0]
@@ -226,5 +236,5 @@ def range_(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("layout.nonzero", onnx="NonZero")
-def nonzero(ctx: Context, op: Any) -> list[Any]:
+def nonzero(ctx: Context, op: Operation) -> Results:
     return [ctx.node("NonZero", [ctx.value(op.inputs[0])])]

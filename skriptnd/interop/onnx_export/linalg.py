@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.onnx_export.core import Context, converter, ints, shape
+from skriptnd.compose.ir import Operation
+from skriptnd.interop.onnx_export.core import Context, Results, converter, ints, shape
 
 
 def _t(ctx: Context, x: str, rank: int) -> str:
@@ -12,7 +11,7 @@ def _t(ctx: Context, x: str, rank: int) -> str:
 
 
 @converter("linalg.matmul", onnx="MatMul (Transpose for transA/transB, Add for C)")
-def matmul(ctx: Context, op: Any) -> list[Any]:
+def matmul(ctx: Context, op: Operation) -> Results:
     A, B = op.inputs[0], op.inputs[1]
     C = op.inputs[2] if len(op.inputs) > 2 else None
     a, b = ctx.value(A), ctx.value(B)
@@ -32,7 +31,7 @@ def matmul(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("linalg.dot", onnx="Mul, ReduceSum")
-def dot(ctx: Context, op: Any) -> list[Any]:
+def dot(ctx: Context, op: Operation) -> Results:
     z = ctx.node("ReduceSum", [ctx.node("Mul", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1])]),
                                ctx.i64([0], "axes")], keepdims=0)
     if len(op.inputs) > 2 and op.inputs[2] is not None:
@@ -41,7 +40,7 @@ def dot(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("linalg.matvec", onnx="MatMul")
-def matvec(ctx: Context, op: Any) -> list[Any]:
+def matvec(ctx: Context, op: Operation) -> Results:
     a, x = ctx.value(op.inputs[0]), ctx.value(op.inputs[1])
     # transA: x A (a vector-matrix product; onnxruntime 1.32 fuses Transpose + matrix-vector MatMul wrongly)
     z = ctx.node("MatMul", [x, a] if op.attribs.get("transA", False) else [a, x])
@@ -51,7 +50,7 @@ def matvec(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("linalg.outer", onnx="Reshape, Mul")
-def outer(ctx: Context, op: Any) -> list[Any]:
+def outer(ctx: Context, op: Operation) -> Results:
     sx, sy = shape(op.inputs[0]), shape(op.inputs[1])
     x = ctx.reshape(ctx.value(op.inputs[0]), sx + [1] * len(sy))
     return [ctx.node("Mul", [x, ctx.value(op.inputs[1])])]

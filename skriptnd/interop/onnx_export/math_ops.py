@@ -5,11 +5,19 @@ explicit by a Reshape), n-ary operators, reductions, arg-reductions, moments and
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
-from skriptnd.interop.onnx_export.core import Context, Unsupported, aligned, converter, norm_axes, shape
+from skriptnd.compose.ir import Operation
+from skriptnd.interop.onnx_export.core import (
+    Context,
+    Results,
+    Unsupported,
+    aligned,
+    converter,
+    norm_axes,
+    shape,
+)
 
 _UNARY = {"math.iden": "Identity", "math.neg": "Neg", "math.rcp": "Reciprocal", "math.sqrt": "Sqrt",
           "math.exp": "Exp", "math.log": "Log", "math.sin": "Sin", "math.cos": "Cos", "math.tan": "Tan",
@@ -18,7 +26,7 @@ _UNARY = {"math.iden": "Identity", "math.neg": "Neg", "math.rcp": "Reciprocal", 
           "math.abs": "Abs", "math.sign": "Sign", "math.not": "Not", "math.floor": "Floor", "math.ceil": "Ceil"}
 
 
-def _unary(ctx: Context, op: Any) -> list[Any]:
+def _unary(ctx: Context, op: Operation) -> Results:
     return [ctx.node(_UNARY[op.op], [ctx.value(op.inputs[0])])]
 
 
@@ -27,29 +35,29 @@ for _name in _UNARY:
 
 
 @converter("math.sqr", onnx="Mul")
-def sqr(ctx: Context, op: Any) -> list[Any]:
+def sqr(ctx: Context, op: Operation) -> Results:
     x = ctx.value(op.inputs[0])
     return [ctx.node("Mul", [x, x])]
 
 
 @converter("math.rsqr", onnx="Mul, Reciprocal")
-def rsqr(ctx: Context, op: Any) -> list[Any]:
+def rsqr(ctx: Context, op: Operation) -> Results:
     x = ctx.value(op.inputs[0])
     return [ctx.node("Reciprocal", [ctx.node("Mul", [x, x])])]
 
 
 @converter("math.rsqrt", onnx="Sqrt, Reciprocal")
-def rsqrt(ctx: Context, op: Any) -> list[Any]:
+def rsqrt(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Reciprocal", [ctx.node("Sqrt", [ctx.value(op.inputs[0])])])]
 
 
 @converter("math.log2", onnx="Log, Div")
-def log2(ctx: Context, op: Any) -> list[Any]:
+def log2(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Div", [ctx.node("Log", [ctx.value(op.inputs[0])]), ctx.scalar(math.log(2.0))])]
 
 
 @converter("math.round", onnx="half away from zero: Abs, Floor, Where, Sign")
-def round_(ctx: Context, op: Any) -> list[Any]:
+def round_(ctx: Context, op: Operation) -> Results:
     """Half away from zero (ONNX Round is half to even): sign(x) * (f + (|x| - f >= 0.5)), f = floor(|x|)."""
     x = ctx.value(op.inputs[0])
     ax = ctx.node("Abs", [x])
@@ -66,11 +74,11 @@ _BINARY = {"math.add": "Add", "math.sub": "Sub", "math.mul": "Mul", "math.pow": 
            "math.ge": "GreaterOrEqual", "math.eq": "Equal", "math.and": "And", "math.or": "Or", "math.xor": "Xor"}
 
 
-def _operands(ctx: Context, op: Any) -> tuple[str, str]:
+def _operands(ctx: Context, op: Operation) -> tuple[str, str]:
     return aligned(ctx, op, 0, "ex"), aligned(ctx, op, 1, "ey")
 
 
-def _binary(ctx: Context, op: Any) -> list[Any]:
+def _binary(ctx: Context, op: Operation) -> Results:
     return [ctx.node(_BINARY[op.op], list(_operands(ctx, op)))]
 
 
@@ -79,12 +87,12 @@ for _name in _BINARY:
 
 
 @converter("math.ne", onnx="Equal, Not")
-def ne(ctx: Context, op: Any) -> list[Any]:
+def ne(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Not", [ctx.node("Equal", list(_operands(ctx, op)))])]
 
 
 @converter("math.div", onnx="Div (int: floor division through Mod)")
-def div(ctx: Context, op: Any) -> list[Any]:
+def div(ctx: Context, op: Operation) -> Results:
     x, y = _operands(ctx, op)
     if op.inputs[0].dtype != "int":
         return [ctx.node("Div", [x, y])]
@@ -93,7 +101,7 @@ def div(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.mod", onnx="Mod (real: fmod corrected to the divisor's sign)")
-def mod(ctx: Context, op: Any) -> list[Any]:
+def mod(ctx: Context, op: Operation) -> Results:
     """Python's modulo (the sign of the divisor): ONNX Mod for ints; fmod corrected for reals."""
     x, y = _operands(ctx, op)
     if op.inputs[0].dtype == "int":
@@ -106,12 +114,12 @@ def mod(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.select", onnx="Where")
-def select(ctx: Context, op: Any) -> list[Any]:
+def select(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Where", [aligned(ctx, op, 0, "ec"), aligned(ctx, op, 1, "ex"), aligned(ctx, op, 2, "ey")])]
 
 
 @converter("math.clamp", onnx="Where, Less, Greater")
-def clamp(ctx: Context, op: Any) -> list[Any]:
+def clamp(ctx: Context, op: Operation) -> Results:
     """x < a ? a : x > b ? b : x, exactly (Clip differs when a > b)."""
     x, a, b = aligned(ctx, op, 0, "ex"), aligned(ctx, op, 1, "ea"), aligned(ctx, op, 2, "eb")
     upper = ctx.node("Where", [ctx.node("Greater", [x, b]), b, x])
@@ -119,13 +127,13 @@ def clamp(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.axpb", onnx="Mul, Add")
-def axpb(ctx: Context, op: Any) -> list[Any]:
+def axpb(ctx: Context, op: Operation) -> Results:
     a, x, b = aligned(ctx, op, 0, "ea"), aligned(ctx, op, 1, "ex"), aligned(ctx, op, 2, "eb")
     return [ctx.node("Add", [ctx.node("Mul", [a, x]), b])]
 
 
 @converter("math.axpby", onnx="Mul, Add")
-def axpby(ctx: Context, op: Any) -> list[Any]:
+def axpby(ctx: Context, op: Operation) -> Results:
     a, x = aligned(ctx, op, 0, "ea"), aligned(ctx, op, 1, "ex")
     b, y = aligned(ctx, op, 2, "eb"), aligned(ctx, op, 3, "ey")
     return [ctx.node("Add", [ctx.node("Mul", [a, x]), ctx.node("Mul", [b, y])])]
@@ -134,7 +142,7 @@ def axpby(ctx: Context, op: Any) -> list[Any]:
 # -- n-ary ---------------------------------------------------------------------------------------
 
 
-def _pack(ctx: Context, op: Any) -> list[str]:
+def _pack(ctx: Context, op: Operation) -> list[str]:
     return [ctx.value(t) for t in op.inputs[0]]
 
 
@@ -146,37 +154,37 @@ def _chain(ctx: Context, op_type: str, xs: list[str]) -> str:
 
 
 @converter("math.sum_n", onnx="Add chain")
-def sum_n(ctx: Context, op: Any) -> list[Any]:
+def sum_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "Add", _pack(ctx, op))]
 
 
 @converter("math.prod_n", onnx="Mul chain")
-def prod_n(ctx: Context, op: Any) -> list[Any]:
+def prod_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "Mul", _pack(ctx, op))]
 
 
 @converter("math.min_n", onnx="Min chain")
-def min_n(ctx: Context, op: Any) -> list[Any]:
+def min_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "Min", _pack(ctx, op))]
 
 
 @converter("math.max_n", onnx="Max chain")
-def max_n(ctx: Context, op: Any) -> list[Any]:
+def max_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "Max", _pack(ctx, op))]
 
 
 @converter("math.any_n", onnx="Or chain")
-def any_n(ctx: Context, op: Any) -> list[Any]:
+def any_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "Or", _pack(ctx, op))]
 
 
 @converter("math.all_n", onnx="And chain")
-def all_n(ctx: Context, op: Any) -> list[Any]:
+def all_n(ctx: Context, op: Operation) -> Results:
     return [_chain(ctx, "And", _pack(ctx, op))]
 
 
 @converter("math.argmin_n", "math.argmax_n", onnx="Unsqueeze, Concat, ArgMin/ArgMax")
-def arg_n(ctx: Context, op: Any) -> list[Any]:
+def arg_n(ctx: Context, op: Operation) -> Results:
     stacked = ctx.node("Concat", [ctx.unsqueeze(x, [0]) for x in _pack(ctx, op)], axis=0)
     return [ctx.node("ArgMax" if op.op == "math.argmax_n" else "ArgMin", [stacked], axis=0, keepdims=0)]
 
@@ -187,7 +195,7 @@ _REDUCE = {"math.min_reduce": "ReduceMin", "math.max_reduce": "ReduceMax", "math
            "math.prod_reduce": "ReduceProd", "math.mean_reduce": "ReduceMean"}
 
 
-def _axes(op: Any) -> tuple[list[int], bool]:
+def _axes(op: Operation) -> tuple[list[int], bool]:
     rank = len(shape(op.inputs[0]))
     axes = op.attribs.get("axes")
     return (norm_axes(axes, rank) if axes is not None else list(range(rank))), bool(op.attribs.get("squeeze", False))
@@ -200,7 +208,7 @@ def _reduce_to(ctx: Context, op_type: str, x: str, axes: list[int], squeeze: boo
 
 
 @converter(*_REDUCE, onnx="ReduceMin/Max/Sum/Prod/Mean (axes as input from opset 18)")
-def reduce(ctx: Context, op: Any) -> list[Any]:
+def reduce(ctx: Context, op: Operation) -> Results:
     axes, squeeze = _axes(op)
     if op.inputs[0].dtype == "bool":
         raise Unsupported("a bool reduction")
@@ -208,7 +216,7 @@ def reduce(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.any_reduce", "math.all_reduce", onnx="Cast, ReduceMax/ReduceMin, Cast")
-def bool_reduce(ctx: Context, op: Any) -> list[Any]:
+def bool_reduce(ctx: Context, op: Operation) -> Results:
     axes, squeeze = _axes(op)
     x = ctx.node("Cast", [ctx.value(op.inputs[0])], to=6)  # int32: ONNX reductions take no bool
     y = _reduce_to(ctx, "ReduceMax" if op.op == "math.any_reduce" else "ReduceMin", x, axes, squeeze)
@@ -216,7 +224,7 @@ def bool_reduce(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.lp_reduce", onnx="ReduceL1, ReduceL2 (p 1 and 2; others through @compose)")
-def lp_reduce(ctx: Context, op: Any) -> list[Any]:
+def lp_reduce(ctx: Context, op: Operation) -> Results:
     p = float(op.attribs["p"])
     if p not in (1.0, 2.0):
         raise Unsupported(f"p = {p} (ONNX has ReduceL1 and ReduceL2)")
@@ -225,7 +233,7 @@ def lp_reduce(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.moments", onnx="ReduceMean, Sub, Mul, ReduceMean")
-def moments(ctx: Context, op: Any) -> list[Any]:
+def moments(ctx: Context, op: Operation) -> Results:
     axes, squeeze = _axes(op)
     x = ctx.value(op.inputs[0])
     mean = _reduce_to(ctx, "ReduceMean", x, axes, False)
@@ -237,7 +245,7 @@ def moments(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.argmin", "math.argmax", onnx="ArgMin, ArgMax")
-def arg(ctx: Context, op: Any) -> list[Any]:
+def arg(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]
     return [ctx.node("ArgMax" if op.op == "math.argmax" else "ArgMin", [ctx.value(op.inputs[0])], axis=axis,
@@ -245,7 +253,7 @@ def arg(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.argmin_nd", "math.argmax_nd", onnx="Transpose, Reshape, ArgMin/ArgMax, Div/Mod, Concat")
-def arg_nd(ctx: Context, op: Any) -> list[Any]:
+def arg_nd(ctx: Context, op: Operation) -> Results:
     """The reduced axes moved last and flattened, one ArgMax, then the flat index unravelled into the
     index along each reduced axis (the output's last axis)."""
     s = shape(op.inputs[0])
@@ -265,7 +273,7 @@ def arg_nd(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("math.cumsum", onnx="CumSum")
-def cumsum(ctx: Context, op: Any) -> list[Any]:
+def cumsum(ctx: Context, op: Operation) -> Results:
     rank = len(shape(op.inputs[0]))
     axis = norm_axes(op.attribs["axis"], rank)[0]
     return [ctx.node("CumSum", [ctx.value(op.inputs[0]), ctx.i64(axis, "axis")],

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.interop.onnx_export.core import (
     Context,
+    Results,
     Unsupported,
     converter,
     env,
@@ -18,6 +20,7 @@ from skriptnd.interop.onnx_export.core import (
     per_dim,
     shape,
 )
+from skriptnd.tosa.legalize.tensor import pool_geometry
 
 #: data / filter layouts -> the permutation to ONNX's N,C,X.. (O,I,X.. for filters)
 _DATA_TO_NCX = {"NCX": lambda d: list(range(d + 2)), "NXC": lambda d: [0, d + 1, *range(1, d + 1)],
@@ -49,7 +52,7 @@ def _crop_and_pads(ctx: Context, x: str, sizes: list[int], axes: list[int], befo
     return x, lo_pads + hi_pads
 
 
-def _to_ncx(ctx: Context, op: Any, d: int) -> tuple[str, list[int], list[int], str, list[int], list[int]]:
+def _to_ncx(ctx: Context, op: Operation, d: int) -> tuple[str, list[int], list[int], str, list[int], list[int]]:
     fmt, ffmt = op.attribs.get("data_format", "NCX"), op.attribs.get("filter_format", "NCX")
     if fmt not in _DATA_TO_NCX or ffmt not in _FILTER_TO_NCX:
         raise Unsupported(f"data_format {fmt!r} / filter_format {ffmt!r}")
@@ -61,7 +64,7 @@ def _to_ncx(ctx: Context, op: Any, d: int) -> tuple[str, list[int], list[int], s
 
 
 @converter("nn.conv", onnx="Conv (Slice for negative padding, Transpose for other layouts)")
-def conv(ctx: Context, op: Any) -> list[Any]:
+def conv(ctx: Context, op: Operation) -> Results:
     d = len(shape(op.inputs[0])) - 2
     if d < 1:
         raise Unsupported("a convolution needs at least one spatial dimension")
@@ -77,7 +80,7 @@ def conv(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.deconv", onnx="ConvTranspose (Pad/Slice/Add when the window leaves the full output)")
-def deconv(ctx: Context, op: Any) -> list[Any]:
+def deconv(ctx: Context, op: Operation) -> Results:
     """ConvTranspose with the stdlib's window of the full output: ONNX pads where the window starts inside
     the full output and ends at most a stride beyond it (output_padding); otherwise the full output is
     computed, padded/sliced to the window, and the bias added."""
@@ -112,16 +115,14 @@ def deconv(ctx: Context, op: Any) -> list[Any]:
 # -- pooling -------------------------------------------------------------------------------------
 
 
-def _pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+def _pool_geometry(op: Operation) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     """The window of a pooling operation (skriptnd.tosa.legalize's reading of the same attributes);
     a dynamic input or output extent is Unsupported here."""
-    from skriptnd.tosa.legalize.tensor import pool_geometry
-
     shape(op.inputs[0]), shape(op.outputs[0])
     return pool_geometry(op)
 
 
-def _pool(ctx: Context, op: Any, op_type: str, fill: float | None = None, **attrs: Any) -> str:
+def _pool(ctx: Context, op: Operation, op_type: str, fill: float | None = None, **attrs: Any) -> str:
     """An ONNX pool over the operation's axes: they are moved last behind an (N, C) pair (merging the
     other axes) when they are not already the axes 2.. of the input. Padding as wide as the window is
     an explicit Pad with ``fill`` (when padding never counts, as for max and sum)."""
@@ -170,17 +171,17 @@ def _empty_windows(sizes: list[int], offset: list[int], size: list[int], stride:
 
 
 @converter("nn.max_pool", onnx="MaxPool (Pad for wide padding, Where for windows wholly in the padding)")
-def max_pool(ctx: Context, op: Any) -> list[Any]:
+def max_pool(ctx: Context, op: Operation) -> Results:
     return [_pool(ctx, op, "MaxPool", fill=-np.inf)]
 
 
-def _no_dilation(ctx: Context, op: Any) -> None:
+def _no_dilation(ctx: Context, op: Operation) -> None:
     if any(dl != 1 for dl in _pool_geometry(op)[3]) and ctx.opset < 19:
         raise Unsupported("dilated average/sum pooling needs ONNX opset 19 (AveragePool dilations)")
 
 
 @converter("nn.sum_pool", onnx="AveragePool (count_include_pad), Mul")
-def sum_pool(ctx: Context, op: Any) -> list[Any]:
+def sum_pool(ctx: Context, op: Operation) -> Results:
     _no_dilation(ctx, op)
     size = _pool_geometry(op)[1]
     y = _pool(ctx, op, "AveragePool", fill=0.0, count_include_pad=1)
@@ -188,7 +189,7 @@ def sum_pool(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.avg_pool", onnx="AveragePool (ignore_border=false through @compose)")
-def avg_pool(ctx: Context, op: Any) -> list[Any]:
+def avg_pool(ctx: Context, op: Operation) -> Results:
     _no_dilation(ctx, op)
     if not op.attribs.get("ignore_border", True):  # its @compose: sum_pool / window size
         raise Unsupported("ignore_border=false (exported through its components)")
@@ -198,12 +199,12 @@ def avg_pool(ctx: Context, op: Any) -> list[Any]:
 # -- activations ---------------------------------------------------------------------------------
 
 
-def _x(ctx: Context, op: Any) -> str:
+def _x(ctx: Context, op: Operation) -> str:
     return ctx.value(op.inputs[0])
 
 
 @converter("nn.relu", onnx="Relu, LeakyRelu (alpha), Clip (max: relu6), Min/Max (alpha and max)")
-def relu(ctx: Context, op: Any) -> list[Any]:
+def relu(ctx: Context, op: Operation) -> Results:
     x = _x(ctx, op)
     alpha, top = op.attribs.get("alpha"), op.attribs.get("max")
     if top is not None and alpha is None:  # one Clip, which onnxruntime fuses into the convolution before it
@@ -217,7 +218,7 @@ def relu(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.prelu", onnx="PRelu")
-def prelu(ctx: Context, op: Any) -> list[Any]:
+def prelu(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("axis", 1), len(s))[0]
     slope = ctx.reshape(ctx.value(op.inputs[1]), [s[axis]] + [1] * (len(s) - axis - 1))
@@ -225,23 +226,23 @@ def prelu(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.thresholded_relu", onnx="ThresholdedRelu")
-def thresholded_relu(ctx: Context, op: Any) -> list[Any]:
+def thresholded_relu(ctx: Context, op: Operation) -> Results:
     return [ctx.node("ThresholdedRelu", [_x(ctx, op)], alpha=float(op.attribs.get("theta", 0.0)))]
 
 
 @converter("nn.elu", onnx="Elu")
-def elu(ctx: Context, op: Any) -> list[Any]:
+def elu(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Elu", [_x(ctx, op)], alpha=float(op.attribs.get("alpha", 1.0)))]
 
 
 @converter("nn.selu", onnx="Selu")
-def selu(ctx: Context, op: Any) -> list[Any]:
+def selu(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Selu", [_x(ctx, op)], alpha=float(op.attribs.get("alpha", 1.67326319)),
                      gamma=float(op.attribs.get("lambda", 1.05070102)))]
 
 
 @converter("nn.gelu", onnx="Gelu from opset 20, else Erf/Tanh formula; SIGMOID: Mul, Sigmoid")
-def gelu(ctx: Context, op: Any) -> list[Any]:
+def gelu(ctx: Context, op: Operation) -> Results:
     x = _x(ctx, op)
     approximate = op.attribs.get("approximate")
     if approximate == "SIGMOID":  # x * sigmoid(1.702 x)
@@ -262,23 +263,23 @@ def gelu(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.silu", onnx="Sigmoid, Mul")
-def silu(ctx: Context, op: Any) -> list[Any]:
+def silu(ctx: Context, op: Operation) -> Results:
     x = _x(ctx, op)
     return [ctx.node("Mul", [x, ctx.node("Sigmoid", [x])])]
 
 
 @converter("nn.sigmoid", onnx="Sigmoid")
-def sigmoid(ctx: Context, op: Any) -> list[Any]:
+def sigmoid(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Sigmoid", [_x(ctx, op)])]
 
 
 @converter("nn.softplus", onnx="Softplus")
-def softplus(ctx: Context, op: Any) -> list[Any]:
+def softplus(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Softplus", [_x(ctx, op)])]
 
 
 @converter("nn.erf", onnx="Erf")
-def erf(ctx: Context, op: Any) -> list[Any]:
+def erf(ctx: Context, op: Operation) -> Results:
     return [ctx.node("Erf", [_x(ctx, op)])]
 
 
@@ -286,7 +287,7 @@ def erf(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.batch_norm", onnx="BatchNormalization (channel_axis 1; others through @compose)")
-def batch_norm(ctx: Context, op: Any) -> list[Any]:
+def batch_norm(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axis = norm_axes(op.attribs.get("channel_axis", 1), len(s))[0]
     if axis != 1 or len(s) < 2:
@@ -300,7 +301,7 @@ def batch_norm(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.softmax", onnx="Softmax (one axis; several through @compose)")
-def softmax(ctx: Context, op: Any) -> list[Any]:
+def softmax(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes", [1]), len(s))
     if len(axes) != 1:
@@ -309,13 +310,13 @@ def softmax(ctx: Context, op: Any) -> list[Any]:
 
 
 @converter("nn.linear", onnx="Gemm (transB)")
-def linear(ctx: Context, op: Any) -> list[Any]:
+def linear(ctx: Context, op: Operation) -> Results:
     bias = ctx.value(op.inputs[2]) if len(op.inputs) > 2 and op.inputs[2] is not None else None
     return [ctx.node("Gemm", [ctx.value(op.inputs[0]), ctx.value(op.inputs[1]), bias], transB=1)]
 
 
 @converter("nn.local_response_norm", onnx="LRN (axes [1]; others through @compose)")
-def local_response_norm(ctx: Context, op: Any) -> list[Any]:
+def local_response_norm(ctx: Context, op: Operation) -> Results:
     s = shape(op.inputs[0])
     axes = norm_axes(op.attribs.get("axes", [1]), len(s))
     size = ints(op.attribs["size"])
@@ -335,7 +336,7 @@ def _gates_iofc(ctx: Context, t: str, n: int) -> str:
 
 
 @converter("nn.lstm", "nn.lstm_loop", "nn._jagged_lstm_loops", onnx="LSTM (gates reordered; steps as sequence_lens)")
-def lstm(ctx: Context, op: Any) -> list[Any]:
+def lstm(ctx: Context, op: Operation) -> Results:
     """ONNX LSTM (gates reordered, the recurrence bias zero). Step counts (``steps``: one for all items
     in lstm_loop, one per item otherwise) are its sequence_lens; Y then has ``steps[0]`` items (the items'
     counts are equal, see nn.lstm) and the final states are those at each item's last step."""

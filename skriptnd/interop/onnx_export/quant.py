@@ -18,26 +18,24 @@ only for values exactly halfway between two quantization levels.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from skriptnd.interop.onnx_export.core import Context, Unsupported, converter, shape
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.quantization import QParams, dequantize, qparams, quantize
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.onnx_export.core import Context, Results, Unsupported, converter, shape
 
 _ONNX_INT = {"int8": 3, "int16": 5, "int32": 6}  # TensorProto.INT8, INT16, INT32
 
 
-def _qparams(t: Any) -> Any:
-    from skriptnd.compose.quantization import qparams
-    from skriptnd.diagnostics import DiagnosticError
-
+def _qparams(t: Tensor) -> QParams:
     try:
         return qparams(t)
     except DiagnosticError as e:
         raise Unsupported(e.diagnostics[0].message) from None
 
 
-def _params(ctx: Context, qp: Any, hint: str) -> tuple[str, str, int | None]:
+def _params(ctx: Context, qp: QParams, hint: str) -> tuple[str, str, int | None]:
     """(scale, zero point, axis) initializers of a QDQ pair."""
     scale = qp.scale.astype(np.float32)
     zp = qp.zero_point.astype({"int8": np.int8, "int16": np.int16, "int32": np.int32}[qp.dtype])
@@ -55,7 +53,7 @@ def _along(values: np.ndarray, axis: int | None, rank: int) -> np.ndarray:
     return values.reshape(dims)
 
 
-def _fake_quantize(ctx: Context, x: str, t: Any, qp: Any) -> str:
+def _fake_quantize(ctx: Context, x: str, t: Tensor, qp: QParams) -> str:
     """``x`` quantized and dequantized as ``t``'s quantize operator does."""
     rank = len(shape(t))
     lo = ((qp.qmin - qp.zero_point) * qp.scale).astype(np.float32)
@@ -81,11 +79,9 @@ def _fake_quantize(ctx: Context, x: str, t: Any, qp: Any) -> str:
                             ctx.const(_along(hi, qp.axis, rank), None, f"{t.name}.max")])
 
 
-def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
+def quantize_graph_inputs(ctx: Context, graph: Graph) -> None:
     """Quantized variables and constants become integer initializers read through DequantizeLinear,
     quantized graph inputs go through a QDQ pair (ONNX names bound in ``ctx``)."""
-    from skriptnd.compose.quantization import quantize
-
     for t in graph.tensors:
         if t.quant is None:
             continue
@@ -101,8 +97,6 @@ def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
             ctx.initializers.remove(values)
             q = quantize(a, qp)
             if qp.dtype == "int16" and ctx.opset < 21:  # no int16 DequantizeLinear before opset 21
-                from skriptnd.compose.quantization import dequantize
-
                 ctx.names[id(t)] = ctx.const(dequantize(q, qp), None, t.name)
                 continue
             qname = ctx.const(q, None, f"{t.name}.quantized")
@@ -110,7 +104,7 @@ def quantize_graph_inputs(ctx: Context, graph: Any) -> None:
             ctx.names[id(t)] = ctx.node("DequantizeLinear", [qname, scale, zp], axis=axis)
 
 
-def quantized_value(ctx: Context, op: Any) -> None:
+def quantized_value(ctx: Context, op: Operation) -> None:
     """After ``op``: its quantized outputs replaced by their quantized-and-dequantized values."""
     for v in op.outputs:
         for t in v if isinstance(v, list) else [v]:
@@ -122,10 +116,8 @@ def quantized_value(ctx: Context, op: Any) -> None:
 
 
 @converter("quant.zero_point_linear_quantize", "quant.min_max_linear_quantize", onnx="QuantizeLinear, DequantizeLinear (int8; int16 from opset 21; else arithmetic)")
-def quantize_op(ctx: Context, op: Any) -> list[Any]:
+def quantize_op(ctx: Context, op: Operation) -> Results:
     """An explicit invocation: the same fake quantization, with the operation's attributes."""
-    from skriptnd.compose.ir import Tensor
-
     t = op.inputs[0]
     probe = Tensor(name=t.name, dtype="real", shape=t.shape,
                    quant={"op": op.op, "attribs": dict(op.attribs), "dtypes": []})

@@ -10,17 +10,19 @@ from __future__ import annotations
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from skriptnd.interop.onnx_export.core import CONVERTERS, Context, Unsupported
+from skriptnd.compose.composer import Composer
+from skriptnd.compose.ir import Operation
+from skriptnd.interop.onnx_export.control import convert_if, convert_loop
+from skriptnd.interop.onnx_export.core import CONVERTERS, Context, Results, Unsupported
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.semantics.modules import Program, load_program, stdlib_module
 
 
 @lru_cache(maxsize=1)
-def _stdlib_program() -> Any:
+def _stdlib_program() -> Program:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from skriptnd.resources import STDLIB_MODULES, stdlib_dir
-    from skriptnd.semantics.modules import load_program
-
     # the imports resolve in the standard library's own folder: a model folder in the shared temporary
     # folder would let another user's sknd_onnx_export_stdlib/math.sknd stand in for the standard one
     entry = Path(tempfile.gettempdir()) / "sknd_onnx_export_stdlib" / "main.sknd"
@@ -30,10 +32,6 @@ def _stdlib_program() -> Any:
 
 @lru_cache(maxsize=1)
 def _kinds() -> dict[str, str]:
-    from skriptnd.resources import STDLIB_MODULES
-    from skriptnd.semantics.intrinsics import operator_kind
-    from skriptnd.semantics.modules import stdlib_module
-
     kinds = {}
     for name in STDLIB_MODULES:
         module = stdlib_module(name)
@@ -43,11 +41,11 @@ def _kinds() -> dict[str, str]:
     return kinds
 
 
-def is_composite(op: Any) -> bool:
+def is_composite(op: Operation) -> bool:
     return _kinds().get(op.op) == "composite"
 
 
-def bind_outputs(ctx: Context, op: Any, results: list[Any]) -> None:
+def bind_outputs(ctx: Context, op: Operation, results: Results) -> None:
     """Record the ONNX names of ``op``'s outputs (a list per pack output)."""
     for names, t in zip(results, op.outputs, strict=True):
         if t is None or names is None:
@@ -63,14 +61,12 @@ class ControlFlowUnsupported(Unsupported):
     """An if or a loop that has no ONNX form (E0843)."""
 
 
-def convert(ctx: Context, op: Any, depth: int = 0) -> None:
+def convert(ctx: Context, op: Operation, depth: int = 0) -> None:
     """Emit ``op`` into ``ctx`` (binding its outputs), or raise Unsupported naming what is missing."""
     if op.op in ("if", "loop"):
-        from skriptnd.interop.onnx_export.control import convert_if, convert_loop
-
         mark = ctx.mark()
         try:
-            bind_outputs(ctx, op, (convert_if if op.op == "if" else convert_loop)(ctx, op))
+            bind_outputs(ctx, op, (convert_if if op.op == "if" else convert_loop)(ctx, op, convert))
         except ControlFlowUnsupported:
             ctx.restore(mark)
             raise
@@ -100,9 +96,7 @@ def convert(ctx: Context, op: Any, depth: int = 0) -> None:
     _through_components(ctx, op, depth, reason)
 
 
-def _through_components(ctx: Context, op: Any, depth: int, reason: str | None) -> None:
-    from skriptnd.compose.composer import Composer
-
+def _through_components(ctx: Context, op: Operation, depth: int, reason: str | None) -> None:
     try:
         graph = Composer(_stdlib_program()).expand(op)
     except Exception as e:  # noqa: BLE001 - any composition failure means: no ONNX mapping this way

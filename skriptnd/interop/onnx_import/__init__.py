@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skriptnd.interop.onnx_import import errors  # noqa: F401 - registers the E08xx codes
+from skriptnd.interop.onnx_import.importer import import_onnx
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when importing a model
+    from onnx import ModelProto
 
 __all__ = ["import_model", "import_onnx"]
 
 
-def import_onnx(src: Any, out_dir: str | Path, **kwargs: Any) -> Any:
-    from skriptnd.interop.onnx_import.importer import import_onnx as run
-
-    return run(src, out_dir, **kwargs)
-
-
-def import_model(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                 fold_constants: bool = False) -> Path:
+def import_model(src: str | Path | ModelProto, out_dir: str | Path, *,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None, fold_constants: bool = False) -> Path:
     """Import an ONNX model (a path or an onnx.ModelProto) into the model folder `out_dir`.
 
     Raises skriptnd.diagnostics.DiagnosticError (nothing written) when the model cannot be imported."""

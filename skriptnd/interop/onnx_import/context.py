@@ -9,14 +9,18 @@ statement; the statement that produces the node's output carries the node's name
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.writer import Attrib, Call, Expr, Names, TensorDecl
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when importing a model
+    from onnx import NodeProto, ValueInfoProto
 
 #: ONNX TensorProto element types -> SkriptND types
 REAL = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
@@ -57,7 +61,7 @@ def as_sknd_array(array: np.ndarray) -> np.ndarray:
 class Node:
     """An ONNX node with its attributes decoded (bytes -> str, tensors -> numpy)."""
 
-    proto: Any
+    proto: NodeProto
     op_type: str
     name: str
     inputs: list[str]
@@ -66,7 +70,7 @@ class Node:
     domain: str = ""
 
     @classmethod
-    def of(cls, proto: Any) -> Node:
+    def of(cls, proto: NodeProto) -> Node:
         from onnx import helper, numpy_helper
 
         attrs: dict[str, Any] = {}
@@ -120,6 +124,10 @@ class Context:
     quantize: dict[str, Any] = field(default_factory=dict)  # SkriptND tensor -> its @quantize entry
     pending: dict[str, Any] = field(default_factory=dict)  # QuantizeLinear outputs folded into @quantize
     node: Node | None = None
+    #: The importer's walker for a subgraph's nodes (fold what is known, else convert through the registry),
+    #: handed in by the importer so that the control-flow converters need not import it (as onnx's
+    #: `reference/ops/op_if.py` receives its evaluator).
+    convert_node: Callable[[Context, Node], None] | None = None
     _label_used: bool = False
 
     # ------------------------------------------------------------------ what is known of a tensor
@@ -187,7 +195,7 @@ class Context:
             return self._declare(name, self.consts[name])
         raise AssertionError(f"tensor {name!r} used before it is defined")
 
-    def literal_arg(self, array: Any, base: str = "c") -> str:
+    def literal_arg(self, array: npt.ArrayLike, base: str = "c") -> str:
         """A fresh @constant (or variable, when large) holding `array`."""
         return self._declare(None, np.asarray(array), base)
 
@@ -253,7 +261,7 @@ class Context:
         return [Attrib(name, "int", 1) for name in self.symbols.values()]
 
 
-def value_of(vi: Any) -> Value:
+def value_of(vi: ValueInfoProto) -> Value:
     t = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
     if t is None:
         return Value(None, None)

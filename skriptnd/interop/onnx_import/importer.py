@@ -13,16 +13,20 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.onnx_import import normalize as norm
+from skriptnd.interop.onnx_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.onnx_import.context import Context, Node, Value, value_of
 from skriptnd.interop.onnx_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.onnx_import.fold import fold as _fold
-from skriptnd.interop.onnx_import.registry import registry
+from skriptnd.interop.onnx_import.registry import REGISTRY, registry
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when importing a model
+    from onnx import GraphProto, ModelProto, ValueInfoProto
 
 #: Rounds of fold-then-infer in _resolve_shapes; each round can open one more level of shapes that depend
 #: on shapes (Swin-T's shifted windows need one per block: 12 blocks, pads computed from the previous
@@ -37,7 +41,7 @@ class ImportResult:
     attribs: list[str] = field(default_factory=list)  # graph attributes made from symbolic dims
 
 
-def import_onnx(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
                 fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False) -> ImportResult:
     source = str(src) if isinstance(src, str | Path) else "<onnx model>"
     model = norm.load(src, source)
@@ -49,12 +53,12 @@ def import_onnx(src: Any, out_dir: str | Path, *, input_shapes: Mapping[str, Seq
     return ImportResult(path, renamed, attribs)
 
 
-def unsupported(model: Any) -> dict[str, list[str]]:
+def unsupported(model: ModelProto) -> dict[str, list[str]]:
     """op type -> names of its nodes, for every node (also in subgraphs) no converter handles."""
     known = registry()
     found: dict[str, list[str]] = defaultdict(list)
 
-    def visit(graph: Any) -> None:
+    def visit(graph: GraphProto) -> None:
         for node in graph.node:
             key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
             if key not in known:
@@ -79,19 +83,19 @@ def _unsupported_message(found: dict[str, list[str]]) -> str:
             f"({total} node{'s' if total > 1 else ''}): " + "; ".join(parts))
 
 
-def _refuse_unsupported(model: Any, source: str) -> None:
+def _refuse_unsupported(model: ModelProto, source: str) -> None:
     missing = unsupported(model)
     if missing:
         raise DiagnosticError([diagnostic("E0806", _unsupported_message(missing), source,
                                           hint="docs/import.md lists the supported operators")])
 
 
-def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
+def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
     from onnx import numpy_helper
 
     _refuse_unsupported(model, source)
     graph = model.graph
-    ctx = Context(opset=norm.opset(model))
+    ctx = Context(opset=norm.opset(model), convert_node=_convert_subgraph_node)
     for t in graph.initializer:
         ctx.consts[t.name] = numpy_helper.to_array(t)
         ctx.initializers.add(t.name)
@@ -142,7 +146,16 @@ def convert(model: Any, source: str, fold_constants: bool = False) -> tuple[Mode
     return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values())
 
 
-def _unknown(ctx: Context, model: Any) -> bool:
+def _convert_subgraph_node(ctx: Context, node: Node) -> None:
+    """The walker handed to the control-flow converters for an If branch's or a Loop body's nodes: fold the
+    node when its value is known now (never a large constant subgraph), else convert it (op types of other
+    domains by their qualified name)."""
+    if not _fold(ctx, node, False):
+        key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        REGISTRY[key].convert(ctx, node)
+
+
+def _unknown(ctx: Context, model: ModelProto) -> bool:
     for node in model.graph.node:
         for o in node.output:
             v = ctx.values.get(o)
@@ -152,7 +165,7 @@ def _unknown(ctx: Context, model: Any) -> bool:
     return False
 
 
-def _resolve_shapes(model: Any, ctx: Context, fold_all: bool) -> None:
+def _resolve_shapes(model: ModelProto, ctx: Context, fold_all: bool) -> None:
     """Shapes onnx's inference leaves open (an Expand or Reshape whose shape operand is computed by a
     chain it does not propagate) are found by folding what is known, then inferring again with those
     values as initializers (a few rounds, while something new is learnt)."""
@@ -211,7 +224,7 @@ def _decl(ctx: Context, onnx_name: str, source: str) -> TensorDecl:
     return TensorDecl(ctx.names(onnx_name), value.dtype, [ctx.extent(d) for d in value.shape])
 
 
-def _output_decl(ctx: Context, vi: Any, source: str, graph_inputs: set[str] = frozenset()) -> TensorDecl:
+def _output_decl(ctx: Context, vi: ValueInfoProto, source: str, graph_inputs: set[str] = frozenset()) -> TensorDecl:
     value = ctx.values.get(vi.name) or Value(None, None)
     name = ctx.names(vi.name)
     if vi.name in graph_inputs:

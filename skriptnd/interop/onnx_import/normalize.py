@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.onnx_import.errors import diagnostic
 from skriptnd.untrusted import UnsafeFile, contained, open_regular
+
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when importing a model
+    from onnx import GraphProto, ModelProto, TensorProto, TensorShapeProto
 
 #: Models older than this are converted up to it; the converters are written for opset 13 and later.
 TARGET_OPSET = 13
@@ -23,7 +27,7 @@ TARGET_OPSET = 13
 OLDEST_OPSET = 1
 
 
-def require_onnx(source: str | Path) -> Any:
+def require_onnx(source: str | Path) -> ModuleType:
     try:
         import onnx
     except ImportError:
@@ -33,7 +37,7 @@ def require_onnx(source: str | Path) -> Any:
     return onnx
 
 
-def load(src: Any, source: str | Path) -> Any:
+def load(src: str | Path | ModelProto, source: str | Path) -> ModelProto:
     """The ModelProto of a path (external data loaded from beside it) or a ModelProto as given."""
     onnx = require_onnx(source)
     if isinstance(src, onnx.ModelProto):
@@ -56,13 +60,13 @@ def load(src: Any, source: str | Path) -> Any:
     return model
 
 
-def check_contents(model: Any, source: str | Path) -> None:
+def check_contents(model: ModelProto, source: str | Path) -> None:
     """What onnx.checker lets through and the converters would trip on, as located E0803 diagnostics:
     a tensor whose raw data is longer or shorter than its dims and type say, a string attribute that is
     not UTF-8 text (in the main graph and every subgraph)."""
     problems: list[str] = []
 
-    def tensor(t: Any, where: str) -> None:
+    def tensor(t: TensorProto, where: str) -> None:
         if not t.HasField("raw_data") or t.data_location == t.EXTERNAL:
             return
         need = _data_bytes(t)
@@ -70,7 +74,7 @@ def check_contents(model: Any, source: str | Path) -> None:
             problems.append(f"{where} '{t.name}' holds {len(t.raw_data):,} bytes of raw data, but its dims "
                             f"{list(t.dims)} and type need {need:,}")
 
-    def graph(g: Any) -> None:
+    def graph(g: GraphProto) -> None:
         for t in g.initializer:
             tensor(t, "initializer")
         for node in g.node:
@@ -93,7 +97,7 @@ def check_contents(model: Any, source: str | Path) -> None:
                                for problem in problems[:10]])
 
 
-def _load_external(model: Any, base: Path, source: str | Path) -> None:
+def _load_external(model: ModelProto, base: Path, source: str | Path) -> None:
     """Read each initializer's external data into it, ourselves rather than with onnx's helper: a location
     names a regular file inside the model's folder (links resolved: never '../x', '/etc/x' or a link
     leading out), and the bytes read are exactly those the tensor's dims need, checked against the file's
@@ -128,7 +132,7 @@ def _load_external(model: Any, base: Path, source: str | Path) -> None:
         raise DiagnosticError([diagnostic("E0802", problem, source) for problem in problems])
 
 
-def _data_bytes(tensor: Any) -> int | None:
+def _data_bytes(tensor: TensorProto) -> int | None:
     """The bytes of a tensor's data as its dims and type say (None: a type without a fixed size, or dims
     that are not sizes)."""
     import math
@@ -151,7 +155,7 @@ def _data_bytes(tensor: Any) -> int | None:
     return (count * bits + 7) // 8
 
 
-def _read_external(tensor: Any, path: Path, info: dict[str, str], location: str, where: str) -> str | None:
+def _read_external(tensor: TensorProto, path: Path, info: dict[str, str], location: str, where: str) -> str | None:
     """Fill tensor.raw_data from its external file; the problem in words, or None."""
     from onnx import TensorProto
 
@@ -188,18 +192,18 @@ def _read_external(tensor: Any, path: Path, info: dict[str, str], location: str,
     return None
 
 
-def _all_tensors(model: Any) -> list[Any]:
+def _all_tensors(model: ModelProto) -> list[TensorProto]:
     from onnx.external_data_helper import _get_all_tensors
 
     return list(_get_all_tensors(model))
 
 
-def opset(model: Any) -> int:
+def opset(model: ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
-def normalize(model: Any, source: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None,
-              upgrade: bool = True) -> Any:
+def normalize(model: ModelProto, source: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None,
+              upgrade: bool = True) -> ModelProto:
     """Checked, upgraded, shape-inferred copy of `model` (input shapes overridden first)."""
     onnx = require_onnx(source)
     if any(not o.type.HasField("tensor_type") for o in model.graph.output):
@@ -242,7 +246,7 @@ def normalize(model: Any, source: str | Path, input_shapes: Mapping[str, Sequenc
     return model
 
 
-def _override_inputs(model: Any, shapes: Mapping[str, Sequence[int]], source: str | Path) -> Any:
+def _override_inputs(model: ModelProto, shapes: Mapping[str, Sequence[int]], source: str | Path) -> ModelProto:
     from onnx import helper
 
     model = _copy(model)
@@ -271,7 +275,7 @@ def _override_inputs(model: Any, shapes: Mapping[str, Sequence[int]], source: st
     return model
 
 
-def _copy(model: Any) -> Any:
+def _copy(model: ModelProto) -> ModelProto:
     import onnx
 
     out = onnx.ModelProto()
@@ -279,7 +283,7 @@ def _copy(model: Any) -> Any:
     return out
 
 
-def _dim_text(dim: Any) -> str:
+def _dim_text(dim: TensorShapeProto.Dimension) -> str:
     return str(dim.dim_value) if dim.HasField("dim_value") else (dim.dim_param or "?")
 
 

@@ -3,24 +3,34 @@
 One module per operator family in `ops/` registers its converters with `@converter(...)`; the
 importer looks op types up here, and `docs/import.md` is generated from the same entries (the
 `target` and `caveats` strings), so the documentation cannot drift from the code.
+
+This module imports none of its entries: `ops/__init__.py` imports the families (each registers itself on
+import), and whoever reads the table imports that package first (the importer, the docs).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-#: The operator-family modules under ops/, in the order of the documentation's table.
+if TYPE_CHECKING:  # pragma: no cover
+    from skriptnd.interop.onnx_import.context import Context, Node
+
+#: The operator-family modules under ops/, in the order of the documentation's table (ops/__init__.py imports
+#: them; a test checks that the two lists agree).
 FAMILIES = ["elementwise", "activation", "conv", "pool", "norm", "linalg", "reduce", "shape", "index",
             "recurrent", "image", "quant", "misc", "control"]
+
+
+#: A converter: writes the SkriptND statements of the context's current node.
+Converter = Callable[["Context", "Node"], None]
 
 
 @dataclass(frozen=True)
 class Entry:
     op_type: str
-    convert: Callable[[Any, Any], None]
+    convert: Converter
     target: str  # the SkriptND operator(s) it becomes, for the documentation
     caveats: str
     family: str
@@ -29,8 +39,8 @@ class Entry:
 REGISTRY: dict[str, Entry] = {}
 
 
-def converter(*op_types: str, target: str, caveats: str = "") -> Callable[[Callable], Callable]:
-    def register(fn: Callable) -> Callable:
+def converter(*op_types: str, target: str, caveats: str = "") -> Callable[[Converter], Converter]:
+    def register(fn: Converter) -> Converter:
         family = fn.__module__.rpartition(".")[2]
         for op_type in op_types:
             assert op_type not in REGISTRY, f"two converters for {op_type}"
@@ -40,7 +50,5 @@ def converter(*op_types: str, target: str, caveats: str = "") -> Callable[[Calla
 
 
 def registry() -> dict[str, Entry]:
-    """All converters (the family modules are imported on first use)."""
-    for family in FAMILIES:
-        importlib.import_module(f"{__package__}.ops.{family}")
+    """All converters (complete once `skriptnd.interop.onnx_import.ops` is imported, as the package does)."""
     return REGISTRY

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Arg, Context, Operation
 from skriptnd.interop.nnef_import.ops.window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
 from skriptnd.interop.nnef_import.registry import converter, expanded
 
@@ -13,7 +13,7 @@ expanded("NNEF definition: a depthwise conv (groups = 0) then a 1x1 conv", "sepa
 expanded("NNEF definition: a 1x1 deconv then a depthwise deconv (groups = 0)", "separable_deconv")
 
 
-def _bias(ctx: Context, bias: Any, channels: int) -> tuple[Any, Any]:
+def _bias(ctx: Context, bias: Arg, channels: int) -> tuple[Any, Any]:
     """(argument for the operator's bias, tensor to add afterwards) from NNEF's [1, C] / scalar bias."""
     if not ctx.is_tensor(bias):
         if float(bias) == 0.0:
@@ -27,13 +27,13 @@ def _bias(ctx: Context, bias: Any, channels: int) -> tuple[Any, Any]:
     return None, bias
 
 
-def _add_bias(ctx: Context, result: str, bias: Any, out: str, rank: int) -> None:
+def _add_bias(ctx: Context, result: str, bias: Arg, out: str, rank: int) -> None:
     """result + bias with NNEF broadcasting (the bias is aligned at the first axis)."""
     align = {"rhs_align": 0} if ctx.is_tensor(bias) and 0 < ctx.rank(bias) < rank else {}
     ctx.emit(out, "math.add", [result, ctx.arg(bias)], align)
 
 
-def _conv(ctx: Context, op: Any, transposed: bool) -> None:
+def _conv(ctx: Context, op: Operation, transposed: bool) -> None:
     x, w = op.inputs["input"], op.inputs["filter"]
     xs, ws, ys = ctx.shape(x), ctx.shape(w), ctx.shape(op.outputs["output"])
     d = len(xs) - 2
@@ -66,11 +66,11 @@ def _conv(ctx: Context, op: Any, transposed: bool) -> None:
 @converter("conv", target="nn.conv",
            note="explicit padding always; groups 0 -> input channels; border reflect/replicate/reflect-even "
                 "as a layout.pad first; bias [1, C] squeezed")
-def conv(ctx: Context, op: Any) -> None:
+def conv(ctx: Context, op: Operation) -> None:
     _conv(ctx, op, transposed=False)
 
 
 @converter("deconv", target="nn.deconv",
            note="explicit padding and output_size (from output_shape or inferred); border must be constant")
-def deconv(ctx: Context, op: Any) -> None:
+def deconv(ctx: Context, op: Operation) -> None:
     _conv(ctx, op, transposed=True)

@@ -5,9 +5,7 @@ into SkriptND's alignment attributes."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
 from skriptnd.interop.nnef_import.registry import converter
 
 UNARY = {
@@ -25,11 +23,11 @@ BINARY = {
 }
 
 
-def _unary(ctx: Context, op: Any) -> None:
+def _unary(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), UNARY[op.name], [ctx.arg(op.inputs["x"])])
 
 
-def _binary(ctx: Context, op: Any) -> None:
+def _binary(ctx: Context, op: Operation) -> None:
     args, align = ctx.broadcast_args([op.inputs["x"], op.inputs["y"]], ["lhs_align", "rhs_align"])
     ctx.emit(ctx.output(), BINARY[op.name], args, align)
 
@@ -41,25 +39,25 @@ for _name, _target in BINARY.items():
 
 
 @converter("select", target="math.select", note="alignment attributes for NNEF broadcasting")
-def select(ctx: Context, op: Any) -> None:
+def select(ctx: Context, op: Operation) -> None:
     args, align = ctx.broadcast_args([op.inputs["condition"], op.inputs["true_value"], op.inputs["false_value"]],
                                      ["cond_align", "lhs_align", "rhs_align"])
     ctx.emit(ctx.output(), "math.select", args, align)
 
 
 @converter("clamp", target="math.clamp", note="alignment attributes for NNEF broadcasting")
-def clamp(ctx: Context, op: Any) -> None:
+def clamp(ctx: Context, op: Operation) -> None:
     args, align = ctx.broadcast_args([op.inputs["x"], op.inputs["a"], op.inputs["b"]],
                                      ["val_align", "min_align", "max_align"])
     ctx.emit(ctx.output(), "math.clamp", args, align)
 
 
 @converter("add_n", target="math.sum_n")
-def add_n(ctx: Context, op: Any) -> None:
+def add_n(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "math.sum_n", [[ctx.arg(x) for x in op.inputs["x"]]])
 
 
 @converter("copy_n", target="math.iden", note="one copy per output")
-def copy_n(ctx: Context, op: Any) -> None:
+def copy_n(ctx: Context, op: Operation) -> None:
     for out in op.outputs["y"]:
         ctx.emit(ctx.name(out), "math.iden", [ctx.arg(op.inputs["x"])])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
 from skriptnd.interop.nnef_import.registry import converter, unsupported
 
 unsupported("ROI pooling/resampling: the NNEF box convention is not verified against image.*_roi_pool",
@@ -14,7 +12,7 @@ TARGETS = {"nearest_downsample": "image.nearest_downsample", "nearest_upsample":
            "area_downsample": "image.area_downsample"}
 
 
-def _sample(ctx: Context, op: Any) -> None:
+def _sample(ctx: Context, op: Operation) -> None:
     factor = [int(f) for f in op.attribs["factor"]]
     ctx.emit(ctx.output(), TARGETS[op.name], [ctx.arg(op.inputs["input"])],
              {"axes": list(range(2, 2 + len(factor))), "factor": factor})
@@ -26,7 +24,7 @@ for _name, _target in TARGETS.items():
 
 @converter("multilinear_upsample", target="image.linear_upsample",
            note="method symmetric/asymmetric, border replicate/constant; method 'aligned' is refused")
-def multilinear_upsample(ctx: Context, op: Any) -> None:
+def multilinear_upsample(ctx: Context, op: Operation) -> None:
     method, border = op.attribs["method"], op.attribs["border"]
     if method not in ("symmetric", "asymmetric"):
         raise ctx.problem(f"method '{method}' is not supported (symmetric, asymmetric are)", "method")

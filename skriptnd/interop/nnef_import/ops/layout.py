@@ -6,31 +6,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
 from skriptnd.interop.nnef_import.ops.window import PAD_METHODS
 from skriptnd.interop.nnef_import.registry import converter
+from skriptnd.interop.nnef_import.writer_exprs import real
 
 _TYPES = {"scalar": "real", "integer": "int", "logical": "bool"}
 
 
 @converter("reshape", target="layout.reshape", note="0 / -1 / axis_start / axis_count resolved to the full shape")
-def reshape(ctx: Context, op: Any) -> None:
+def reshape(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.reshape", [ctx.arg(op.inputs["input"])],
              {"shape": ctx.shape(op.outputs["output"])})
 
 
 @converter("squeeze", target="layout.squeeze")
-def squeeze(ctx: Context, op: Any) -> None:
+def squeeze(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.squeeze", [ctx.arg(op.inputs["input"])], {"axes": list(op.attribs["axes"])})
 
 
 @converter("unsqueeze", target="layout.unsqueeze")
-def unsqueeze(ctx: Context, op: Any) -> None:
+def unsqueeze(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.unsqueeze", [ctx.arg(op.inputs["input"])], {"axes": list(op.attribs["axes"])})
 
 
 @converter("transpose", target="layout.transpose{perm}", note="axes shorter than the rank are completed")
-def transpose(ctx: Context, op: Any) -> None:
+def transpose(ctx: Context, op: Operation) -> None:
     axes = [int(a) for a in op.attribs["axes"]]
     rank = ctx.rank(op.inputs["input"])
     perm = axes + list(range(len(axes), rank))
@@ -38,13 +39,13 @@ def transpose(ctx: Context, op: Any) -> None:
 
 
 @converter("concat", target="layout.concat")
-def concat(ctx: Context, op: Any) -> None:
+def concat(ctx: Context, op: Operation) -> None:
     values = op.inputs["values"]
     ctx.emit(ctx.output(), "layout.concat", [[ctx.arg(v) for v in values]], {"axis": int(op.attribs["axis"])})
 
 
 @converter("split", target="layout.split{sizes}", note="ratios resolved to sizes")
-def split(ctx: Context, op: Any) -> None:
+def split(ctx: Context, op: Operation) -> None:
     outs = op.outputs["values"]
     axis = int(op.attribs["axis"])
     sizes = [ctx.shape(o)[axis] for o in outs]
@@ -53,20 +54,20 @@ def split(ctx: Context, op: Any) -> None:
 
 
 @converter("stack", target="layout.stack")
-def stack(ctx: Context, op: Any) -> None:
+def stack(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.stack", [[ctx.arg(v) for v in op.inputs["values"]]],
              {"axis": int(op.attribs["axis"])})
 
 
 @converter("unstack", target="layout.unstack")
-def unstack(ctx: Context, op: Any) -> None:
+def unstack(ctx: Context, op: Operation) -> None:
     outs = op.outputs["values"]
     ctx.emit([[ctx.name(o) for o in outs]], "layout.unstack", [ctx.arg(op.inputs["value"])],
              {"axis": int(op.attribs["axis"])})
 
 
 @converter("slice", target="layout.slice", note="negative bounds and end = 0 (to the end, when all strides are 1) resolved")
-def slice_(ctx: Context, op: Any) -> None:
+def slice_(ctx: Context, op: Operation) -> None:
     x = op.inputs["input"]
     xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
     axes = [int(a) for a in op.attribs["axes"]]
@@ -90,7 +91,7 @@ def slice_(ctx: Context, op: Any) -> None:
 
 
 @converter("pad", target="layout.pad", note="border constant/reflect/replicate/reflect-even -> method")
-def pad(ctx: Context, op: Any) -> None:
+def pad(ctx: Context, op: Operation) -> None:
     pads = [(int(p), int(q)) for p, q in op.attribs["padding"]]
     border = op.attribs["border"]
     attribs: dict[str, Any] = {"padding": [p for p, _ in pads] + [q for _, q in pads]}
@@ -100,7 +101,6 @@ def pad(ctx: Context, op: Any) -> None:
     elif border == "constant":
         value = float(op.attribs["value"])
         if value:
-            from skriptnd.interop.nnef_import.writer_exprs import real
             args.append(real(value))
     else:
         raise ctx.problem(f"border '{border}' is not a padding method (constant, reflect, replicate, reflect-even)",
@@ -109,17 +109,17 @@ def pad(ctx: Context, op: Any) -> None:
 
 
 @converter("tile", target="layout.tile")
-def tile(ctx: Context, op: Any) -> None:
+def tile(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.tile", [ctx.arg(op.inputs["input"])], {"repeats": list(op.attribs["repeats"])})
 
 
 @converter("gather", target="layout.gather")
-def gather(ctx: Context, op: Any) -> None:
+def gather(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "layout.gather", [ctx.arg(op.inputs["input"]), ctx.arg(op.inputs["indices"])],
              {"axis": int(op.attribs["axis"])})
 
 
 @converter("cast", target="layout.cast<T>")
-def cast(ctx: Context, op: Any) -> None:
+def cast(ctx: Context, op: Operation) -> None:
     target = _TYPES[ctx.graph.tensors[op.outputs["output"]].dtype]
     ctx.emit(ctx.output(), "layout.cast", [ctx.arg(op.inputs["input"])], type_args=[target])

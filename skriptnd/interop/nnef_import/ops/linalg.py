@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
+from skriptnd.interop.nnef_import.ops.conv import _add_bias, _bias
 from skriptnd.interop.nnef_import.registry import converter
 
 
 @converter("matmul", target="linalg.matmul{transA, transB}")
-def matmul(ctx: Context, op: Any) -> None:
+def matmul(ctx: Context, op: Operation) -> None:
     ctx.emit(ctx.output(), "linalg.matmul", [ctx.arg(op.inputs["A"]), ctx.arg(op.inputs["B"])],
              {"transA": bool(op.attribs["transposeA"]), "transB": bool(op.attribs["transposeB"])})
 
 
 @converter("linear", target="nn.linear", note="bias [1, N] squeezed; another bias shape is added after")
-def linear(ctx: Context, op: Any) -> None:
-    from skriptnd.interop.nnef_import.ops.conv import _add_bias, _bias
-
+def linear(ctx: Context, op: Operation) -> None:
     x, w = op.inputs["input"], op.inputs["filter"]
     ys = ctx.shape(op.outputs["output"])
     if ctx.rank(x) != 2 or ctx.rank(w) != 2:

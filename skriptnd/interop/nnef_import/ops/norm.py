@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Arg, Context, Operation
 from skriptnd.interop.nnef_import.registry import converter, expanded
+from skriptnd.interop.nnef_import.writer_exprs import real
 
 expanded("NNEF definition: input - box(input, normalize)", "local_mean_normalization")
 expanded("NNEF definition: input / max(sqrt(box(sqr(input), normalize)) + bias, epsilon)",
@@ -14,7 +15,7 @@ expanded("NNEF definition: input / max(sqrt(box(sqr(input), normalize)) + bias, 
 expanded("NNEF definition: local mean then local variance normalization", "local_contrast_normalization")
 
 
-def _per_channel(ctx: Context, value: Any, channels: int) -> bool:
+def _per_channel(ctx: Context, value: Arg, channels: int) -> bool:
     shape = ctx.shape(value)
     return ctx.is_tensor(value) and len(shape) >= 2 and shape[1] == channels and \
         all(d == 1 for i, d in enumerate(shape) if i != 1)
@@ -23,7 +24,7 @@ def _per_channel(ctx: Context, value: Any, channels: int) -> bool:
 @converter("batch_normalization", target="nn.batch_norm{epsilon}",
            note="per-channel ([1, C, 1..]) mean, variance, offset, scale (offset 0.0 / scale 1.0 omitted); "
                 "other shapes as NNEF's formula offset + scale * (input - mean) / sqrt(variance + epsilon)")
-def batch_normalization(ctx: Context, op: Any) -> None:
+def batch_normalization(ctx: Context, op: Operation) -> None:
     x = op.inputs["input"]
     xs = ctx.shape(x)
     channels = xs[1] if len(xs) >= 2 else 0
@@ -42,13 +43,11 @@ def batch_normalization(ctx: Context, op: Any) -> None:
     _formula(ctx, x, mean, variance, offset, scale, epsilon)
 
 
-def _formula(ctx: Context, x: Any, mean: Any, variance: Any, offset: Any, scale: Any, epsilon: float) -> None:
+def _formula(ctx: Context, x: Arg, mean: Arg, variance: Arg, offset: Arg, scale: Arg, epsilon: float) -> None:
     """offset + scale * (input - mean) / sqrt(variance + epsilon), NNEF broadcasting made explicit."""
-    from skriptnd.interop.nnef_import.writer_exprs import real
-
     rank = len(ctx.shape(x))
 
-    def align(value: Any) -> dict[str, int]:
+    def align(value: Arg) -> dict[str, int]:
         return {"rhs_align": 0} if ctx.is_tensor(value) and 0 < ctx.rank(value) < rank else {}
 
     centered, stabilized, std, normalized, scaled = (ctx.tmp(n) for n in
@@ -61,7 +60,7 @@ def _formula(ctx: Context, x: Any, mean: Any, variance: Any, offset: Any, scale:
     ctx.emit(ctx.output(), "math.add", [scaled, ctx.arg(offset)], align(offset))
 
 
-def _lp_norm(ctx: Context, op: Any) -> None:
+def _lp_norm(ctx: Context, op: Operation) -> None:
     bias, epsilon = float(op.attribs["bias"]), float(op.attribs["epsilon"])
     if bias < 0.0 or epsilon < 0.0:
         raise ctx.problem(f"bias {bias} / epsilon {epsilon}: must be non-negative for nn.l1_norm/nn.l2_norm",
@@ -81,7 +80,7 @@ converter("l2_normalization", target="nn.l2_norm", note="same definition; bias/e
 
 @converter("local_response_normalization", target="nn.local_response_norm",
            note="axes = those where size > 1; same centered window and normalization by the full size")
-def local_response_normalization(ctx: Context, op: Any) -> None:
+def local_response_normalization(ctx: Context, op: Operation) -> None:
     size = [int(v) for v in op.attribs["size"]]
     axes = [i for i, v in enumerate(size) if v != 1] or [1]
     bias = float(op.attribs["bias"])

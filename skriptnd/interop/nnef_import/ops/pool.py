@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
 from skriptnd.interop.nnef_import.ops.window import PAD_METHODS, defaults, explicit_padding, flat, pre_pad
 from skriptnd.interop.nnef_import.registry import converter, unsupported
+from skriptnd.interop.nnef_import.writer_exprs import real
+from skriptnd.interop.writer import TensorDecl
 
 unsupported("index-based pooling (argmax_pool/sample/desample) has no standard SkriptND operator",
             "argmax_pool", "sample", "desample")
@@ -19,7 +21,7 @@ unsupported("declared by NNEF's shape functions but not by its parser's standard
 TARGETS = {"box": "nn.sum_pool", "max_pool": "nn.max_pool", "avg_pool": "nn.avg_pool", "rms_pool": "nn.rms_pool"}
 
 
-def _pool(ctx: Context, op: Any) -> None:
+def _pool(ctx: Context, op: Operation) -> None:
     x = op.inputs["input"]
     xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
     rank = len(xs)
@@ -61,12 +63,9 @@ converter("rms_pool", target="nn.rms_pool", note="as avg_pool")(_pool)
 @converter("debox", target="nn.deconv (depthwise, filter of ones)",
            note="windows over the spatial axes only; normalize divides by the window volume (border 'constant'); "
                 "normalize with border 'ignore' is refused")
-def debox(ctx: Context, op: Any) -> None:
+def debox(ctx: Context, op: Operation) -> None:
     """The transpose of box: each input item is added to every output item of its window, which is a
     depthwise transposed convolution with a filter of ones."""
-    from skriptnd.interop.nnef_import.writer_exprs import real
-    from skriptnd.interop.writer import TensorDecl
-
     x = op.inputs["input"]
     xs, ys = ctx.shape(x), ctx.shape(op.outputs["output"])
     rank = len(xs)
@@ -105,7 +104,7 @@ def _used(ctx: Context, tensor: str) -> bool:
 
 @converter("max_pool_with_index", target="nn.max_pool",
            note="only when the index output is unused (argmax_pool has no SkriptND counterpart)")
-def max_pool_with_index(ctx: Context, op: Any) -> None:
+def max_pool_with_index(ctx: Context, op: Operation) -> None:
     if _used(ctx, op.outputs["index"]):
         raise ctx.problem("the index output is used; index-based pooling has no standard SkriptND operator "
                           "(only the pooled output can be imported)", "index")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.interop.nnef_import.context import Arg, tidy
 from skriptnd.interop.nnef_import.registry import expanded
 
 expanded("NNEF definition (clamp, round, rescale)", "min_max_linear_quantize", "zero_point_linear_quantize",
@@ -78,9 +79,7 @@ def _check_values(attribs: dict[str, Any]) -> None:
                 raise ValueError(f"min = {low}, max = {high}: max must be greater than min")
 
 
-def _item(value: Any) -> Any:
-    from skriptnd.interop.nnef_import.context import tidy
-
+def _item(value: Arg | np.generic) -> Arg:
     if isinstance(value, np.generic):
         value = value.item()
     return tidy(value)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Context, Operation
 from skriptnd.interop.nnef_import.registry import converter
 
 TARGETS = {"sum_reduce": "math.sum_reduce", "mean_reduce": "math.mean_reduce", "min_reduce": "math.min_reduce",
            "max_reduce": "math.max_reduce", "any_reduce": "math.any_reduce", "all_reduce": "math.all_reduce"}
 
 
-def _reduce(ctx: Context, op: Any) -> None:
+def _reduce(ctx: Context, op: Operation) -> None:
     target = TARGETS[op.name]
     if op.name == "sum_reduce" and op.attribs.get("normalize"):
         target = "math.mean_reduce"
@@ -23,7 +21,7 @@ for _name, _target in TARGETS.items():
               else "")(_reduce)
 
 
-def _arg_reduce(ctx: Context, op: Any) -> None:
+def _arg_reduce(ctx: Context, op: Operation) -> None:
     axes = list(op.attribs["axes"])
     if len(axes) != 1:
         raise ctx.problem(f"over {len(axes)} axes ({axes}): only one axis is supported "
@@ -37,6 +35,6 @@ converter("argmin_reduce", target="math.argmin{axis}", note="one axis")(_arg_red
 
 
 @converter("moments", target="math.moments")
-def moments(ctx: Context, op: Any) -> None:
+def moments(ctx: Context, op: Operation) -> None:
     ctx.emit([ctx.output("mean"), ctx.output("variance")], "math.moments", [ctx.arg(op.inputs["input"])],
              {"axes": list(op.attribs["axes"])})

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from skriptnd.interop.nnef_import.context import Context
+from skriptnd.interop.nnef_import.context import Arg, Context
+from skriptnd.interop.nnef_import.writer_exprs import real
 
 #: NNEF border modes that are a padding of the input with `layout.pad` before an unpadded window.
 PAD_METHODS = {"reflect": "REFLECT", "replicate": "REPLICATE", "reflect-even": "SYMMETRIC"}
@@ -35,7 +36,7 @@ def defaults(value: Sequence[int], rank: int) -> list[int]:
     return [int(v) for v in value] if value else [1] * rank
 
 
-def pre_pad(ctx: Context, x: Any, axes: list[int], pads: list[tuple[int, int]], border: str,
+def pre_pad(ctx: Context, x: Arg, axes: list[int], pads: list[tuple[int, int]], border: str,
             value: float | None = None) -> Any:
     """Pad `x` explicitly (border mode `border`, or a constant) and return the padded tensor's name."""
     if not any(p or q for p, q in pads):
@@ -46,7 +47,6 @@ def pre_pad(ctx: Context, x: Any, axes: list[int], pads: list[tuple[int, int]], 
     if border in PAD_METHODS:
         attribs["method"] = PAD_METHODS[border]
     elif value:
-        from skriptnd.interop.nnef_import.writer_exprs import real
         args.append(real(value))
     ctx.emit(out, "layout.pad", args, attribs)
     return out

@@ -10,7 +10,7 @@ constant trip count and no condition (a pack's length must be known)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,26 +19,25 @@ from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.registry import converter
 from skriptnd.interop.writer import Call
 
+if TYPE_CHECKING:  # onnx is an optional dependency, imported when importing a model
+    from onnx import GraphProto
 
-def _convert_nodes(ctx: Context, graph: Any) -> None:
-    from skriptnd.interop.onnx_import.fold import fold
-    from skriptnd.interop.onnx_import.registry import registry
 
+def _convert_nodes(ctx: Context, graph: GraphProto) -> None:
+    """Convert a subgraph's nodes with the importer's walker (`ctx.convert_node`, handed in by the importer)."""
+    assert ctx.convert_node is not None, "the importer hands its walker in"
     for vi in [*graph.input, *graph.value_info, *graph.output]:
         if vi.name not in ctx.values or ctx.values[vi.name].shape is None:
             ctx.values[vi.name] = value_of(vi)
-    entries = registry()
     outer = ctx.node
     for proto in graph.node:
         inner = Node.of(proto)
         ctx.node, ctx._label_used = inner, False
-        if not fold(ctx, inner, False):
-            key = inner.op_type if inner.domain in ("", "ai.onnx") else f"{inner.domain}.{inner.op_type}"
-            entries[key].convert(ctx, inner)
+        ctx.convert_node(ctx, inner)
     ctx.node, ctx._label_used = outer, False
 
 
-def _block(ctx: Context, graph: Any, bind: dict[str, str], results: list[str]) -> str:
+def _block(ctx: Context, graph: GraphProto, bind: dict[str, str], results: list[str]) -> str:
     """`{ statements; yield results; }` for a subgraph: its nodes are converted into a body of their own;
     the names they bind stay local to the block (constants they declare are the graph's)."""
     saved_body, saved_bound = ctx.body, dict(ctx.bound)
@@ -94,7 +93,7 @@ def _if(ctx: Context, node: Node) -> None:
     ctx.body.append(f"{', '.join(outs)} = if {c} then {then_text} else {else_text};")
 
 
-def _inline(ctx: Context, node: Node, branch: Any) -> None:
+def _inline(ctx: Context, node: Node, branch: GraphProto) -> None:
     """Exported models branch on shapes (known at import): the taken branch's nodes are converted in
     place and its outputs become the If's outputs."""
     _convert_nodes(ctx, branch)
@@ -105,7 +104,7 @@ def _inline(ctx: Context, node: Node, branch: Any) -> None:
         ctx.emit("math.iden", [ctx.arg(vi.name)], outputs=ctx.out(k))
 
 
-def _passes_condition(body: Any) -> bool:
+def _passes_condition(body: GraphProto) -> bool:
     """True when the body gives its condition input back unchanged (a for loop written as a Loop)."""
     cond_in, cond_out = body.input[1].name, body.output[0].name
     if cond_out == cond_in:
