@@ -36,6 +36,7 @@ from skriptnd.semantics.modules import stdlib_module
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
 from skriptnd.tosa.legalize.composite import composite_rule
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
 __all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
            "run_subgraph", "coverage"]
@@ -203,8 +204,6 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
 
 def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
     """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
     result = []
     recurrent = RecurrentLegalizer()  # in graph order: a layer reading a legalized layer's Y
     for op in graph.operations:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
-from skriptnd.tosa.legalize.elementwise import _round
+from skriptnd.tosa.legalize.elementwise import _round, gt_select, lt_select
 from skriptnd.tosa.legalize.layout import strided
 
 
@@ -279,8 +279,6 @@ def _min_max_check(op: Any) -> str | None:
 def _min_max_quantize(op: Any) -> Subgraph:
     """@lower's sequence: v = (x >? min) <? max; q = round((v - min) * 2^-e * r) - p;
     ((q + p) * RECIPROCAL(r)) * (max - min) + min (the last division within 1 ulp)."""
-    from skriptnd.tosa.legalize.elementwise import gt_select, lt_select
-
     b = Builder(op)
     rank, per_channel = _per_channel_consts(b, op)
     env_ = op.binding.env

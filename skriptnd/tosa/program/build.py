@@ -35,7 +35,10 @@ from typing import Any
 import numpy as np
 
 from skriptnd import parallel
+from skriptnd.tosa.legalize import graph_constant, legalize
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
 from skriptnd.tosa.program.fast import Clamp, specialise
 
@@ -312,8 +315,6 @@ class Builder:
         """A WHILE_LOOP whose loop-invariant constants (inputs the body passes through unchanged, e.g. a
         recurrent weight) become constants of its regions: compilers then see the weight, not a loop-carried
         value. Never evaluated at plan time (its value is a list; it may be long-running)."""
-        from skriptnd.tosa.ops.control_flow import Graph
-
         cond, body = attrs["cond_graph"], attrs["body_graph"]
         consts = self.program.constants
         constant = {i: n for i, n in enumerate(inputs) if n in consts and isinstance(body.body, list)
@@ -406,9 +407,6 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
     between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
     write it operation by operation."""
-    from skriptnd.tosa.legalize import graph_constant, legalize
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
     builder = Builder()
     # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)
     recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)

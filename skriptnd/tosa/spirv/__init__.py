@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.io.npy import read_npz
 from skriptnd.tosa.spirv.disassemble import disassemble
 from skriptnd.tosa.spirv.program import TosaProgram, from_graph
 from skriptnd.tosa.spirv.reader import SpirvReadError, read
@@ -43,7 +44,5 @@ def asm_comments(module: SpirvModule) -> list[str]:
 def load_constants(path: Any) -> list[np.ndarray]:
     """The graph constants of an ``.npz`` written by ``sknd export --spirv`` (by GraphConstantID); numbers
     only, within what the file holds (skriptnd.io.npy: `NpyError` otherwise)."""
-    from skriptnd.io.npy import read_npz
-
     arrays = read_npz(path)
     return [arrays[str(i)] for i in range(len(arrays))]

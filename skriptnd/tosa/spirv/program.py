@@ -18,10 +18,13 @@ import numpy as np
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.source import Span
+from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
 from skriptnd.tosa.legalize import graph_constant, legalize
 from skriptnd.tosa.legalize.core import Subgraph, TosaOp
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.mlir.export import check_exportable
 from skriptnd.tosa.ops.invoke import apply
+from skriptnd.tosa.program.build import graph_program
 
 
 @dataclass
@@ -77,8 +80,6 @@ def _span(x: Any) -> Span | None:
 def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
-    from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
-
     if has_quantization(graph):
         ig = lower_quantized(graph, variables)
         sg = ig.subgraph()
@@ -93,15 +94,11 @@ def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> To
 
 
 def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> TosaProgram:
-    from skriptnd.tosa.mlir.export import check_exportable
-
     diags = check_exportable(graph)
     if diags:
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from skriptnd.tosa.program.build import graph_program
-
     # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
     program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     if program is not None:

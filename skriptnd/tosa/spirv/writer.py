@@ -18,6 +18,7 @@ empty shape operand (RESHAPE to rank 0, ...) the one of that [1] tensor; reading
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,8 +68,6 @@ class SpirvModule:
 
     def constants_npz(self) -> bytes:
         """The graph constants as an ``.npz`` archive (arrays named by their GraphConstantID)."""
-        import io
-
         buf = io.BytesIO()
         np.savez(buf, **{str(i): a for i, a in enumerate(self.constants)})
         return buf.getvalue()
