@@ -62,10 +62,12 @@ integer lowering, control flow, dynamic shapes, bit widths without an integer ty
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
@@ -177,7 +179,7 @@ class IntegerGraph:
         return self.values[tensor]
 
 
-def _where(x: Any) -> Span:
+def _where(x: Operation | Tensor | None) -> Span:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else NO_SPAN
 
@@ -206,12 +208,12 @@ class _Lowering:
         self._n += 1
         return f"v{self._n}_{hint}"
 
-    def const(self, value: Any, dtype: Any, hint: str = "c") -> str:
+    def const(self, value: ArrayLike, dtype: DTypeLike, hint: str = "c") -> str:
         name = self.fresh(hint)
         self.ig.constants[name] = np.asarray(value, dtype=dtype)
         return name
 
-    def shape(self, dims: Any) -> str:
+    def shape(self, dims: Sequence[int]) -> str:
         name = self.const([int(d) for d in dims], np.int64, "shape")
         self.ig.shapes.add(name)
         return name

@@ -28,10 +28,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import Span
 from skriptnd.tosa.legalize import coverage, graph_constant, legalize
@@ -48,7 +48,7 @@ class ExportError(Exception):
     """tosa-opt is missing or rejected the MLIR."""
 
 
-def _span(x: Any) -> Span | None:
+def _span(x: Operation | Tensor) -> Span | None:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else None
 
@@ -57,7 +57,7 @@ def _fail(message: str, span: Span | None) -> Diagnostic:
     return Diagnostic(code="E0750", message=message, span=span or Span("<graph>", 1, 1, 1, 1))
 
 
-def check_exportable(graph: Any) -> list[Diagnostic]:
+def check_exportable(graph: Graph) -> list[Diagnostic]:
     """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
     recurrent = RecurrentLegalizer()  # knows the static length of a legalized nn.lstm's Y
     for op in graph.operations:
@@ -76,7 +76,7 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
     return diags
 
 
-def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
+def to_mlir(graph: Graph, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
     """TOSA 1.0 MLIR (generic form) of ``graph``; ``variables`` by name (default: the model's files).
     The graph is written as one simplified program (skriptnd.tosa.program.build.graph_program: constants folded,
     filters re-laid out, inverse transpose pairs cancelled), as the iree backend compiles it.
@@ -99,7 +99,7 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
     return _to_mlir_by_operation(graph, variables, inline_constants)
 
 
-def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_constants: bool) -> str:
+def _to_mlir_by_operation(graph: Graph, variables: dict[str, np.ndarray], inline_constants: bool) -> str:
     """The graph written operation by operation, each legalized subgraph as it is (with its own layout
     transposes): for what :func:`skriptnd.tosa.program.build.graph_program` does not take."""
     lines: list[str] = []
@@ -117,7 +117,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         lines.append("    " + constants.line(name, a, hint))
         return name
 
-    def value_of(t: Any) -> str:
+    def value_of(t: Tensor) -> str:
         if id(t) in ssa:
             return ssa[id(t)]
         a = graph_constant(t, variables)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import tensor
 from skriptnd.tosa.ops.errors import TosaError, check_version, error_if
@@ -79,7 +80,7 @@ class TensorType:
             raise ValueError(f"TensorType: {self.dtype!r} is not one of {_TYPES}")
 
     @classmethod
-    def of(cls, x: Any, op: str = "") -> TensorType:
+    def of(cls, x: ArrayLike, op: str = "") -> TensorType:
         a, t = tensor(x, op)
         return cls(a.shape, t)
 
@@ -198,7 +199,7 @@ def _copies(values: list[Any]) -> list[Any]:
     return [np.array(v, copy=True, subok=True) for v in values]
 
 
-def _check_graph(g: Any, name: str, op: str) -> Graph:
+def _check_graph(g: object, name: str, op: str) -> Graph:
     if not isinstance(g, Graph):
         raise TosaError(f"{name} must be a tosa_graph_t (skriptnd.tosa.ops.control_flow.Graph), got {type(g).__name__}", op)
     return g
@@ -224,7 +225,7 @@ def _enter(op: str, version: str, max_nesting: int | None) -> contextvars.Token[
     return _DEPTH.set(depth + 1)
 
 
-def cond_if(condition: Any, input_list: Sequence[Any], *, then_graph: Graph, else_graph: Graph,
+def cond_if(condition: ArrayLike, input_list: Sequence[Any], *, then_graph: Graph, else_graph: Graph,
             table: OperatorTable, version: str = "1.0", max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """COND_IF: run ``then_graph`` if the single element of ``condition`` is true, else ``else_graph``."""
     op = "COND_IF"
@@ -273,7 +274,7 @@ def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Grap
         _DEPTH.reset(token)
 
 
-def custom(*inputs: Any, operator_name: str = "", domain_name: str = "", implementation_attrs: Any = b"",
+def custom(*inputs: Any, operator_name: str = "", domain_name: str = "", implementation_attrs: object = b"",
            implementation: Callable[..., Any] | None = None, version: str = "1.0") -> Any:
     """CUSTOM: implementation-defined. Without ``implementation`` it raises :class:`TosaError`."""
     op = "CUSTOM"

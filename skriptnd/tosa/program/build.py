@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 
 from skriptnd import parallel
+from skriptnd.compose import ir
 from skriptnd.tosa.legalize import graph_constant, legalize
+from skriptnd.tosa.legalize.core import Subgraph
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
@@ -258,7 +260,7 @@ class Builder:
 
     # -- operators --------------------------------------------------------------------------------
 
-    def splice(self, subgraph: Any, args: Sequence[Any]) -> list[str]:
+    def splice(self, subgraph: Subgraph, args: Sequence[Any]) -> list[str]:
         """Add a legalized subgraph whose inputs are ``args`` (program value names, lists for
         packs, None for omitted optionals); returns the names of its outputs."""
         ints = getattr(subgraph, "int_values", set())
@@ -396,7 +398,7 @@ class Builder:
         return prog
 
 
-def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
+def graph_program(graph: ir.Graph, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
     """A whole composed float graph as one simplified program (what the exports write: `sknd export
     --tosa-mlir` and `--spirv`, as the iree backend compiles): every operation's legalized subgraph
     (skriptnd.tosa.legalize) spliced in order by a :class:`Builder`, so constants are folded, filters
@@ -412,7 +414,7 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)
     names: dict[int, str] = {}
 
-    def name_of(t: Any) -> str:
+    def name_of(t: ir.Tensor) -> str:
         if id(t) not in names:
             names[id(t)] = builder.constant(graph_constant(t, variables), t.name)
         return names[id(t)]

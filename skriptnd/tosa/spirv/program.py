@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.source import Span
 from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
@@ -72,12 +73,12 @@ def infer_types(p: TosaProgram, examples: Sequence[np.ndarray]) -> None:
     p.types = types
 
 
-def _span(x: Any) -> Span | None:
+def _span(x: Operation | Tensor) -> Span | None:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else None
 
 
-def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
+def from_graph(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
     if has_quantization(graph):
@@ -93,7 +94,7 @@ def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> To
     return _from_float_graph(graph, variables)
 
 
-def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> TosaProgram:
+def _from_float_graph(graph: Graph, variables: dict[str, np.ndarray] | None) -> TosaProgram:
     diags = check_exportable(graph)
     if diags:
         raise DiagnosticError(diags)
@@ -117,7 +118,7 @@ def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> To
     return _from_float_graph_by_operation(graph, variables)
 
 
-def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray]) -> TosaProgram:
+def _from_float_graph_by_operation(graph: Graph, variables: dict[str, np.ndarray]) -> TosaProgram:
     """Each operation's legalized subgraph spliced as it is, for what graph_program does not take (as the
     MLIR export does)."""
     p = TosaProgram(name=graph.name, inputs=[], outputs=[], input_names=[t.name for t in graph.inputs],
@@ -131,7 +132,7 @@ def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray])
             p.shapes.add(name)
         return name
 
-    def value_of(t: Any) -> str:
+    def value_of(t: Tensor) -> str:
         if id(t) not in names:
             names[id(t)] = constant(graph_constant(t, variables), t.name)
         return names[id(t)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import Span
+from skriptnd.tosa.legalize.core import TosaOp
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.spirv import tables
 from skriptnd.tosa.spirv.encoding import (
@@ -105,7 +107,7 @@ class _Writer:
             raise ValueError(f"{opname} with {len(operands)} operands does not fit one SPIR-V instruction")
         self.sec[section] += [((len(operands) + 1) << 16) | opcode, *operands]
 
-    def cached(self, key: Any, make: Any) -> int:
+    def cached(self, key: Hashable, make: Callable[[], int]) -> int:
         if key not in self.cache:
             self.cache[key] = make()
         return self.cache[key]
@@ -154,7 +156,7 @@ class _Writer:
 
     # -- constants --------------------------------------------------------------------------------
 
-    def scalar(self, dtype: np.dtype, value: Any) -> int:
+    def scalar(self, dtype: np.dtype, value: bool | int | float | np.generic) -> int:
         dtype = np.dtype(dtype)
         t = self.scalar_type(dtype)
         kind, width = ELEMENTS[dtype]
@@ -200,7 +202,7 @@ class _Writer:
             return self.tensor_constant(a)
         return self.cached(("graph const", name), lambda: self.graph_constant(a))
 
-    def attribute(self, op: Any, name: str, value: Any, where: Span | None) -> int:
+    def attribute(self, op: TosaOp, name: str, value: object, where: Span | None) -> int:
         kind = ATTRIBUTES.get(name)
         if kind is None:
             raise _fail("E0771", f"{op.name}: attribute '{name}' has no TOSA.001000.1 operand encoding", where)
@@ -261,7 +263,7 @@ class _Writer:
             words += self.sec[s]
         return SpirvModule(words, self.constants)
 
-    def instruction(self, op: Any, tosa: int, ids: dict[str, int]) -> int:
+    def instruction(self, op: TosaOp, tosa: int, ids: dict[str, int]) -> int:
         where = self.p.spans.get(op.output)
         if op.name == "WHILE_LOOP":
             raise _fail("E0772", f"TOSA WHILE_LOOP (control flow) is not an instruction of {INSTRUCTION_SET}, and "
