@@ -57,10 +57,11 @@ def _resource_blob(a: np.ndarray) -> tuple[str, str]:
 
 
 class Constants:
-    """The constants of one MLIR module as it is written (both TOSA MLIR writers: operation by operation
-    here, the simplified program in skriptnd.tosa.mlir.program): :meth:`line` writes one ``tosa.const``
-    (``tosa.const_shape`` for int64 shape operands), large numeric payloads as ``dense_resource`` blobs
-    unless ``inline``; :meth:`module` appends the blobs' ``dialect_resources`` section to the module text."""
+    """The constants of one MLIR module as it is written (every TOSA MLIR writer: operation by operation
+    in skriptnd.tosa.mlir.export, the simplified program in skriptnd.tosa.mlir.program, the integer
+    graph): :meth:`line` writes one ``tosa.const`` (``tosa.const_shape`` for int64 shape operands), large
+    numeric payloads as ``dense_resource`` blobs unless ``inline``; :meth:`module` appends the blobs'
+    ``dialect_resources`` section to the module text."""
 
     def __init__(self, inline: bool) -> None:
         self.inline = inline

@@ -52,7 +52,7 @@ VERSION = 0x00010500  # SPIR-V 1.5
 #: the generator word: 0, which SPIR-V allows for a tool without a registered generator id
 GENERATOR = 0
 INSTRUCTION_SET = "TOSA.001000.1"
-INLINE_MAX_BYTES = 64  # as skriptnd.tosa.mlir.export.RESOURCE_MIN_BYTES: smaller payloads are literals
+INLINE_MAX_BYTES = 64  # as skriptnd.tosa.mlir.text.RESOURCE_MIN_BYTES: smaller payloads are literals
 #: an empty shape_t operand (of a rank-0 value) -> its value for the [1] tensor that stands for it
 RANK0_SHAPE_OPERANDS = {"shape": [1], "multiples": [1], "start": [0], "size": [1], "padding": [0, 0]}
 EXTENSIONS = ("SPV_ARM_tensors", "SPV_ARM_graph", "SPV_KHR_vulkan_memory_model")
