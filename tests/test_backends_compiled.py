@@ -149,7 +149,8 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> Non
     require("iree.compiler", "iree.runtime")
     from tosa_oracle import require_tosa_opt, run_flatbuffer
 
-    from skriptnd.tosa.integer.lower import lower_quantized, to_mlir
+    from skriptnd.tosa.integer.lower import lower_quantized
+    from skriptnd.tosa.integer.mlir import to_mlir
     from skriptnd.tosa.mlir.export import to_flatbuffer
 
     require_tosa_opt()
@@ -178,7 +179,7 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> Non
 def _iree_int8_logits(integer: object, logits: str, images: np.ndarray, cache: str) -> np.ndarray:
     """The int8 logits of the integer graph compiled and loaded the backend's way (IreeModule)."""
     from skriptnd.backends.via_iree import IreeModule
-    from skriptnd.tosa.integer.lower import to_mlir
+    from skriptnd.tosa.integer.mlir import to_mlir
 
     module = IreeModule(to_mlir(integer, outputs=[logits]), Options(cache_dir=cache))  # type: ignore[arg-type]
     (out,) = module(integer.quantize_inputs({"image": images}))  # type: ignore[attr-defined]
@@ -372,7 +373,8 @@ def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_mode
     from tosa_oracle import require_tosa_opt, run_flatbuffer
 
     from skriptnd.backends.via_onnxruntime import keep_qdq_unfused, session
-    from skriptnd.tosa.integer.lower import lower_quantized, to_mlir
+    from skriptnd.tosa.integer.lower import lower_quantized
+    from skriptnd.tosa.integer.mlir import to_mlir
     from skriptnd.tosa.mlir.export import to_flatbuffer
 
     require_tosa_opt()

@@ -277,13 +277,14 @@ def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, m
     import skriptnd
     from skriptnd import backends
     from skriptnd.tosa.integer import lower as quantized
+    from skriptnd.tosa.integer import mlir as integer_mlir
 
     models = Path(__file__).resolve().parents[1] / "models"
     runner = backends.prepare(skriptnd.load(models / "digits_int8").compose(), "iree",
                               Options(cache_dir=str(tmp_path / "right")))
     assert "self-check against the numpy backend: passed (1 module(s) checked now" in runner.plan[-1]
 
-    original = quantized.to_mlir
+    original = integer_mlir.to_mlir
     clamps = [o.output for o in quantized.lower_quantized(skriptnd.load(models / "digits_int8").compose()).ops
               if o.name == "CLAMP"]
 
@@ -291,7 +292,7 @@ def test_the_integer_graph_of_a_quantized_model_is_checked_too(tmp_path: Path, m
         ops = [replace(o, attrs={**o.attrs, "max_val": 0}) if o.output == clamps[1] else o for o in ig.ops]
         return original(replace(ig, ops=ops), outputs)
 
-    monkeypatch.setattr(quantized, "to_mlir", wrong)
+    monkeypatch.setattr(integer_mlir, "to_mlir", wrong)
     graph = skriptnd.load(models / "digits_int8").compose()
     with pytest.raises(DiagnosticError) as err:
         backends.prepare(graph, "iree", Options(cache_dir=str(tmp_path / "wrong")))

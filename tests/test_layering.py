@@ -53,8 +53,10 @@ LEVEL = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 KNOWN: set[tuple[str, str]] = {("compose/ir.py", "backends")}
 
 
-def _imports(path: Path, root: Path = PACKAGE) -> list[tuple[str, int]]:
-    """(top-level part of skriptnd imported, line) for every import in one file of the package at root."""
+def _imports(path: Path, root: Path = PACKAGE, within: str = "skriptnd") -> list[tuple[str, int]]:
+    """(top-level part of ``within`` imported, line) for every import in one file of the package ``within``
+    found at root (the package itself, or one of its parts: ``skriptnd.tosa`` at ``PACKAGE / "tosa"``)."""
+    depth = within.count(".") + 1
     package = list(path.relative_to(root).parts[:-1])
     tree = ast.parse(path.read_text(encoding="utf-8"))
     typing_only = {id(c) for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
@@ -68,14 +70,14 @@ def _imports(path: Path, root: Path = PACKAGE) -> list[tuple[str, int]]:
                 base = package[:len(package) - (node.level - 1)]
                 parts = base + (node.module.split(".") if node.module else [])
                 names = parts[:1] if parts else [a.name for a in node.names]
-            elif node.module and node.module.split(".")[0] == "skriptnd":
-                names = node.module.split(".")[1:2] or [a.name for a in node.names]
+            elif node.module and node.module.split(".")[:depth] == within.split("."):
+                names = node.module.split(".")[depth:depth + 1] or [a.name for a in node.names]
             else:
                 continue
             found += [(n, node.lineno) for n in names]
         elif isinstance(node, ast.Import):
-            found += [(a.name.split(".")[1], node.lineno) for a in node.names
-                      if a.name.startswith("skriptnd.")]
+            found += [(a.name.split(".")[depth], node.lineno) for a in node.names
+                      if a.name.startswith(within + ".")]
     return found
 
 
@@ -115,3 +117,36 @@ def test_the_checker_sees_a_lazy_import(tmp_path: Path) -> None:
     fake.write_text("from .ir import Graph\n\ndef f():\n    from ..execute import Executor\n"
                     "    import skriptnd.cli.app\n    from skriptnd import tosa\n", encoding="utf-8")
     assert [name for name, _ in _imports(fake, tmp_path / "skriptnd")] == ["compose", "execute", "cli", "tosa"]
+
+
+# -- inside tosa: the same rule for its folders ------------------------------------------------------------
+
+TOSA = PACKAGE / "tosa"
+#: bottom up: the operator set, legalization onto it, programs of legalized runs, the MLIR writers, the
+#: integer lowering (which writes MLIR with their text pieces), SPIR-V (which reads programs of every kind);
+#: the package's own ``__init__`` on top
+TOSA_LAYERS = ["ops", "legalize", "program", "mlir", "integer", "spirv", "__init__"]
+TOSA_FILES = sorted(TOSA.rglob("*.py"))
+
+
+def test_every_folder_of_tosa_has_a_layer() -> None:
+    parts = {str(p.relative_to(TOSA).parts[0]).removesuffix(".py") for p in TOSA_FILES}
+    assert parts == set(TOSA_LAYERS), (parts - set(TOSA_LAYERS), set(TOSA_LAYERS) - parts)
+
+
+@pytest.mark.parametrize("path", TOSA_FILES, ids=lambda p: str(p.relative_to(TOSA)))
+def test_no_tosa_module_imports_a_folder_above_it(path: Path) -> None:
+    me = str(path.relative_to(TOSA).parts[0]).removesuffix(".py")
+    wrong = [f"tosa/{path.relative_to(TOSA)}:{line} imports skriptnd.tosa.{name}"
+             for name, line in _imports(path, TOSA, "skriptnd.tosa")
+             if name in TOSA_LAYERS and TOSA_LAYERS.index(name) > TOSA_LAYERS.index(me)]
+    assert not wrong, wrong
+
+
+def test_the_checker_sees_a_folder_of_tosa(tmp_path: Path) -> None:
+    """The reader inside a part: ``skriptnd.tosa.X`` names folder X, whatever the import's form."""
+    fake = tmp_path / "tosa" / "ops" / "probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("from skriptnd.tosa.legalize.core import Builder\n\ndef f():\n    import skriptnd.tosa.spirv.writer\n"
+                    "    from skriptnd.tosa import mlir\n    from skriptnd.compose import ir\n", encoding="utf-8")
+    assert [name for name, _ in _imports(fake, tmp_path / "tosa", "skriptnd.tosa")] == ["legalize", "spirv", "mlir"]

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import skriptnd
-from skriptnd.tosa.mlir.export import RESOURCE_MIN_BYTES
+from skriptnd.tosa.mlir.text import RESOURCE_MIN_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tosa_oracle import require_oracle, run_flatbuffer  # noqa: E402
@@ -191,7 +191,7 @@ def test_resource_and_inline_forms_compute_the_same(tmp_path: Path) -> None:
 
 
 def test_resource_keys_are_identifiers_and_unique() -> None:
-    from skriptnd.tosa.mlir.export import _resource_key
+    from skriptnd.tosa.mlir.text import _resource_key
 
     taken: set[str] = set()
     keys = [_resource_key(h, taken) for h in ("block1.fc.filter", "block1.fc.filter", "0w", "", "a-b")]

@@ -38,7 +38,8 @@ from skriptnd.backends import kernels_for
 from skriptnd.compose.quantization import dequantize, fake_quantize, qparams, quantize
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.execute import Executor
-from skriptnd.tosa.integer.lower import lower_quantized, rescale_parameters, to_mlir
+from skriptnd.tosa.integer.lower import lower_quantized, rescale_parameters
+from skriptnd.tosa.integer.mlir import to_mlir
 from skriptnd.tosa.mlir.export import to_flatbuffer
 from skriptnd.tosa.ops import OPS
 

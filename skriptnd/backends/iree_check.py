@@ -276,7 +276,7 @@ class IntegerCheck:
         return _ancestors(self.sg.ops, self.sg.outputs[output])
 
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        from skriptnd.tosa.integer.lower import to_mlir
+        from skriptnd.tosa.integer.mlir import to_mlir
         from skriptnd.tosa.legalize import run_subgraph
 
         value = self.sg.ops[k].output

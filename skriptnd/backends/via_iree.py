@@ -138,12 +138,13 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
 def graph_mlir(graph: Any) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
     from skriptnd.tosa.integer import lower as quantized
+    from skriptnd.tosa.integer import mlir as integer_mlir
 
     try:
         integer = quantized.lower_quantized(graph)
     except DiagnosticError as err:
         raise _refusal(graph, err.diagnostics) from None
-    return quantized.to_mlir(integer), integer
+    return integer_mlir.to_mlir(integer), integer
 
 
 def _compile(mlir: str, flags: list[str], folder: Any, label: str = "", hint: str | None = None,
@@ -291,9 +292,10 @@ class ProgramSource:
         from skriptnd.tosa.mlir import export
         from skriptnd.tosa.mlir import program as program_mlir
         from skriptnd.tosa.mlir import regions as mlir_regions
+        from skriptnd.tosa.mlir import text as mlir_text
         from skriptnd.tosa.program import patch_matmul as conv_as_matmul
 
-        for module in (program_mlir, export, mlir_regions, conv_as_matmul):  # what the MLIR is a function of
+        for module in (program_mlir, export, mlir_regions, mlir_text, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes

@@ -5,8 +5,8 @@
 :mod:`skriptnd.compose.quantization`) into one flat TOSA graph (:class:`IntegerGraph`) in which every
 quantized tensor is an int8 (or int16) tensor holding exactly the integers its quantize operator
 computes (up to the rounding of the requantizations, see below). It runs on the numpy TOSA operators
-(:meth:`IntegerGraph.run`, ``sknd run --via tosa``) and is written as TOSA MLIR by :func:`to_mlir`
-(``sknd export --tosa-mlir``).
+(:meth:`IntegerGraph.run`, ``sknd run --via tosa``) and is written as TOSA MLIR by
+:func:`skriptnd.tosa.integer.mlir.to_mlir` (``sknd export --tosa-mlir``).
 
 **Values.** A quantized tensor ``t`` with scale ``s`` and zero point ``z`` holds ``q`` with
 ``real = (q - z) * s``. Graph inputs with @quantize are integer inputs of the TOSA graph (the host
@@ -62,10 +62,12 @@ integer lowering, control flow, dynamic shapes, bit widths without an integer ty
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
@@ -76,7 +78,7 @@ from skriptnd.tosa.ops import OPS
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
-__all__ = ["IntegerGraph", "export_mlir", "has_quantization", "lower_quantized", "rescale_parameters", "to_mlir"]
+__all__ = ["IntegerGraph", "has_quantization", "lower_quantized", "rescale_parameters"]
 
 #: TOSA operators that only move, select or compare values: exact on quantized integers.
 TRANSPARENT = {"RESHAPE", "TRANSPOSE", "SLICE", "PAD", "TILE", "CONCAT", "IDENTITY", "MAX_POOL2D", "CLAMP"}
@@ -177,7 +179,7 @@ class IntegerGraph:
         return self.values[tensor]
 
 
-def _where(x: Any) -> Span:
+def _where(x: Operation | Tensor | None) -> Span:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else NO_SPAN
 
@@ -206,12 +208,12 @@ class _Lowering:
         self._n += 1
         return f"v{self._n}_{hint}"
 
-    def const(self, value: Any, dtype: Any, hint: str = "c") -> str:
+    def const(self, value: ArrayLike, dtype: DTypeLike, hint: str = "c") -> str:
         name = self.fresh(hint)
         self.ig.constants[name] = np.asarray(value, dtype=dtype)
         return name
 
-    def shape(self, dims: Any) -> str:
+    def shape(self, dims: Sequence[int]) -> str:
         name = self.const([int(d) for d in dims], np.int64, "shape")
         self.ig.shapes.add(name)
         return name
@@ -662,102 +664,3 @@ def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None
     if simplify:
         _simplify(ig)
     return ig
-
-
-# -- MLIR ----------------------------------------------------------------------------------------------
-
-_INT_ELEM = {np.dtype(np.int8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32",
-             np.dtype(np.int64): "i48", np.dtype(np.float32): "f32", np.dtype(np.bool_): "i1"}
-
-
-def _type(a: np.ndarray) -> str:
-    dims = "".join(f"{int(d)}x" for d in a.shape)
-    return f"tensor<{dims}{_INT_ELEM[a.dtype]}>"
-
-
-def _attrs(o: TosaOp, operands: list[np.ndarray]) -> str:
-    from skriptnd.tosa.mlir.export import _attrs as float_attrs
-
-    attrs = {k: v for k, v in o.attrs.items() if k != "output_dtype"}
-    if o.name == "CLAMP" and operands[0].dtype.kind == "i":
-        elem = _INT_ELEM[operands[0].dtype]
-        extra = [f"max_val = {int(attrs.pop('max_val'))} : {elem}", f"min_val = {int(attrs.pop('min_val'))} : {elem}"]
-    elif o.name == "RESCALE":
-        extra = [f"input_unsigned = {str(bool(attrs.pop('input_unsigned'))).lower()}",
-                 f"output_unsigned = {str(bool(attrs.pop('output_unsigned'))).lower()}",
-                 f"per_channel = {str(bool(attrs.pop('per_channel'))).lower()}",
-                 f"rounding_mode = #tosa.rounding_mode<{attrs.pop('rounding_mode')}>",
-                 f"scale32 = {str(bool(attrs.pop('scale32'))).lower()}"]
-    else:
-        extra = []
-    if attrs.get("acc_type") in ("int32", "int48"):
-        extra.append(f"acc_type = {'i32' if attrs.pop('acc_type') == 'int32' else 'i48'}")
-    text = float_attrs(o.name, attrs)
-    if not extra:
-        return text
-    inner = [text[3:-2]] if text else []
-    return " <{" + ", ".join(inner + extra) + "}>"
-
-
-def to_mlir(ig: IntegerGraph, outputs: list[str] | None = None) -> str:
-    """TOSA 1.0 MLIR (generic form) of the integer graph, like :func:`skriptnd.tosa.mlir.export.to_mlir`:
-    one ``func.func @main`` whose arguments are the TOSA graph's inputs (int8 for quantized graph inputs)
-    and whose results are its outputs (the graph outputs, or the TOSA values ``outputs``)."""
-    from skriptnd.tosa.mlir.export import Constants
-    from skriptnd.tosa.ops.invoke import apply
-
-    sg = ig.subgraph(outputs)
-    lines: list[str] = []
-    ssa: dict[str, str] = {}
-    vals: dict[str, np.ndarray] = {}
-    counter = [0]
-
-    def fresh() -> str:
-        counter[0] += 1
-        return f"%{counter[0] - 1}"
-
-    args = []
-    for i, (name, t, qp) in enumerate(ig.inputs):
-        ssa[name] = f"%arg{i}"
-        vals[name] = np.zeros([int(d) for d in t.shape], np.float32 if qp is None else NUMPY_INT[qp.dtype])
-        args.append(f"%arg{i}: {_type(vals[name])}")
-    constants = Constants(inline=True)
-    for n, a in sg.constants.items():
-        name = fresh()
-        if a.dtype == np.int64 and n not in ig.shapes:  # int48: decimal (MLIR stores i48 in 6 bytes)
-            body = np.array2string(a, separator=", ", threshold=a.size + 1, max_line_width=1 << 30)
-            lines.append(f'    {name} = "tosa.const"() <{{values = dense<{body}> : {_type(a)}}}> : () -> {_type(a)}')
-        else:  # shape operands, and inline dense literals (the integer graph is small)
-            lines.append("    " + constants.line(name, a, n))
-        ssa[n], vals[n] = name, a
-    for o in sg.ops:
-        operands = [vals[i] for i in o.inputs]
-        with np.errstate(all="ignore"):
-            result = np.asarray(apply(o.name, operands, o.attrs))
-        in_types = ", ".join(f"!tosa.shape<{a.size}>" if i in ig.shapes else _type(a)
-                             for i, a in zip(o.inputs, operands, strict=True))
-        name = fresh()
-        lines.append(f'    {name} = "tosa.{o.name.lower()}"({", ".join(ssa[i] for i in o.inputs)})'
-                     f"{_attrs(o, operands)} : ({in_types}) -> {_type(result)}")
-        ssa[o.output], vals[o.output] = name, result
-    results = [(ssa[n], vals[n]) for n in sg.outputs]
-    res_types = ", ".join(_type(a) for _, a in results)
-    in_types = ", ".join(_type(vals[n]) for n, _, _ in ig.inputs)
-    head = (f'  "func.func"() <{{function_type = ({in_types}) -> ({res_types}), sym_name = "main"}}> ({{\n'
-            f'  ^bb0({", ".join(args)}):')
-    ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
-    return "\n".join([f"// TOSA 1.0 integer export of graph {ig.name} (skriptnd, @quantize)", '"builtin.module"() ({',
-                      head, *lines, ret, "  }) : () -> ()", "}) : () -> ()", ""])
-
-
-def export_mlir(graph: Graph) -> tuple[str, str]:
-    """``(MLIR, tosa-opt target)`` of ``graph``'s integer TOSA graph (``sknd export`` for a graph with
-    @quantize entries): the profile ``pro_int``, plus ``pro_fp`` when fp32 operations remain (e.g. a final
-    softmax), and ``extensions=int16`` for int16 activations (the ``profile`` of
-    :func:`skriptnd.tosa.mlir.export.to_flatbuffer`, which passes it to ``--tosa-attach-target``)."""
-    ig = lower_quantized(graph)
-    mlir = to_mlir(ig)
-    target = "pro_int,pro_fp" if "f32>" in mlir else "pro_int"
-    if "i16>" in mlir:  # int16 x int8 convolutions are TOSA's EXT-INT16
-        target += " extensions=int16"
-    return mlir, target

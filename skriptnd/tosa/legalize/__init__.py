@@ -30,12 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from skriptnd.compose.ir import Graph, Operation
 from skriptnd.resources import STDLIB_MODULES
 from skriptnd.semantics.intrinsics import operator_kind
 from skriptnd.semantics.modules import stdlib_module
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
 from skriptnd.tosa.legalize.composite import composite_rule
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
 __all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
            "run_subgraph", "coverage"]
@@ -104,7 +106,7 @@ _INT_OPS = {*elementwise.CMP, "math.iden", "math.select", "layout.reshape", "lay
             "layout.stack", "layout.unstack", "layout.slice", "layout.tile", "layout.broadcast"}
 
 
-def _int_reason(op: Any, ins: list[Any], outs: list[Any]) -> str | None:
+def _int_reason(op: Operation, ins: list[Any], outs: list[Any]) -> str | None:
     name = op.op
     bad = next(t for t in ins + outs if t.dtype == "int")
     if name == "layout.cast":
@@ -118,7 +120,7 @@ def _int_reason(op: Any, ins: list[Any], outs: list[Any]) -> str | None:
     return _INT_REASON.format(bad.name)
 
 
-def _dtype_reason(op: Any) -> str | None:
+def _dtype_reason(op: Operation) -> str | None:
     ins, outs = _flat(op.inputs), _flat(op.outputs)
     for t in ins + outs:
         if any(d is None for d in t.shape):
@@ -163,7 +165,7 @@ def _dtype_reason(op: Any) -> str | None:
     return None
 
 
-def _mark_int_results(op: Any, sg: Subgraph) -> Subgraph:
+def _mark_int_results(op: Operation, sg: Subgraph) -> Subgraph:
     """The int32 results of int outputs (see _INT_OPS) are marked, so that a program WIDENs them to int64."""
     for t, o in zip(op.outputs, sg.outputs, strict=True):
         for tt, oo in zip(t if isinstance(t, list) else [t], o if isinstance(o, list) else [o], strict=True):
@@ -172,7 +174,7 @@ def _mark_int_results(op: Any, sg: Subgraph) -> Subgraph:
     return sg
 
 
-def legalize(op: Any) -> tuple[Subgraph | None, str]:
+def legalize(op: Operation) -> tuple[Subgraph | None, str]:
     """``(subgraph, rule description)``, or ``(None, reason)`` when the operation falls back to @lower."""
     if op.op in NOT_LEGALIZABLE:
         return None, NOT_LEGALIZABLE[op.op]
@@ -201,10 +203,8 @@ def legalize(op: Any) -> tuple[Subgraph | None, str]:
     return None, "; ".join(reasons)
 
 
-def coverage(graph: Any) -> list[tuple[Any, bool, str]]:
+def coverage(graph: Graph) -> list[tuple[Any, bool, str]]:
     """``(operation, legalized, reason)`` for every operation of ``graph`` (and its subgraphs)."""
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
     result = []
     recurrent = RecurrentLegalizer()  # in graph order: a layer reading a legalized layer's Y
     for op in graph.operations:

@@ -7,16 +7,15 @@ order."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, norm_axes, shape_of
 
 _MAX_EXTENT = 256
 
 
-def _top_k_check(op: Any) -> str | None:
+def _top_k_check(op: Operation) -> str | None:
     shape = shape_of(op.inputs[0])
     m = shape[norm_axes(op.attribs.get("axis", 0), len(shape))[0]]
     if m > _MAX_EXTENT:
@@ -24,7 +23,7 @@ def _top_k_check(op: Any) -> str | None:
     return None
 
 
-def _top_k(op: Any) -> Subgraph:
+def _top_k(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = shape_of(op.inputs[0])
     rank = len(shape)

@@ -13,7 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.tosa.legalize.core import Rule, Subgraph, TosaOp
+from skriptnd.compose.composer import Composer
+from skriptnd.compose.ir import Operation, Tensor
+from skriptnd.resources import STDLIB_MODULES, stdlib_dir
+from skriptnd.semantics.modules import Program, load_program
+from skriptnd.tosa.legalize.core import Legalizer, Rule, Subgraph, TosaOp
 
 _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 
@@ -21,9 +25,6 @@ _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 @lru_cache(maxsize=1)
 def _stdlib_program() -> Any:
     """A program importing every standard module (what expanding a stdlib composite needs)."""
-    from skriptnd.resources import STDLIB_MODULES, stdlib_dir
-    from skriptnd.semantics.modules import load_program
-
     # the imports resolve in the standard library's own folder: a model folder in the shared temporary
     # folder would let another user's sknd_tosa_legalize_stdlib/math.sknd stand in for the standard one
     entry = Path(tempfile.gettempdir()) / "sknd_tosa_legalize_stdlib" / "main.sknd"
@@ -31,10 +32,8 @@ def _stdlib_program() -> Any:
     return load_program(entry, sources={entry: text}, model_dir=stdlib_dir())
 
 
-def expand(op: Any, program: Any = None) -> Any:
+def expand(op: Operation, program: Program | None = None) -> Any:
     """The composed graph of ``op``'s own @compose (its components as operations)."""
-    from skriptnd.compose.composer import Composer
-
     return Composer(program or _stdlib_program()).expand(op)
 
 
@@ -42,7 +41,7 @@ class CompositeError(Exception):
     pass
 
 
-def through_components(op: Any, legalize: Any) -> tuple[Subgraph | None, str]:
+def through_components(op: Operation, legalize: Legalizer) -> tuple[Subgraph | None, str]:
     """(subgraph, '') inlining the legalized components of ``op``, or (None, why not)."""
     try:
         graph = expand(op)
@@ -68,7 +67,7 @@ def through_components(op: Any, legalize: Any) -> tuple[Subgraph | None, str]:
                 sg.int_values.add(name)
     counter = [0]
 
-    def value(t: Any) -> str:
+    def value(t: Tensor) -> str:
         if id(t) in names:
             return names[id(t)]
         if t.value is not None and t.kind in ("constant", "variable", "intermediate"):
@@ -140,11 +139,11 @@ def through_components(op: Any, legalize: Any) -> tuple[Subgraph | None, str]:
     return sg, ""
 
 
-def composite_rule(legalize: Any) -> Rule:
+def composite_rule(legalize: Legalizer) -> Rule:
     """A rule for a composite operator; its check expands and legalizes (cached on the operation)."""
     cache: dict[int, tuple[Any, Subgraph | None, str]] = {}
 
-    def attempt(op: Any) -> tuple[Subgraph | None, str]:
+    def attempt(op: Operation) -> tuple[Subgraph | None, str]:
         hit = cache.get(id(op))
         if hit is None or hit[0] is not op:
             hit = (op, *through_components(op, legalize))
@@ -153,11 +152,11 @@ def composite_rule(legalize: Any) -> Rule:
                 cache.pop(next(iter(cache)))
         return hit[1], hit[2]
 
-    def check(op: Any) -> str | None:
+    def check(op: Operation) -> str | None:
         sg, why = attempt(op)
         return None if sg is not None else f"through its components: {why}"
 
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         sg, _ = attempt(op)
         assert sg is not None
         return sg

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
+from skriptnd.compose.ir import Operation, Tensor
 from skriptnd.tosa.ops.invoke import apply
 
 F32 = np.float32
@@ -49,7 +51,12 @@ class Subgraph:
         return "\n".join(lines)
 
 
-def _narrow(name: str, a: Any) -> np.ndarray:
+#: legalizes one operation: (its TOSA subgraph or None, why not); handed to the composite rule, which
+#: legalizes an operation's components with it (skriptnd.tosa.legalize.legalize)
+Legalizer = Callable[[Operation], tuple[Subgraph | None, str]]
+
+
+def _narrow(name: str, a: ArrayLike) -> np.ndarray:
     a = np.asarray(a)
     if a.size and (a.min() < I32_MIN or a.max() > I32_MAX):
         raise ValueError(f"int input {name!r} has values outside the int32 range TOSA supports")
@@ -76,7 +83,7 @@ def run_subgraph(sg: Subgraph, args: Sequence[Any]) -> list[Any]:
 class Builder:
     """Emits the TOSA operators of one operation's subgraph."""
 
-    def __init__(self, op: Any):
+    def __init__(self, op: Operation):
         self.op = op
         self.env = op.binding.env if op.binding is not None else {}
         self.sg = Subgraph(inputs=[], outputs=[])
@@ -93,12 +100,12 @@ class Builder:
     def arg(self, i: int) -> Any:
         return self.sg.inputs[i] if i < len(self.sg.inputs) else None
 
-    def const(self, value: Any, dtype: Any = F32) -> str:
+    def const(self, value: ArrayLike, dtype: DTypeLike = F32) -> str:
         name = f"c{len(self.sg.constants)}"
         self.sg.constants[name] = np.asarray(value, dtype=dtype)
         return name
 
-    def scalar(self, value: Any, rank: int, dtype: Any = F32) -> str:
+    def scalar(self, value: ArrayLike, rank: int, dtype: DTypeLike = F32) -> str:
         """A constant of rank ``rank`` (TOSA element-wise operands need equal ranks)."""
         return self.const(np.full([1] * rank, value), dtype)
 
@@ -179,7 +186,7 @@ class Rule:
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def ints(v: Any) -> list[int]:
+def ints(v: ArrayLike | None) -> list[int]:
     if v is None:
         return []
     if isinstance(v, int | np.integer):
@@ -187,7 +194,7 @@ def ints(v: Any) -> list[int]:
     return [int(x) for x in v]
 
 
-def graph_constant(t: Any, variables: dict[str, Any]) -> np.ndarray:
+def graph_constant(t: Tensor, variables: dict[str, Any]) -> np.ndarray:
     """The value of a composed graph's variable (from ``variables``, by name) or constant tensor, as the
     float32 / bool array a TOSA program holds (SkriptND int constants stay shape operands elsewhere).
     A computed tensor has no value yet: asking for one means the operations are out of order."""
@@ -200,15 +207,15 @@ def graph_constant(t: Any, variables: dict[str, Any]) -> np.ndarray:
     return np.asarray(a, np.bool_ if t.dtype == "bool" else np.float32).reshape([int(d) for d in t.shape])
 
 
-def shape_of(t: Any) -> tuple[int, ...]:
+def shape_of(t: Tensor) -> tuple[int, ...]:
     return tuple(int(d) for d in t.shape)
 
 
-def env(op: Any, name: str) -> Any:
+def env(op: Operation, name: str) -> Any:
     return op.binding.env[name]
 
 
-def norm_axes(axes: Any, rank: int) -> list[int]:
+def norm_axes(axes: ArrayLike | None, rank: int) -> list[int]:
     return [a + rank if a < 0 else a for a in ints(axes)]
 
 

@@ -14,15 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, aligned, norm_axes, shape_of
 
 
-def _rank(op: Any) -> int:
+def _rank(op: Operation) -> int:
     return len(shape_of(op.outputs[0]))
 
 
 def _unary(*names: str) -> Callable[[Any], Subgraph]:
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         x = b.arg(0)
         for n in names:
@@ -32,7 +33,7 @@ def _unary(*names: str) -> Callable[[Any], Subgraph]:
 
 
 def _binary(name: str, swap: bool = False, post: str | None = None, rcp_rhs: bool = False) -> Callable[[Any], Subgraph]:
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
         if swap:
@@ -46,14 +47,14 @@ def _binary(name: str, swap: bool = False, post: str | None = None, rcp_rhs: boo
     return build
 
 
-def _select(op: Any) -> Subgraph:
+def _select(op: Operation) -> Subgraph:
     b = Builder(op)
     return b.done(b.emit("SELECT", aligned(b, 0, "ec"), aligned(b, 1, "ex"), aligned(b, 2, "ey")))
 
 
 def _fn(body: Callable[[Builder, str, int], str]) -> Callable[[Any], Subgraph]:
     """A unary operator built by ``body(builder, x, rank)``."""
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         return b.done(body(b, b.arg(0), _rank(op)))
     return build
@@ -144,12 +145,12 @@ def _pow_values(b: Builder, x: str, y: str, r: int) -> str:
     return b.emit("SELECT", is0, at0, pos)
 
 
-def _pow(op: Any) -> Subgraph:
+def _pow(op: Operation) -> Subgraph:
     b = Builder(op)
     return b.done(_pow_values(b, aligned(b, 0, "ex"), aligned(b, 1, "ey"), _rank(op)))
 
 
-def _mod(op: Any) -> Subgraph:
+def _mod(op: Operation) -> Subgraph:
     """Floored modulo (numpy's mod): r = x - y * floor(x / y), then moved into [0, y) or (y, 0]."""
     b = Builder(op)
     rank = _rank(op)
@@ -165,7 +166,7 @@ def _mod(op: Any) -> Subgraph:
     return b.done(b.emit("SELECT", b.emit("EQUAL", y, zero), nan, rem))
 
 
-def _clamp(op: Any) -> Subgraph:
+def _clamp(op: Operation) -> Subgraph:
     """@lower: x < a ? a : x > b ? b : x (a > b gives a or b as written; not MIN(MAX))."""
     b = Builder(op)
     x, lo, hi = aligned(b, 0, "ex"), aligned(b, 1, "ea"), aligned(b, 2, "eb")
@@ -173,20 +174,20 @@ def _clamp(op: Any) -> Subgraph:
     return b.done(b.emit("SELECT", b.emit("GREATER", lo, x), lo, inner))
 
 
-def _axpb(op: Any) -> Subgraph:
+def _axpb(op: Operation) -> Subgraph:
     b = Builder(op)
     a, x, c = aligned(b, 0, "ea"), aligned(b, 1, "ex"), aligned(b, 2, "eb")
     return b.done(b.emit("ADD", b.mul(a, x), c))
 
 
-def _axpby(op: Any) -> Subgraph:
+def _axpby(op: Operation) -> Subgraph:
     b = Builder(op)
     a, x, c, y = aligned(b, 0, "ea"), aligned(b, 1, "ex"), aligned(b, 2, "eb"), aligned(b, 3, "ey")
     return b.done(b.emit("ADD", b.mul(a, x), b.mul(c, y)))
 
 
 def _nary(name: str) -> Callable[[Any], Subgraph]:
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         xs = b.arg(0)
         y = xs[0]
@@ -198,7 +199,7 @@ def _nary(name: str) -> Callable[[Any], Subgraph]:
 
 def _arg_n(greater: bool) -> Callable[[Any], Subgraph]:
     """@lower: y = 0, then y := k where xs[k] beats xs[y] strictly (the first extremum wins)."""
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         xs, rank = b.arg(0), _rank(op)
         best, idx = xs[0], b.const(np.zeros([1] * rank), np.int32)
@@ -228,14 +229,14 @@ def lt_select(b: Builder, x: str, y: str) -> str:
 
 
 def _minmax(greater: bool) -> Callable[[Any], Subgraph]:
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
         return b.done(gt_select(b, x, y) if greater else lt_select(b, x, y))
     return build
 
 
-def _relu(op: Any) -> Subgraph:
+def _relu(op: Operation) -> Subgraph:
     """@lower: (x <? max ?? x) >? (alpha * x ?? 0.0). Without alpha: CLAMP(0, max) with nan_mode IGNORE
     (NaN -> 0 = x >? 0); with max, a NaN becomes max (NaN <? max = max): SELECT on EQUAL(x, x)."""
     b = Builder(op)
@@ -250,7 +251,7 @@ def _relu(op: Any) -> Subgraph:
     return b.done(gt_select(b, t, b.mul(x, b.scalar(alpha, r))))
 
 
-def _prelu(op: Any) -> Subgraph:
+def _prelu(op: Operation) -> Subgraph:
     b = Builder(op)
     x, r = b.arg(0), _rank(op)
     axis = norm_axes(op.attribs.get("axis", 1), r)[0]

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
-from skriptnd.tosa.legalize.elementwise import _round
+from skriptnd.tosa.legalize.elementwise import _round, gt_select, lt_select
 from skriptnd.tosa.legalize.layout import strided
 
 
@@ -56,18 +58,18 @@ def linear_map(b: Builder, x: str, shape: list[int], axis: int, taps: list[list[
     return acc, out
 
 
-def _axes(op: Any) -> list[int]:
+def _axes(op: Operation) -> list[int]:
     rank = len(shape_of(op.inputs[0]))
     axes = op.attribs.get("axes")
     return norm_axes(axes, rank) if axes is not None else list(range(rank))
 
 
-def _per_axis(v: Any, k: int) -> list[Any]:
+def _per_axis(v: ArrayLike, k: int) -> list[Any]:
     v = list(v) if isinstance(v, list | tuple | np.ndarray) else [v]
     return v * k if len(v) == 1 else v
 
 
-def _nearest_downsample(op: Any) -> Subgraph:
+def _nearest_downsample(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     out = shape_of(op.outputs[0])
@@ -79,7 +81,7 @@ def _nearest_downsample(op: Any) -> Subgraph:
     return b.done(x)
 
 
-def _nearest_upsample(op: Any) -> Subgraph:
+def _nearest_upsample(op: Operation) -> Subgraph:
     """Per axis: RESHAPE [.., s, 1, ..], TILE the unit axis by factor, RESHAPE [.., s*factor, ..]."""
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
@@ -101,11 +103,11 @@ def _nearest_upsample(op: Any) -> Subgraph:
     return b.done(x)
 
 
-def _f32(v: Any) -> np.float32:
+def _f32(v: ArrayLike) -> np.float32:
     return np.float32(v)
 
 
-def _resize_axes(op: Any) -> list[tuple[int, int, Any, Any]]:
+def _resize_axes(op: Operation) -> list[tuple[int, int, Any, Any]]:
     """(axis, output size, scale, offset) per resized axis: the ``size`` attribute and @lower's
     ``scale`` and ``offset``, one value each or one per axis."""
     axes = _axes(op)
@@ -115,12 +117,12 @@ def _resize_axes(op: Any) -> list[tuple[int, int, Any, Any]]:
     return list(zip(axes, sizes, scales, offsets, strict=True))
 
 
-def _source_coordinates(size: int, scale: Any, offset: Any) -> np.ndarray:
+def _source_coordinates(size: int, scale: ArrayLike, offset: ArrayLike) -> np.ndarray:
     """@lower's fp32 source coordinate of each output position o: o * scale + offset."""
     return np.arange(size).astype(np.float32) * _f32(scale) + _f32(offset)
 
 
-def _nearest_resize(op: Any) -> Subgraph:
+def _nearest_resize(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     x = b.arg(0)
@@ -135,7 +137,7 @@ def _nearest_resize(op: Any) -> Subgraph:
     return b.done(x)
 
 
-def _linear_resize(op: Any) -> Subgraph:
+def _linear_resize(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     x = b.arg(0)
@@ -159,7 +161,7 @@ def keys_weight(t: float, a: float) -> float:
     return 0.0
 
 
-def _cubic_resize(op: Any) -> Subgraph:
+def _cubic_resize(op: Operation) -> Subgraph:
     """The intrinsic's conventions (linear_resize's coordinate transform, the 4 taps floor(r) - 1 ..
     floor(r) + 2 clamped to the axis, Keys' weights of the unclamped offsets): per axis, constant
     indices and weights (fp32), GATHERs, MULs, ADDs."""
@@ -186,7 +188,7 @@ def _cubic_resize(op: Any) -> Subgraph:
     return b.done(x)
 
 
-def _linear_upsample(op: Any) -> Subgraph:
+def _linear_upsample(op: Operation) -> Subgraph:
     """@lower: output[factor*i + j - padding] += input[clamped i - c] * filter[j] with a separable
     filter; per axis the taps reaching each output position (at most ceil(fs / factor))."""
     b = Builder(op)
@@ -220,7 +222,7 @@ def _pow2(v: float) -> bool:
     return v > 0 and m == 0.5
 
 
-def _exact_levels_check(op: Any, scales: np.ndarray, inexact: str) -> str | None:
+def _exact_levels_check(op: Operation, scales: np.ndarray, inexact: str) -> str | None:
     """Why a fake quantization with these ``scales`` has no exact TOSA form (``inexact`` when a scale is
     not a power of two), or None."""
     if not all(_pow2(float(s)) for s in scales):
@@ -230,13 +232,13 @@ def _exact_levels_check(op: Any, scales: np.ndarray, inexact: str) -> str | None
     return None
 
 
-def _per_channel_consts(b: Builder, op: Any) -> tuple[int, Callable[[Any], str]]:
+def _per_channel_consts(b: Builder, op: Operation) -> tuple[int, Callable[[Any], str]]:
     """The input's rank and a maker of constants broadcasting along its ``channel_axis``: one value
     becomes a [1, ..., 1] tensor, several values a tensor of their count along that axis."""
     rank = len(shape_of(op.inputs[0]))
     axis = norm_axes(op.attribs.get("channel_axis", 1), rank)[0] if rank else 0
 
-    def per_channel(v: Any) -> str:
+    def per_channel(v: ArrayLike) -> str:
         a = np.atleast_1d(np.asarray(v, np.float32))
         if a.size == 1:
             return b.const(np.full([1] * rank, a[0]))
@@ -247,14 +249,14 @@ def _per_channel_consts(b: Builder, op: Any) -> tuple[int, Callable[[Any], str]]
     return rank, per_channel
 
 
-def _quant_check(op: Any) -> str | None:
+def _quant_check(op: Operation) -> str | None:
     scales = np.atleast_1d(np.asarray(op.attribs["scale"], np.float64))
     return _exact_levels_check(op, scales, "scale that is not a power of two: x / scale has no exact TOSA form "
                                "(x * RECIPROCAL(scale) can differ by 1 ulp and move x across a rounding tie to "
                                "the neighbouring level)")
 
 
-def _zero_point_quantize(op: Any) -> Subgraph:
+def _zero_point_quantize(op: Operation) -> Subgraph:
     """q = clamp(zp + round(x * 2^-e), m, r); output = (q - zp) * scale (all exact in fp32)."""
     b = Builder(op)
     rank, per_channel = _per_channel_consts(b, op)
@@ -268,7 +270,7 @@ def _zero_point_quantize(op: Any) -> Subgraph:
     return b.done(b.mul(b.emit("SUB", q, zp), per_channel(scale)))
 
 
-def _min_max_check(op: Any) -> str | None:
+def _min_max_check(op: Operation) -> str | None:
     lo = np.atleast_1d(np.asarray(op.attribs["min"], np.float32))
     hi = np.atleast_1d(np.asarray(op.attribs["max"], np.float32))
     return _exact_levels_check(op, (hi - lo).astype(np.float32), "max - min that is not a power of two: (x - min) "
@@ -276,11 +278,9 @@ def _min_max_check(op: Any) -> str | None:
                                "move x across a rounding tie to the neighbouring level)")
 
 
-def _min_max_quantize(op: Any) -> Subgraph:
+def _min_max_quantize(op: Operation) -> Subgraph:
     """@lower's sequence: v = (x >? min) <? max; q = round((v - min) * 2^-e * r) - p;
     ((q + p) * RECIPROCAL(r)) * (max - min) + min (the last division within 1 ulp)."""
-    from skriptnd.tosa.legalize.elementwise import gt_select, lt_select
-
     b = Builder(op)
     rank, per_channel = _per_channel_consts(b, op)
     env_ = op.binding.env
@@ -319,7 +319,7 @@ NOT_LEGALIZABLE: dict[str, str] = {}
 # -- grid sampling -------------------------------------------------------------------------------
 
 
-def _grid_sample(op: Any) -> Subgraph:
+def _grid_sample(op: Operation) -> Subgraph:
     """@lower's coordinate arithmetic in fp32 (g = (grid + 1) * 0.5, x = g * (s - 1) or g * s - 0.5),
     the index round(x) (nearest, half away from zero) or floor(x) + j with weights 1 - |i - x| (linear),
     padding as SELECTs (ZEROS: out-of-range items contribute 0; REPLICATE: CLAMP; REFLECT: once, then
@@ -420,7 +420,7 @@ def _keys(b: Builder, t: str, a: float) -> str:
                   b.emit("SELECT", b.emit("GREATER", c(2.0), t), far, c(0.0)))
 
 
-def _grid_check(op: Any) -> str | None:
+def _grid_check(op: Operation) -> str | None:
     ns = int(np.prod(shape_of(op.inputs[0])[2:], dtype=np.int64))
     if ns >= 2 ** 24:
         return "more than 2^24 spatial items (flat indices not exact in fp32)"
@@ -456,7 +456,7 @@ def _idiv(b: Builder, m: str, p: int, ceil: bool) -> str:
                   b.emit("ADD", q, c(1.0)), q)
 
 
-def _roi_pool(op: Any) -> Subgraph:
+def _roi_pool(op: Operation) -> Subgraph:
     """The intrinsic's conventions: begins/ends rounded half away from zero, e = max(end - begin + 1, 1)
     pixels, bin p covering [begin + floor(p e / P), begin + ceil((p + 1) e / P)) clipped (exact integer
     arithmetic in fp32); the batch item by GATHER; per axis a bin mask (GREATER_EQUAL/GREATER) and
@@ -509,7 +509,7 @@ def _roi_pool(op: Any) -> Subgraph:
     return b.done(b.emit("SELECT", b.emit("EQUAL", cnt, zero), zero, cur))
 
 
-def _roi_check(op: Any) -> str | None:
+def _roi_check(op: Operation) -> str | None:
     xs = shape_of(op.inputs[0])
     d = len(xs) - 2
     if d > 3:

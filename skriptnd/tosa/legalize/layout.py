@@ -4,10 +4,10 @@ slice (any stride), pad (all four methods), cast, gather/scatter, and the consta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import (
     I32_MAX,
     I32_MIN,
@@ -21,26 +21,26 @@ from skriptnd.tosa.legalize.core import (
 )
 
 
-def _to_output_shape(op: Any) -> Subgraph:
+def _to_output_shape(op: Operation) -> Subgraph:
     b = Builder(op)
     return b.done(b.reshape(b.arg(0), shape_of(op.inputs[0]), shape_of(op.outputs[0])))
 
 
-def _transpose(op: Any) -> Subgraph:
+def _transpose(op: Operation) -> Subgraph:
     b = Builder(op)
     axis = int(env(op, "_axis"))
     perms = list(range(axis)) + ints(env(op, "_perm"))
     return b.done(b.transpose(b.arg(0), perms))
 
 
-def _concat(op: Any) -> Subgraph:
+def _concat(op: Operation) -> Subgraph:
     b = Builder(op)
     rank = len(shape_of(op.outputs[0]))
     axis = int(op.attribs["axis"])
     return b.done(b.emit("CONCAT", *b.arg(0), axis=axis + rank if axis < 0 else axis))
 
 
-def _split(op: Any) -> Subgraph:
+def _split(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = shape_of(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(shape))[0]
@@ -54,7 +54,7 @@ def _split(op: Any) -> Subgraph:
     return b.done(outs)
 
 
-def _stack(op: Any) -> Subgraph:
+def _stack(op: Operation) -> Subgraph:
     b = Builder(op)
     out = shape_of(op.outputs[0])
     rank = len(shape_of(op.inputs[0][0]))
@@ -66,7 +66,7 @@ def _stack(op: Any) -> Subgraph:
     return b.done(b.concat(parts, axis) if len(parts) > 1 else b.reshape(parts[0], one, out))
 
 
-def _unstack(op: Any) -> Subgraph:
+def _unstack(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = shape_of(op.inputs[0])
     axis = norm_axes(op.attribs["axis"], len(shape))[0]
@@ -80,7 +80,7 @@ def _unstack(op: Any) -> Subgraph:
     return b.done(outs)
 
 
-def _tile(op: Any) -> Subgraph:
+def _tile(op: Operation) -> Subgraph:
     b = Builder(op)
     rank = len(shape_of(op.inputs[0]))
     multiples = [1] * rank
@@ -89,7 +89,7 @@ def _tile(op: Any) -> Subgraph:
     return b.done(b.emit("TILE", b.arg(0), b.shape(multiples)))
 
 
-def _broadcast(op: Any) -> Subgraph:
+def _broadcast(op: Operation) -> Subgraph:
     b = Builder(op)
     s, o = shape_of(op.inputs[0]), shape_of(op.outputs[0])
     if s == o:
@@ -97,7 +97,7 @@ def _broadcast(op: Any) -> Subgraph:
     return b.done(b.emit("TILE", b.arg(0), b.shape([od // sd for sd, od in zip(s, o, strict=True)])))
 
 
-def _uniform(op: Any) -> Subgraph:
+def _uniform(op: Operation) -> Subgraph:
     b = Builder(op)
     o = shape_of(op.outputs[0])
     x = b.reshape(b.arg(0), (), [1] * len(o))
@@ -143,7 +143,7 @@ def pad_value(b: Builder, dtype: str, value: float = 0.0) -> str:
     return b.const([False], np.bool_) if dtype == "bool" else b.const([value])
 
 
-def _slice(op: Any) -> Subgraph:
+def _slice(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = list(shape_of(op.inputs[0]))
     out = shape_of(op.outputs[0])
@@ -161,7 +161,7 @@ def _slice(op: Any) -> Subgraph:
 # -- pad -----------------------------------------------------------------------------------------
 
 
-def _pad_check(op: Any) -> str | None:
+def _pad_check(op: Operation) -> str | None:
     method = op.attribs.get("method", "CONSTANT")
     shape = shape_of(op.inputs[0])
     limit = {"REFLECT": 1, "SYMMETRIC": 0}.get(method)
@@ -173,7 +173,7 @@ def _pad_check(op: Any) -> str | None:
     return None
 
 
-def _pad(op: Any) -> Subgraph:
+def _pad(op: Operation) -> Subgraph:
     """CONSTANT: PAD. REPLICATE: SLICE the edge element, TILE, CONCAT. REFLECT/SYMMETRIC: SLICE the
     mirrored band, REVERSE, CONCAT (axis by axis: the index maps are separable)."""
     b = Builder(op)
@@ -228,7 +228,7 @@ def _pad(op: Any) -> Subgraph:
 # -- cast, gather, scatter -----------------------------------------------------------------------
 
 
-def _cast(op: Any) -> Subgraph:
+def _cast(op: Operation) -> Subgraph:
     """real -> bool: x != 0 (NaN is true); bool -> real: SELECT(x, 1, 0); same type: IDENTITY."""
     b = Builder(op)
     src, dst = op.inputs[0].dtype, op.outputs[0].dtype
@@ -246,7 +246,7 @@ def _cast(op: Any) -> Subgraph:
     return b.done(b.emit("SELECT", x, b.scalar(1.0, r), b.scalar(0.0, r)))
 
 
-def _gather(op: Any) -> Subgraph:
+def _gather(op: Operation) -> Subgraph:
     """data [s.., z, t..] -> TRANSPOSE/RESHAPE to [1, z, S*T]; index -> [1, N]; GATHER; back."""
     b = Builder(op)
     data = shape_of(op.inputs[0])
@@ -284,7 +284,7 @@ def _flat_indices(b: Builder, i: str, nb: int, nz: int, ssh: Sequence[int]) -> s
     return b.const(np.zeros([nb, nz]), np.int32) if flat is None else flat
 
 
-def _nd_flat_indices(b: Builder, op: Any) -> tuple[Sequence[int], int, int, int, int, str]:
+def _nd_flat_indices(b: Builder, op: Operation) -> tuple[Sequence[int], int, int, int, int, str]:
     """For gather_nd/scatter_nd (data, indices, ...): the data's shape; nb, ns, nt, its batch, indexed
     and trailing dimensions' sizes; nz, the index tuples per batch; their [nb, nz] int32 flat indices."""
     bd = int(op.attribs.get("batch_dims", 0))
@@ -298,7 +298,7 @@ def _nd_flat_indices(b: Builder, op: Any) -> tuple[Sequence[int], int, int, int,
     return data, nb, ns, nt, nz, _flat_indices(b, b.reshape(b.arg(1), ind, [nb, nz, d]), nb, nz, ssh)
 
 
-def _gather_nd(op: Any) -> Subgraph:
+def _gather_nd(op: Operation) -> Subgraph:
     """Flat int32 indices sum(indices[..., j] * stride_j) (exact: the data has < 2^31 elements),
     then GATHER per batch over the flattened indexed dimensions."""
     b = Builder(op)
@@ -308,12 +308,12 @@ def _gather_nd(op: Any) -> Subgraph:
     return b.done(b.reshape(y, [nb, nz, nt], shape_of(op.outputs[0])))
 
 
-def _const_indices(op: Any) -> np.ndarray | None:
+def _const_indices(op: Operation) -> np.ndarray | None:
     t = op.inputs[1]
     return None if getattr(t, "value", None) is None else np.asarray(t.value, np.int64).reshape(shape_of(t))
 
 
-def _scatter_check(op: Any) -> str | None:
+def _scatter_check(op: Operation) -> str | None:
     idx = _const_indices(op)
     if idx is None:
         return "indices known only at run time (TOSA SCATTER needs distinct indices per row; not provable)"
@@ -324,7 +324,7 @@ def _scatter_check(op: Any) -> str | None:
     return None
 
 
-def _scatter(op: Any) -> Subgraph:
+def _scatter(op: Operation) -> Subgraph:
     """Each (s, t) position is a TOSA batch: data -> [S*T, n, 1], indices -> [S*T, m],
     updates -> [S*T, m, 1]; SCATTER; back."""
     b = Builder(op)
@@ -352,7 +352,7 @@ def _scatter(op: Any) -> Subgraph:
 _MAX_UPDATES = 256
 
 
-def _updates_check(op: Any) -> str | None:
+def _updates_check(op: Operation) -> str | None:
     if op.op == "layout.scatter":
         count = shape_of(op.inputs[1])[norm_axes(op.attribs["axis"], len(shape_of(op.inputs[1])))[0]]
     else:
@@ -363,7 +363,7 @@ def _updates_check(op: Any) -> str | None:
     return None
 
 
-def _scatter_select(op: Any) -> Subgraph:
+def _scatter_select(op: Operation) -> Subgraph:
     """@lower's order exactly (the last of duplicate indices wins): for each update k along the axis,
     SELECT(EQUAL(indices[k], iota), updates[k], acc) (int32 compare, broadcast along the axis)."""
     b = Builder(op)
@@ -386,7 +386,7 @@ def _scatter_select(op: Any) -> Subgraph:
     return b.done(acc)
 
 
-def _scatter_nd(op: Any) -> Subgraph:
+def _scatter_nd(op: Operation) -> Subgraph:
     """Flat int32 indices (MUL/ADD); then @lower's order exactly: per update z,
     SELECT(EQUAL(flat[z], iota), updates[z], acc) over the flattened indexed dimensions."""
     b = Builder(op)
@@ -411,7 +411,7 @@ def _int_const_check(values: np.ndarray) -> str | None:
     return None
 
 
-def _constant_values(op: Any) -> np.ndarray:
+def _constant_values(op: Operation) -> np.ndarray:
     shape = shape_of(op.outputs[0])
     dtype = op.outputs[0].dtype
     npt = {"real": np.float32, "int": np.int64, "bool": np.bool_}[dtype]
@@ -427,13 +427,13 @@ def _constant_values(op: Any) -> np.ndarray:
     return (np.full(shape, value[0], npt) if value.size == 1 else value.reshape(shape)).astype(npt)
 
 
-def _constant_check(op: Any) -> str | None:
+def _constant_check(op: Operation) -> str | None:
     if op.outputs[0].dtype == "int":
         return _int_const_check(_constant_values(op))
     return None
 
 
-def _constant(op: Any) -> Subgraph:
+def _constant(op: Operation) -> Subgraph:
     b = Builder(op)
     values = _constant_values(op)
     is_int = values.dtype == np.int64

@@ -35,10 +35,9 @@ length) it declines, and the export reports the operation (E0750).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from skriptnd.compose.ir import Operation, Tensor
 from skriptnd.tosa.legalize.core import Builder, Subgraph
 from skriptnd.tosa.legalize.tensor import _matmul_op
 from skriptnd.tosa.ops.control_flow import Graph, Node
@@ -86,7 +85,7 @@ class RecurrentLegalizer:
         self.unroll_budget = unroll_budget
         self._shapes: dict[int, tuple[int, ...]] = {}  # id(tensor) -> its actual shape (lstm outputs)
 
-    def shape(self, t: Any) -> tuple[int, ...] | None:
+    def shape(self, t: Tensor) -> tuple[int, ...] | None:
         """``t``'s static shape: a legalized nn.lstm's Y has its sequence length; None if not static."""
         if id(t) in self._shapes:
             return self._shapes[id(t)]
@@ -94,7 +93,7 @@ class RecurrentLegalizer:
             return None
         return tuple(int(d) for d in t.shape)
 
-    def __call__(self, op: Any) -> Subgraph | None:
+    def __call__(self, op: Operation) -> Subgraph | None:
         if op.op not in RECURRENT or any(isinstance(v, list) for v in op.inputs):
             return None
         inputs = list(op.inputs) + [None] * (7 - len(op.inputs))
@@ -114,7 +113,7 @@ class RecurrentLegalizer:
         return sg
 
 
-def _state(b: Builder, i: int, t: Any, bsz: int, n: int) -> str:
+def _state(b: Builder, i: int, t: Tensor | None, bsz: int, n: int) -> str:
     if t is None:
         return b.const(np.zeros((1, bsz, n), np.float32))
     return b.reshape(b.arg(i), (bsz, n), (1, bsz, n))
@@ -158,7 +157,7 @@ def _loop(bsz: int, n: int, k: int, rounds: int) -> tuple[Graph, Graph]:
     return cond_graph, body.graph(types, [i, h, cell, "xw", "rt", y])
 
 
-def _build(op: Any, s: int, bsz: int, c: int, n: int, h0_t: Any, c0_t: Any, k: int, unrolled: bool) -> Subgraph:
+def _build(op: Operation, s: int, bsz: int, c: int, n: int, h0_t: Tensor | None, c0_t: Tensor | None, k: int, unrolled: bool) -> Subgraph:
     b = Builder(op)
     wt = b.reshape(b.transpose(b.arg(1), [1, 0]), (c, 4 * n), (1, c, 4 * n))
     rt = b.reshape(b.transpose(b.arg(2), [1, 0]), (n, 4 * n), (1, n, 4 * n))

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, norm_axes, shape_of
 
 
 def _reduce(name: str, mean: bool = False) -> Callable[[Any], Subgraph]:
-    def build(op: Any) -> Subgraph:
+    def build(op: Operation) -> Subgraph:
         b = Builder(op)
         shape = shape_of(op.inputs[0])
         mask = list(env(op, "axes_mask"))
@@ -30,7 +31,7 @@ def _reduce(name: str, mean: bool = False) -> Callable[[Any], Subgraph]:
     return build
 
 
-def _softmax(op: Any) -> Subgraph:
+def _softmax(op: Operation) -> Subgraph:
     b = Builder(op)
     x = b.arg(0)
     axes = sorted(set(norm_axes(op.attribs["axes"], len(shape_of(op.inputs[0])))))
@@ -44,7 +45,7 @@ def _softmax(op: Any) -> Subgraph:
     return b.done(b.mul(e, b.emit("RECIPROCAL", s)))
 
 
-def _argmax(op: Any, axes: list[int], nd: bool) -> Subgraph:
+def _argmax(op: Operation, axes: list[int], nd: bool) -> Subgraph:
     """ARGMAX over the reduced axes flattened in their order (row-major, so the first extremum in
     @lower's iteration order wins); argmin is ARGMAX of NEGATE(x). The flat index is split into
     per-axis coordinates with INTDIV/MUL/SUB on int32 (exact: indices < 2^31)."""
@@ -81,17 +82,17 @@ def _argmax(op: Any, axes: list[int], nd: bool) -> Subgraph:
     return b.done(b.reshape(out, [*kept, len(axes)], shape_of(op.outputs[0])), ints=[True])
 
 
-def _argmax1(op: Any) -> Subgraph:
+def _argmax1(op: Operation) -> Subgraph:
     return _argmax(op, norm_axes(op.attribs["axis"], len(shape_of(op.inputs[0]))), nd=False)
 
 
-def _argmax_nd(op: Any) -> Subgraph:
+def _argmax_nd(op: Operation) -> Subgraph:
     rank = len(shape_of(op.inputs[0]))
     axes = norm_axes(op.attribs.get("axes"), rank) if op.attribs.get("axes") is not None else list(range(rank))
     return _argmax(op, axes, nd=True)
 
 
-def _cumsum(op: Any) -> Subgraph:
+def _cumsum(op: Operation) -> Subgraph:
     """SLICE per position along the axis and a running ADD (the summation order of @lower's loop),
     CONCAT of the partial sums."""
     b = Builder(op)

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from skriptnd.compose.ir import Operation
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
 from skriptnd.tosa.legalize.layout import strided
 
@@ -46,7 +48,7 @@ def _folded_matmul(b: Builder, x: str, x_mat: Sequence[int], y: str, y_mat: Sequ
     return b.reshape(b.transpose(out, [*inv, len(live), len(live) + 1]), [*zl, m, n], [*z, m, n])
 
 
-def _matmul(op: Any) -> Subgraph:
+def _matmul(op: Operation) -> Subgraph:
     b = Builder(op)
     z = ints(env(op, "z"))
     ea, eb = ints(env(op, "ea")), ints(env(op, "eb"))
@@ -89,7 +91,7 @@ def _matmul(op: Any) -> Subgraph:
     return b.done(y)
 
 
-def _linear(op: Any) -> Subgraph:
+def _linear(op: Operation) -> Subgraph:
     b = Builder(op)
     bsz, c = shape_of(op.inputs[0])
     n = shape_of(op.inputs[1])[0]
@@ -101,7 +103,7 @@ def _linear(op: Any) -> Subgraph:
     return b.done(y)
 
 
-def _dot(op: Any) -> Subgraph:
+def _dot(op: Operation) -> Subgraph:
     b = Builder(op)
     (n,) = shape_of(op.inputs[0])
     y = _matmul_op(b, b.reshape(b.arg(0), (n,), (1, 1, n)), b.reshape(b.arg(1), (n,), (1, n, 1)))
@@ -111,7 +113,7 @@ def _dot(op: Any) -> Subgraph:
     return b.done(y)
 
 
-def _matvec(op: Any) -> Subgraph:
+def _matvec(op: Operation) -> Subgraph:
     b = Builder(op)
     m, n = shape_of(op.inputs[0])
     a = b.transpose(b.arg(0), [1, 0]) if op.attribs.get("transA") else b.arg(0)
@@ -123,7 +125,7 @@ def _matvec(op: Any) -> Subgraph:
     return b.done(y)
 
 
-def _outer(op: Any) -> Subgraph:
+def _outer(op: Operation) -> Subgraph:
     b = Builder(op)
     sx, sy = shape_of(op.inputs[0]), shape_of(op.inputs[1])
     x = b.reshape(b.arg(0), sx, [*sx, *([1] * len(sy))])
@@ -152,7 +154,7 @@ def _geometry(sizes: Sequence[int], before: Sequence[int], extents: Sequence[int
     return pads, start, crop
 
 
-def _per_dim(v: Any, d: int, default: int = 1) -> list[int]:
+def _per_dim(v: ArrayLike | None, d: int, default: int = 1) -> list[int]:
     v = ints(v) or [default]
     return v * d if len(v) == 1 else v
 
@@ -170,14 +172,14 @@ def _inverse(perm: Sequence[int]) -> list[int]:
     return inv
 
 
-def _conv_check(op: Any) -> str | None:
+def _conv_check(op: Operation) -> str | None:
     d = len(shape_of(op.inputs[0])) - 2
     if d not in (1, 2, 3):
         return f"{d}-D convolution (TOSA has CONV2D and CONV3D; 1-D maps through CONV2D)"
     return None
 
 
-def _blank_conv(b: Builder, op: Any, perm: list[int], d: int) -> Subgraph:
+def _blank_conv(b: Builder, op: Operation, perm: list[int], d: int) -> Subgraph:
     """Every window lies wholly in the padding: @lower's output is the bias (or 0) everywhere."""
     out = [shape_of(op.outputs[0])[p] for p in perm]  # N, X.., C
     n = out[-1]
@@ -187,7 +189,7 @@ def _blank_conv(b: Builder, op: Any, perm: list[int], d: int) -> Subgraph:
     return b.done(b.transpose(y, _inverse(perm)))
 
 
-def _conv(op: Any, grouped_as_depthwise: bool = False) -> Subgraph:
+def _conv(op: Operation, grouped_as_depthwise: bool = False) -> Subgraph:
     """TRANSPOSE input to N,X..,C and filter to O,X..,I; a 1-D convolution gets a unit second spatial
     dimension; SLICE the input where the stdlib's padding is negative or leaves a remainder;
     CONV2D / CONV3D / DEPTHWISE_CONV2D, per group SLICE + conv + CONCAT for other groupings (or, with
@@ -260,7 +262,7 @@ def _grouped_as_depthwise(b: Builder, x: str, w: str, bias: str | None, s: list[
     return y if bias is None else b.emit("ADD", y, b.reshape(bias, [n], [1, 1, 1, n]))
 
 
-def conv_for_compilers(op: Any) -> Subgraph | None:
+def conv_for_compilers(op: Operation) -> Subgraph | None:
     """A grouped 1-D / 2-D ``nn.conv`` (neither one group nor depthwise) as one DEPTHWISE_CONV2D and a sum
     (:func:`_grouped_as_depthwise`), for a backend that compiles TOSA (the iree backend's ``extra``
     legalization); None for any other operation (the TABLE's rule applies).
@@ -280,7 +282,7 @@ def conv_for_compilers(op: Any) -> Subgraph | None:
 # -- deconvolution -------------------------------------------------------------------------------
 
 
-def _deconv_check(op: Any) -> str | None:
+def _deconv_check(op: Operation) -> str | None:
     d = len(shape_of(op.inputs[0])) - 2
     if d not in (1, 2, 3):
         return f"{d}-D deconvolution (TOSA has TRANSPOSE_CONV2D, and CONV3D for 3-D)"
@@ -309,7 +311,7 @@ def _dilate_filter(b: Builder, w: str, fs: list[int], dilation: list[int]) -> tu
     return w, fs
 
 
-def _deconv(op: Any) -> Subgraph:
+def _deconv(op: Operation) -> Subgraph:
     """TRANSPOSE to N,X..,C; the filter [n=in, fc=out per group, k..] to [n, k.., fc] (dilation: zeros
     between taps). 1-D/2-D: per group TRANSPOSE_CONV2D with out_pad 0 (the full output
     oy = iy*stride + ky); 3-D: per group CONV3D of the zero-upsampled, fully padded input with the
@@ -400,7 +402,7 @@ def _deconv(op: Any) -> Subgraph:
 # -- pooling -------------------------------------------------------------------------------------
 
 
-def pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+def pool_geometry(op: Operation) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     """A composed pooling operation's window: pooled axes, size, stride, dilation, the padding before
     each pooled axis (offset) and the output extents, from its attributes and binding (also what the
     ONNX export writes)."""
@@ -423,7 +425,7 @@ def pool_geometry(op: Any) -> tuple[list[int], list[int], list[int], list[int], 
     return axes, size, stride, dilation, offset, [shape_of(op.outputs[0])[a] for a in axes]
 
 
-def _pool2d_layout(op: Any) -> tuple[list[int], list[int]] | None:
+def _pool2d_layout(op: Operation) -> tuple[list[int], list[int]] | None:
     """(perm to N,H,W,C, merged shape) when the pooled axes (at most 2) can become H, W: the last
     non-pooled axis is C, the others merge into N."""
     shape = shape_of(op.inputs[0])
@@ -438,7 +440,7 @@ def _pool2d_layout(op: Any) -> tuple[list[int], list[int]] | None:
     return perm, [n, *hw, c]
 
 
-def _tosa_pool_check(op: Any) -> str | None:
+def _tosa_pool_check(op: Operation) -> str | None:
     if _pool2d_layout(op) is None:
         return "more than 2 pooled axes (TOSA pools are 2-D)"
     axes, size, stride, dilation, offset, outs = pool_geometry(op)
@@ -454,7 +456,7 @@ def _tosa_pool_check(op: Any) -> str | None:
     return None
 
 
-def _tosa_pool(op: Any) -> Subgraph:
+def _tosa_pool(op: Operation) -> Subgraph:
     b = Builder(op)
     shape = shape_of(op.inputs[0])
     perm, nhwc = _pool2d_layout(op)
@@ -486,14 +488,14 @@ def _tosa_pool(op: Any) -> Subgraph:
 _MAX_WINDOW = 256
 
 
-def _window_check(op: Any) -> str | None:
+def _window_check(op: Operation) -> str | None:
     size = pool_geometry(op)[1]
     if int(np.prod(size, dtype=np.int64)) > _MAX_WINDOW:
         return f"window of {int(np.prod(size, dtype=np.int64))} elements (> {_MAX_WINDOW} strided SLICEs)"
     return None
 
 
-def _window(op: Any) -> Subgraph:
+def _window(op: Operation) -> Subgraph:
     """Any pooled axes, dilation, padding: PAD the input (with -inf for max, 0 for sum; SLICE where the
     padding is negative), one strided SLICE per window tap, and a MAXIMUM / ADD chain over the taps
     in @lower's order (windows wholly in the padding give -inf / 0 as @lower's initial values)."""

@@ -3,7 +3,7 @@
 :func:`to_mlir` writes one ``func.func @main`` whose arguments are the graph inputs and whose results are
 the graph outputs. Every operation must be legalized (:func:`skriptnd.tosa.legalize.legalize`); variables,
 graph constants and the subgraphs' own constants become ``tosa.const``, shape operands ``tosa.const_shape``
-(``!tosa.shape<N>``). Numeric constants of at least :data:`RESOURCE_MIN_BYTES` bytes are
+(``!tosa.shape<N>``). Numeric constants of at least :data:`skriptnd.tosa.mlir.text.RESOURCE_MIN_BYTES` bytes are
 ``dense_resource<name>`` blobs in a trailing ``{-# dialect_resources: { builtin: { … } } #-}`` section
 (little-endian hex after the 4-byte alignment header), which MLIR parses without building a literal;
 ``inline_constants=True`` (``--inline-constants``) writes every payload as an exact hex ``dense<"0x…">``
@@ -28,126 +28,27 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import Span
 from skriptnd.tosa.legalize import coverage, graph_constant, legalize
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.mlir import regions as mlir_regions
+from skriptnd.tosa.mlir.program import NotCompilable, program_to_mlir
+from skriptnd.tosa.mlir.text import Constants, attributes, tensor_type
+from skriptnd.tosa.ops.invoke import ITEM, apply
+from skriptnd.tosa.program.build import graph_program
 
 register_codes({"E0750": "operation cannot be exported to TOSA"})
-
-_ELEM = {np.dtype(np.float32): "f32", np.dtype(np.bool_): "i1", np.dtype(np.int8): "i8",
-         np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
-_NAN_MODE_OPS = {"CLAMP", "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "MAX_POOL2D"}
-RESOURCE_MIN_BYTES = 64  # smaller payloads stay inline literals (readable, and not worth a blob)
-
 
 class ExportError(Exception):
     """tosa-opt is missing or rejected the MLIR."""
 
 
-def _type(a: np.ndarray) -> str:
-    dims = "".join(f"{int(d)}x" for d in a.shape)
-    return f"tensor<{dims}{_ELEM[a.dtype]}>"
-
-
-def _f32(v: float) -> str:
-    return f"0x{int(np.asarray(v, np.float32).view(np.uint32)):08X} : f32"
-
-
-def _bool_literal(a: np.ndarray) -> str:
-    if a.ndim == 0:
-        return "true" if a else "false"
-    return "[" + ", ".join(_bool_literal(x) for x in a) + "]"
-
-
-def _le_bytes(a: np.ndarray) -> bytes:
-    return np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
-
-
-def _resource_key(hint: str, taken: set[str]) -> str:
-    """An MLIR resource key (bare identifier) from a tensor name, unique among ``taken``."""
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "const"
-    base = base if base[0].isalpha() or base[0] == "_" else "_" + base
-    key, n = base, 1
-    while key in taken:
-        key, n = f"{base}_{n}", n + 1
-    taken.add(key)
-    return key
-
-
-def _resource_blob(a: np.ndarray) -> tuple[str, str]:
-    """The builtin dialect's hex form of a blob, ``0x<alignment: uint32 LE><payload>``, as (head, payload)
-    so that a large payload is copied once more only, into the module text."""
-    return "0x" + max(4, a.dtype.itemsize).to_bytes(4, "little").hex().upper(), _le_bytes(a).hex().upper()
-
-
-class Constants:
-    """The constants of one MLIR module as it is written (both TOSA MLIR writers: operation by operation
-    here, the simplified program in skriptnd.tosa.mlir.program): :meth:`line` writes one ``tosa.const``
-    (``tosa.const_shape`` for int64 shape operands), large numeric payloads as ``dense_resource`` blobs
-    unless ``inline``; :meth:`module` appends the blobs' ``dialect_resources`` section to the module text."""
-
-    def __init__(self, inline: bool) -> None:
-        self.inline = inline
-        self.blobs: list[tuple[str, tuple[str, str]]] = []  # (resource key, hex blob) in order of use
-        self.keys: set[str] = set()
-
-    def line(self, name: str, a: np.ndarray, hint: str) -> str:
-        if a.dtype == np.int64:  # shape operands (int data is narrowed to int32 before it gets here)
-            return (f'{name} = "tosa.const_shape"() <{{values = dense<[{", ".join(str(int(x)) for x in a)}]> : '
-                    f"tensor<{a.size}xindex>}}> : () -> !tosa.shape<{a.size}>")
-        if not self.inline and a.dtype != np.bool_ and a.nbytes >= RESOURCE_MIN_BYTES:
-            key = _resource_key(hint, self.keys)
-            self.blobs.append((key, _resource_blob(a)))
-            return f'{name} = "tosa.const"() <{{values = dense_resource<{key}> : {_type(a)}}}> : () -> {_type(a)}'
-        return f'{name} = "tosa.const"() <{{values = {_dense(a)}}}> : () -> {_type(a)}'
-
-    def module(self, text: str) -> str:
-        if not self.blobs:
-            return text
-        parts = [text, "{-#\n  dialect_resources: {\n    builtin: {\n"]
-        for i, (key, (blob_head, payload)) in enumerate(self.blobs):
-            parts += [f'      {key}: "{blob_head}', payload, '",\n' if i + 1 < len(self.blobs) else '"\n']
-        parts.append("    }\n  }\n#-}\n")
-        return "".join(parts)
-
-
-def _dense(a: np.ndarray) -> str:
-    if a.dtype == np.bool_:
-        body = _bool_literal(a) if a.size and a.any() != a.all() else ("true" if a.size and a.all() else "false")
-    else:
-        body = '"0x' + _le_bytes(a).hex().upper() + '"'
-    return f"dense<{body}> : {_type(a)}"
-
-
-def _attrs(name: str, attrs: dict[str, Any]) -> str:
-    out = []
-    for k, v in sorted(attrs.items()):
-        if k in ("pad", "stride", "dilation", "kernel", "out_pad"):
-            out.append(f"{k} = array<i64: {', '.join(str(int(x)) for x in v)}>")
-        elif k == "perms":
-            out.append(f"perms = array<i32: {', '.join(str(int(x)) for x in v)}>")
-        elif k == "axis":
-            out.append(f"axis = {int(v)} : i32")
-        elif k == "acc_type":
-            out.append(f"acc_type = {_ELEM[np.dtype(np.float32)] if v == 'fp32' else v}")
-        elif k in ("min_val", "max_val"):
-            out.append(f"{k} = {_f32(v)}")
-        elif k == "nan_mode":
-            out.append(f"nan_mode = #tosa.nan_mode<{v}>")
-        elif k == "output_dtype" and name == "CAST":  # CAST's result type says it
-            continue
-        else:
-            raise ValueError(f"no MLIR form for attribute {k} of {name}")
-    if name in _NAN_MODE_OPS and "nan_mode" not in attrs:
-        out.append("nan_mode = #tosa.nan_mode<PROPAGATE>")
-    return " <{" + ", ".join(sorted(out)) + "}>" if out else ""
-
-
-def _span(x: Any) -> Span | None:
+def _span(x: Operation | Tensor) -> Span | None:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else None
 
@@ -156,10 +57,8 @@ def _fail(message: str, span: Span | None) -> Diagnostic:
     return Diagnostic(code="E0750", message=message, span=span or Span("<graph>", 1, 1, 1, 1))
 
 
-def check_exportable(graph: Any) -> list[Diagnostic]:
+def check_exportable(graph: Graph) -> list[Diagnostic]:
     """Located diagnostics for everything that keeps ``graph`` from being exported (empty: exportable)."""
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
     recurrent = RecurrentLegalizer()  # knows the static length of a legalized nn.lstm's Y
     for op in graph.operations:
         recurrent(op)
@@ -177,7 +76,7 @@ def check_exportable(graph: Any) -> list[Diagnostic]:
     return diags
 
 
-def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
+def to_mlir(graph: Graph, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
     """TOSA 1.0 MLIR (generic form) of ``graph``; ``variables`` by name (default: the model's files).
     The graph is written as one simplified program (skriptnd.tosa.program.build.graph_program: constants folded,
     filters re-laid out, inverse transpose pairs cancelled), as the iree backend compiles it.
@@ -188,9 +87,6 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from skriptnd.tosa.mlir.program import NotCompilable, program_to_mlir
-    from skriptnd.tosa.program.build import graph_program
-
     program = graph_program(graph, variables)  # the simplified program the iree backend compiles
     if program is not None:
         inputs = [(tuple(int(d) for d in t.shape), np.dtype(np.bool_ if t.dtype == "bool" else np.float32))
@@ -203,7 +99,7 @@ def to_mlir(graph: Any, variables: dict[str, np.ndarray] | None = None, *, inlin
     return _to_mlir_by_operation(graph, variables, inline_constants)
 
 
-def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_constants: bool) -> str:
+def _to_mlir_by_operation(graph: Graph, variables: dict[str, np.ndarray], inline_constants: bool) -> str:
     """The graph written operation by operation, each legalized subgraph as it is (with its own layout
     transposes): for what :func:`skriptnd.tosa.program.build.graph_program` does not take."""
     lines: list[str] = []
@@ -221,7 +117,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         lines.append("    " + constants.line(name, a, hint))
         return name
 
-    def value_of(t: Any) -> str:
+    def value_of(t: Tensor) -> str:
         if id(t) in ssa:
             return ssa[id(t)]
         a = graph_constant(t, variables)
@@ -232,11 +128,7 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
     for i, t in enumerate(graph.inputs):
         ssa[id(t)] = f"%arg{i}"
         vals[id(t)] = np.ones([int(d) for d in t.shape], np.bool_ if t.dtype == "bool" else np.float32)
-        args.append(f"%arg{i}: {_type(vals[id(t)])}")
-
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-    from skriptnd.tosa.mlir import regions as mlir_regions
-    from skriptnd.tosa.ops.invoke import ITEM, apply
+        args.append(f"%arg{i}: {tensor_type(vals[id(t)])}")
 
     recurrent = RecurrentLegalizer()
     for op in graph.operations:
@@ -266,11 +158,11 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
                 continue
             with np.errstate(all="ignore"):
                 result = np.asarray(apply(o.name, operands, o.attrs))
-            in_types = ", ".join(f"!tosa.shape<{nv[i].size}>" if nv[i].dtype == np.int64 else _type(nv[i])
+            in_types = ", ".join(f"!tosa.shape<{nv[i].size}>" if nv[i].dtype == np.int64 else tensor_type(nv[i])
                                  for i in o.inputs)
             name = fresh()
             lines.append(f'    {name} = "tosa.{o.name.lower()}"({", ".join(env[i] for i in o.inputs)})'
-                         f"{_attrs(o.name, o.attrs)} : ({in_types}) -> {_type(result)}")
+                         f"{attributes(o.name, o.attrs)} : ({in_types}) -> {tensor_type(result)}")
             env[o.output], nv[o.output] = name, result
         for names, t in zip(sg.outputs, op.outputs, strict=True):  # a pack output: a list of names
             for n, tt in zip(names, t, strict=True) if isinstance(names, list) else [(names, t)]:
@@ -281,12 +173,12 @@ def _to_mlir_by_operation(graph: Any, variables: dict[str, np.ndarray], inline_c
         if t.kind in ("input", "variable", "constant"):  # a function result must be an operation's value
             src = value_of(t)
             name = fresh()
-            lines.append(f'    {name} = "tosa.identity"({src}) : ({_type(vals[id(t)])}) -> {_type(vals[id(t)])}')
+            lines.append(f'    {name} = "tosa.identity"({src}) : ({tensor_type(vals[id(t)])}) -> {tensor_type(vals[id(t)])}')
             results.append((name, vals[id(t)]))
         else:
             results.append((ssa[id(t)], vals[id(t)]))
-    res_types = ", ".join(_type(a) for _, a in results)
-    head = (f'  "func.func"() <{{function_type = ({", ".join(_type(vals[id(t)]) for t in graph.inputs)}) -> '
+    res_types = ", ".join(tensor_type(a) for _, a in results)
+    head = (f'  "func.func"() <{{function_type = ({", ".join(tensor_type(vals[id(t)]) for t in graph.inputs)}) -> '
             f'({res_types}), sym_name = "main"}}> ({{\n  ^bb0({", ".join(args)}):')
     ret = f'    "func.return"({", ".join(n for n, _ in results)}) : ({res_types}) -> ()'
     text = "\n".join([f'// TOSA 1.0 export of graph {graph.name} (skriptnd)', '"builtin.module"() ({', head,

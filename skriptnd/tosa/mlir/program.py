@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from skriptnd.tosa.mlir import regions as mlir_regions
-from skriptnd.tosa.mlir.export import _ELEM, Constants, _attrs, _type
+from skriptnd.tosa.mlir.text import ELEM, Constants, attributes, tensor_type
 from skriptnd.tosa.ops.invoke import ITEM
 from skriptnd.tosa.program.build import BOUNDARY, NARROW, WIDEN, Op, Program, placeholder_value
 
@@ -37,7 +37,7 @@ class NotCompilable(Exception):
 
 
 def _check(a: np.ndarray, what: str) -> None:
-    if a.dtype not in _ELEM:
+    if a.dtype not in ELEM:
         raise NotCompilable(f"{what} is {a.dtype} (no TOSA element type)")
 
 
@@ -79,10 +79,10 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
         if bool_as_i8 and a.dtype == np.bool_:
             wide = a.astype(np.int8)
             ssa[n] = f"%arg{i}_i1"
-            casts.append(f'    %arg{i}_i1 = "tosa.cast"(%arg{i}) : ({_type(wide)}) -> {_type(a)}')
+            casts.append(f'    %arg{i}_i1 = "tosa.cast"(%arg{i}) : ({tensor_type(wide)}) -> {tensor_type(a)}')
             a = wide
-        args.append(f"%arg{i}: {_type(a)}")
-        arg_types.append(_type(a))
+        args.append(f"%arg{i}: {tensor_type(a)}")
+        arg_types.append(tensor_type(a))
 
     def const(v: str, a: np.ndarray, hint: str) -> str:
         if a.dtype != np.int64:
@@ -116,23 +116,23 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
             continue
         result = placeholder_value(o, operands, program.constants, scratch)  # only its type matters
         _check(result, f"the result of {o.name}")
-        in_types = ", ".join(f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else _type(a) for a in operands)
+        in_types = ", ".join(f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else tensor_type(a) for a in operands)
         v = fresh()
         try:
-            attrs = _attrs(o.name, o.attrs)
+            attrs = attributes(o.name, o.attrs)
         except ValueError as err:
             raise NotCompilable(str(err)) from None
         lines.append(f'    {v} = "tosa.{o.name.lower()}"({", ".join(ssa[i] for i in o.inputs)}){attrs} : '
-                     f"({in_types}) -> {_type(result)}")
+                     f"({in_types}) -> {tensor_type(result)}")
         ssa[o.output], vals[o.output] = v, result
     results, res_types_list = [], []
     for o in program.outputs:
         if vals[o].dtype == np.int64:
             raise NotCompilable("an output is a shape value")
-        t = _type(vals[o])
+        t = tensor_type(vals[o])
         if bool_as_i8 and vals[o].dtype == np.bool_:
-            v, t = fresh(), _type(vals[o].astype(np.int8))
-            lines.append(f'    {v} = "tosa.cast"({ssa[o]}) : ({_type(vals[o])}) -> {t}')
+            v, t = fresh(), tensor_type(vals[o].astype(np.int8))
+            lines.append(f'    {v} = "tosa.cast"({ssa[o]}) : ({tensor_type(vals[o])}) -> {t}')
             results.append(v)
         elif o in program.constants or o in program.inputs:  # a function result must be an operation's value
             v = fresh()

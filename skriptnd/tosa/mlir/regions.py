@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.tosa.mlir.export import _attrs, _type
+from skriptnd.tosa.mlir.text import attributes, tensor_type
 from skriptnd.tosa.ops.control_flow import Graph, TensorType
 from skriptnd.tosa.ops.invoke import ITEM, apply
 
@@ -40,11 +40,11 @@ _NUMPY = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int3
 
 
 def _types(values: Sequence[np.ndarray]) -> str:
-    return ", ".join(_type(a) for a in values)
+    return ", ".join(tensor_type(a) for a in values)
 
 
 def _operand_type(a: np.ndarray) -> str:
-    return f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else _type(a)
+    return f"!tosa.shape<{a.size}>" if a.dtype == np.int64 else tensor_type(a)
 
 
 def placeholder(t: TensorType) -> np.ndarray:
@@ -58,8 +58,8 @@ def placeholder(t: TensorType) -> np.ndarray:
 def op_line(v: str, name: str, ins: Sequence[str], operands: Sequence[np.ndarray], attrs: dict[str, Any],
             result: np.ndarray) -> str:
     """One ordinary TOSA operator (no indent)."""
-    return (f'{v} = "tosa.{name.lower()}"({", ".join(ins)}){_attrs(name, attrs)} : '
-            f"({', '.join(_operand_type(a) for a in operands)}) -> {_type(result)}")
+    return (f'{v} = "tosa.{name.lower()}"({", ".join(ins)}){attributes(name, attrs)} : '
+            f"({', '.join(_operand_type(a) for a in operands)}) -> {tensor_type(result)}")
 
 
 def while_loop(v: str, ins: Sequence[str], operands: Sequence[np.ndarray], attrs: dict[str, Any], fresh: Fresh,
@@ -85,7 +85,7 @@ def _region(g: Graph, fresh: Fresh, const: Const, indent: str) -> list[str]:
     args = []
     for n, t in zip(g.input_names, g.inputs, strict=True):
         ssa[n], vals[n] = fresh(), placeholder(t)
-        args.append(f"{ssa[n]}: {_type(vals[n])}")
+        args.append(f"{ssa[n]}: {tensor_type(vals[n])}")
     lines = [f"{indent}^bb0({', '.join(args)}):"]
     inner = indent + "  "
     for n, a in g.constants.items():

@@ -1,4 +1,4 @@
-"""TOSA backend: numpy implementations of TOSA operators with exact integer semantics.
+"""The TOSA operator set: numpy implementations of TOSA operators with exact integer semantics.
 
 ``OPS`` maps TOSA 1.0 operator names to functions. Inputs are positional, in TOSA 1.0 operand order
 (constant operands such as MUL ``shift``, NEGATE zero points, TABLE ``table``, RESCALE
@@ -15,6 +15,8 @@ operators COND_IF and WHILE_LOOP (regions are :class:`control_flow.Graph` object
 plus a callable or a list of :class:`control_flow.Node` s), the TOSA 1.0 variable operators VARIABLE,
 VARIABLE_WRITE, VARIABLE_READ (persistent state in a :class:`variable.VariableStore` passed as ``store=``)
 and CUSTOM (no defined semantics: a :class:`TosaError` unless an ``implementation`` callable is given).
+The table is built here from the operator families (one module each); no family imports it, and control
+flow gets it handed in (:func:`control_flow.bind`). Consumers inside ``tosa`` use :mod:`.invoke`.
 Not covered: fp8 types, TOSA 1.0 levels other than MAX_NESTING (no MAX_RANK/MAX_KERNEL limits), the
 shape operators of later TOSA versions.
 """
@@ -118,14 +120,14 @@ OPS: dict[str, Callable[..., object]] = {
     # image
     "RESIZE": resize_fft.resize,
     # control flow, custom
-    "COND_IF": control_flow.cond_if,
-    "WHILE_LOOP": control_flow.while_loop,
     "CUSTOM": control_flow.custom,
     # variables (TOSA 1.0 EXT-VARIABLE; state in a variable.VariableStore passed as store=)
     "VARIABLE": variable.variable,
     "VARIABLE_WRITE": variable.variable_write,
     "VARIABLE_READ": variable.variable_read,
 }
+# COND_IF and WHILE_LOOP run their regions on this very table: handed in, not imported by control_flow
+OPS.update(control_flow.bind(OPS))
 
 
 def run(op_name: str, *inputs: object, **attributes: object) -> object:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.dtypes import INT_RANGES, BF16Array, is_float, tosa_type
 from skriptnd.tosa.ops.errors import TosaError, check_version, error_if
@@ -18,7 +18,7 @@ ALL_TYPES = ("bool", "int8", "int16", "int32", "fp16", "bf16", "fp32")
 NAN_MODES = ("PROPAGATE", "IGNORE")
 
 
-def tensor(x: Any, op: str, name: str = "input") -> tuple[np.ndarray, str]:
+def tensor(x: ArrayLike, op: str, name: str = "input") -> tuple[np.ndarray, str]:
     """Read an operand: a plain ndarray (bf16 carried as float32) and its TOSA type."""
     if isinstance(x, BF16Array):
         return np.asarray(x).view(np.ndarray), "bf16"
@@ -61,7 +61,7 @@ def broadcast(op: str, *arrays: np.ndarray) -> list[np.ndarray]:
     return [np.broadcast_to(a, shape) for a in arrays]
 
 
-def const_scalar(x: Any, op: str, name: str, t: str, version: str) -> int | float:
+def const_scalar(x: ArrayLike, op: str, name: str, t: str, version: str) -> int | float:
     """A single-value operand: TOSA 1.0 passes a constant tensor of shape [1] and type ``t``
     (a plain Python number is accepted too); TOSA 0.30 passes an attribute value."""
     if isinstance(x, (bool, int, float, np.number, np.bool_)) and not isinstance(x, np.ndarray):
@@ -75,7 +75,7 @@ def const_scalar(x: Any, op: str, name: str, t: str, version: str) -> int | floa
     return a.reshape(-1)[0].item()
 
 
-def shape_operand(x: Any, op: str, name: str) -> list[int]:
+def shape_operand(x: ArrayLike, op: str, name: str) -> list[int]:
     """A ``shape_t`` operand (TOSA 1.0) or an int32 list attribute (TOSA 0.30)."""
     a = np.asarray(x)
     if a.dtype.kind not in "iu":

@@ -6,7 +6,7 @@ signatures ``inputs`` / ``outputs`` (``tosa_input_shape`` / ``tosa_output_shape`
 
 * a callable taking the list of input arrays and returning a sequence of output arrays, or
 * a list of :class:`Node` s (``Graph.of_nodes``): TOSA operators applied in order with
-  :data:`skriptnd.tosa.ops.OPS`; values are named, ``constants`` supplies CONST values, a node input that
+  the operator table the package hands in (:func:`bind`; :data:`skriptnd.tosa.ops.OPS`); values are named, ``constants`` supplies CONST values, a node input that
   is a list of names is passed as one list operand (CONCAT ``input1``, COND_IF / WHILE_LOOP
   ``input_list``), a node with several outputs unpacks the operator's tuple/list result. Nodes inherit
   the control-flow operator's ``version`` unless their ``attrs`` name one. Graphs nest (a node's
@@ -34,6 +34,10 @@ Checks (TOSA 1.0; 0.30 differences in brackets):
   no limit). The depth counts the COND_IF / WHILE_LOOP operators executing around this one (a context
   variable), so the outermost operator is at depth 0 and ``MAX_NESTING`` levels can nest.
 
+The operator table is handed in rather than imported (the table is built from this module, among the
+other families, as onnx's ``op_if`` receives its evaluator): :func:`bind` returns COND_IF and WHILE_LOOP
+bound to a table, which ``skriptnd.tosa.ops`` enters into ``OPS`` itself.
+
 CUSTOM has no defined semantics: it raises :class:`TosaError` unless an ``implementation`` callable is
 supplied (the "implementation-defined" operator the spec describes), which is then called with the inputs.
 """
@@ -41,20 +45,26 @@ supplied (the "implementation-defined" operator the spec describes), which is th
 from __future__ import annotations
 
 import contextvars
+import functools
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import tensor
 from skriptnd.tosa.ops.errors import TosaError, check_version, error_if
 
-__all__ = ["TensorType", "Node", "Graph", "execute_graph", "cond_if", "while_loop", "custom", "MAX_NESTING"]
+__all__ = ["TensorType", "Node", "Graph", "OperatorTable", "execute_graph", "cond_if", "while_loop", "custom", "bind",
+           "MAX_NESTING"]
 
 MAX_NESTING = 6  # TOSA 1.0 level 8K
 _TYPES = ("bool", "int8", "int16", "int32", "int48", "fp16", "bf16", "fp32")
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("tosa_nesting_depth", default=0)
+#: TOSA operator name -> its numpy function (the package's ``OPS``, handed in by :func:`bind`)
+OperatorTable = Mapping[str, Callable[..., object]]
 
 
 @dataclass(frozen=True)
@@ -70,7 +80,7 @@ class TensorType:
             raise ValueError(f"TensorType: {self.dtype!r} is not one of {_TYPES}")
 
     @classmethod
-    def of(cls, x: Any, op: str = "") -> TensorType:
+    def of(cls, x: ArrayLike, op: str = "") -> TensorType:
         a, t = tensor(x, op)
         return cls(a.shape, t)
 
@@ -114,8 +124,6 @@ class Graph:
 
     def __repr__(self) -> str:
         """Signatures, nodes and a digest of each constant (a program's text and cache key include it)."""
-        import hashlib
-
         if callable(self.body):
             return f"Graph({_show(self.inputs)} -> {_show(self.outputs)}, {self.body!r})"
         consts = {n: (np.asarray(a).dtype.str, np.asarray(a).shape,
@@ -147,20 +155,19 @@ def _require_same(a: Sequence[TensorType], b: Sequence[TensorType], condition: s
     error_if(a != b, f"{condition}: {_show(a)} vs {_show(b)}", op)
 
 
-def _run_nodes(graph: Graph, inputs: list[Any], version: str, max_nesting: int | None) -> list[Any]:
-    from skriptnd.tosa.ops import OPS  # the operator table imports this module
-
+def _run_nodes(graph: Graph, inputs: list[Any], version: str, max_nesting: int | None,
+               table: OperatorTable) -> list[Any]:
     env: dict[str, Any] = dict(graph.constants)
     env.update(zip(graph.input_names, inputs, strict=True))
     for node in graph.body:  # type: ignore[union-attr]
-        if node.op not in OPS:
+        if node.op not in table:
             raise TosaError(f"unknown operator {node.op!r} in a graph", node.op)
         operands = [[env[n] for n in i] if isinstance(i, list) else env[i] for i in node.inputs]
         inherited: dict[str, Any] = {"version": version}
         if node.op in ("COND_IF", "WHILE_LOOP"):
             inherited["max_nesting"] = max_nesting
         attrs = {**inherited, **node.attrs}
-        result = OPS[node.op](*operands, **attrs)
+        result = table[node.op](*operands, **attrs)
         if len(node.outputs) == 1 and not isinstance(result, (list, tuple)):
             result = [result]
         result = list(result)
@@ -170,17 +177,18 @@ def _run_nodes(graph: Graph, inputs: list[Any], version: str, max_nesting: int |
     return [env[n] for n in graph.output_names]
 
 
-def execute_graph(graph: Graph, input_list: Sequence[Any], *, version: str = "1.0", op: str = "",
-                  max_nesting: int | None = MAX_NESTING) -> list[Any]:
+def execute_graph(graph: Graph, input_list: Sequence[Any], *, table: OperatorTable, version: str = "1.0",
+                  op: str = "", max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """``tosa_execute_graph(graph, input_list, output_list)``: signature checks around the body. Node
-    bodies pass ``version`` (and ``max_nesting`` to control-flow nodes) on unless a node sets them."""
+    bodies run on ``table`` and pass ``version`` (and ``max_nesting`` to control-flow nodes) on unless a
+    node sets them."""
     inputs = list(input_list)
     sig = _signature(inputs, op)
     _require_same(sig, graph.inputs, "tensor_list_shape(input_list) != tosa_input_shape(graph)", op)
     if callable(graph.body):
         outputs = list(graph.body(inputs))
     else:
-        outputs = _run_nodes(graph, inputs, version, max_nesting)
+        outputs = _run_nodes(graph, inputs, version, max_nesting, table)
     sig = _signature(outputs, op)
     _require_same(sig, graph.outputs, "tensor_list_shape(output_list) != tosa_output_shape(graph)", op)
     return outputs
@@ -191,7 +199,7 @@ def _copies(values: list[Any]) -> list[Any]:
     return [np.array(v, copy=True, subok=True) for v in values]
 
 
-def _check_graph(g: Any, name: str, op: str) -> Graph:
+def _check_graph(g: object, name: str, op: str) -> Graph:
     if not isinstance(g, Graph):
         raise TosaError(f"{name} must be a tosa_graph_t (skriptnd.tosa.ops.control_flow.Graph), got {type(g).__name__}", op)
     return g
@@ -217,8 +225,8 @@ def _enter(op: str, version: str, max_nesting: int | None) -> contextvars.Token[
     return _DEPTH.set(depth + 1)
 
 
-def cond_if(condition: Any, input_list: Sequence[Any], *, then_graph: Graph, else_graph: Graph,
-            version: str = "1.0", max_nesting: int | None = MAX_NESTING) -> list[Any]:
+def cond_if(condition: ArrayLike, input_list: Sequence[Any], *, then_graph: Graph, else_graph: Graph,
+            table: OperatorTable, version: str = "1.0", max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """COND_IF: run ``then_graph`` if the single element of ``condition`` is true, else ``else_graph``."""
     op = "COND_IF"
     inputs, _, (then_graph, else_graph) = _graphs_taking(input_list, op, version, then_graph=then_graph,
@@ -234,13 +242,13 @@ def cond_if(condition: Any, input_list: Sequence[Any], *, then_graph: Graph, els
     token = _enter(op, version, max_nesting)
     try:
         branch = then_graph if bool(c.reshape(-1)[0]) else else_graph
-        return _copies(execute_graph(branch, inputs, version=version, op=op, max_nesting=max_nesting))
+        return _copies(execute_graph(branch, inputs, table=table, version=version, op=op, max_nesting=max_nesting))
     finally:
         _DEPTH.reset(token)
 
 
-def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Graph, version: str = "1.0",
-               max_nesting: int | None = MAX_NESTING) -> list[Any]:
+def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Graph, table: OperatorTable,
+               version: str = "1.0", max_nesting: int | None = MAX_NESTING) -> list[Any]:
     """WHILE_LOOP: ``while cond_graph(list): list = body_graph(list)``; returns the final list."""
     op = "WHILE_LOOP"
     inputs, sig, (cond_graph, body_graph) = _graphs_taking(input_list, op, version, cond_graph=cond_graph,
@@ -257,15 +265,16 @@ def while_loop(input_list: Sequence[Any], *, cond_graph: Graph, body_graph: Grap
     token = _enter(op, version, max_nesting)
     try:
         current = inputs
-        while bool(np.asarray(execute_graph(cond_graph, current, version=version, op=op,
+        while bool(np.asarray(execute_graph(cond_graph, current, table=table, version=version, op=op,
                                             max_nesting=max_nesting)[0]).reshape(-1)[0]):
-            current = execute_graph(body_graph, current, version=version, op=op, max_nesting=max_nesting)
+            current = execute_graph(body_graph, current, table=table, version=version, op=op,
+                                    max_nesting=max_nesting)
         return _copies(current)
     finally:
         _DEPTH.reset(token)
 
 
-def custom(*inputs: Any, operator_name: str = "", domain_name: str = "", implementation_attrs: Any = b"",
+def custom(*inputs: Any, operator_name: str = "", domain_name: str = "", implementation_attrs: object = b"",
            implementation: Callable[..., Any] | None = None, version: str = "1.0") -> Any:
     """CUSTOM: implementation-defined. Without ``implementation`` it raises :class:`TosaError`."""
     op = "CUSTOM"
@@ -274,3 +283,12 @@ def custom(*inputs: Any, operator_name: str = "", domain_name: str = "", impleme
         raise TosaError(f"CUSTOM operator {domain_name + '::' if domain_name else ''}{operator_name or '?'} has no "
                         "defined semantics in TOSA (pass implementation=callable to run it)", op)
     return implementation(*inputs)
+
+
+def bind(table: OperatorTable) -> dict[str, Callable[..., object]]:
+    """COND_IF and WHILE_LOOP running their regions' nodes on ``table`` (the package's ``OPS``, which holds
+    these two as well, so regions nest)."""
+    bound: dict[str, Callable[..., object]] = {}
+    for name, fn in (("COND_IF", cond_if), ("WHILE_LOOP", while_loop)):
+        bound[name] = functools.update_wrapper(functools.partial(fn, table=table), fn)
+    return bound

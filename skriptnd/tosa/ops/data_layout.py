@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import ALL_TYPES, FLOATS, check_types, const_scalar, shape_operand, tensor
 from skriptnd.tosa.ops.dtypes import INT_RANGES, BF16Array, round_float
@@ -56,7 +57,7 @@ def concat(inputs: Sequence[Any], *, axis: int, version: str = "1.0") -> np.ndar
     return _out(np.concatenate([a for a, _ in arrays], axis=axis), t)
 
 
-def pad(input1: Any, padding: Any, pad_const: Any = 0, *, version: str = "1.0") -> np.ndarray:
+def pad(input1: ArrayLike, padding: ArrayLike, pad_const: ArrayLike = 0, *, version: str = "1.0") -> np.ndarray:
     """PAD (0.30 §2.10.2): pad with ``pad_const`` (which includes any zero point). ``padding`` is
     [before0, after0, before1, after1, ...] (1.0 shape_t) or int32[rank, 2] (0.30).
     ERROR_IF any padding is negative."""
@@ -81,7 +82,7 @@ def pad(input1: Any, padding: Any, pad_const: Any = 0, *, version: str = "1.0") 
     return _out(np.pad(a, widths, mode="constant", constant_values=np.asarray(value).astype(a.dtype)), t)
 
 
-def reshape(input1: Any, shape: Any, *, version: str = "1.0") -> np.ndarray:
+def reshape(input1: ArrayLike, shape: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """RESHAPE (0.30 §2.10.3): same elements in C order; ERROR_IF(tensor_size(shape1) != tensor_size(shape))
     and every new dimension must be >= 1."""
     op = "RESHAPE"
@@ -94,7 +95,7 @@ def reshape(input1: Any, shape: Any, *, version: str = "1.0") -> np.ndarray:
     return _out(a.reshape(s), t)
 
 
-def reverse(input1: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
+def reverse(input1: ArrayLike, *, axis: int, version: str = "1.0") -> np.ndarray:
     """REVERSE (0.30 §2.10.4): reverse the order along ``axis``; ERROR_IF(axis < 0 || axis >= rank)."""
     op = "REVERSE"
     check_version(version)
@@ -105,7 +106,7 @@ def reverse(input1: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
     return _out(np.flip(a, axis).copy(), t)
 
 
-def slice(input1: Any, start: Any, size: Any, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
+def slice(input1: ArrayLike, start: ArrayLike, size: ArrayLike, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
     """SLICE (0.30 §2.10.5): ``output[index] = input1[index + start]``; ERROR_IF start < 0, size <= 0,
     start + size > shape1, or lengths differ from the rank."""
     op = "SLICE"
@@ -122,7 +123,7 @@ def slice(input1: Any, start: Any, size: Any, *, version: str = "1.0") -> np.nda
     return _out(a[tuple(np.s_[s: s + n] for s, n in zip(st, sz, strict=True))].copy(), t)
 
 
-def tile(input1: Any, multiples: Any, *, version: str = "1.0") -> np.ndarray:
+def tile(input1: ArrayLike, multiples: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """TILE (0.30 §2.10.6): ``output[index] = input1[index % shape1]`` with shape = shape1 * multiples."""
     op = "TILE"
     check_version(version)
@@ -135,7 +136,7 @@ def tile(input1: Any, multiples: Any, *, version: str = "1.0") -> np.ndarray:
     return _out(np.tile(a, m), t)
 
 
-def transpose(input1: Any, *, perms: Sequence[int], version: str = "1.0") -> np.ndarray:
+def transpose(input1: ArrayLike, *, perms: Sequence[int], version: str = "1.0") -> np.ndarray:
     """TRANSPOSE (0.30 §2.10.7): ``output[index] = input1[tmp]`` with ``tmp[perms[i]] = index[i]``;
     ERROR_IF a perms value is out of range or repeated."""
     op = "TRANSPOSE"
@@ -154,7 +155,7 @@ def transpose(input1: Any, *, perms: Sequence[int], version: str = "1.0") -> np.
     return _out(np.transpose(a, p).copy(), t)
 
 
-def gather(values: Any, indices: Any, *, version: str = "1.0") -> np.ndarray:
+def gather(values: ArrayLike, indices: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """GATHER (0.30 §2.11.1): values[N,K,C], indices i32[N,W] → output[n,w,c] = values[n,indices[n,w],c];
     REQUIRE(0 <= k < K). i8, i16, i32, fp16, bf16, fp32."""
     op = "GATHER"
@@ -170,7 +171,7 @@ def gather(values: Any, indices: Any, *, version: str = "1.0") -> np.ndarray:
     return _out(out, t)
 
 
-def scatter(values_in: Any, indices: Any, input: Any, *, version: str = "1.0") -> np.ndarray:
+def scatter(values_in: ArrayLike, indices: ArrayLike, input: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """SCATTER (0.30 §2.11.2): values_out = values_in with values_out[n,indices[n,w],c] = input[n,w,c];
     REQUIRE(0 <= k < K) and each output position written at most once. i8, i16, i32, fp16, bf16, fp32."""
     op = "SCATTER"
@@ -192,7 +193,7 @@ def scatter(values_in: Any, indices: Any, input: Any, *, version: str = "1.0") -
     return _out(out, t)
 
 
-def identity(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def identity(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """IDENTITY (0.30 §2.14.2): the input unchanged. bool, i8, i16, i32, fp16, bf16, fp32."""
     check_version(version)
     a, t = tensor(input1, "IDENTITY", "input1")
@@ -200,7 +201,7 @@ def identity(input1: Any, *, version: str = "1.0") -> np.ndarray:
     return _out(a.copy(), t)
 
 
-def const(values: Any, *, version: str = "1.0") -> np.ndarray:
+def const(values: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """CONST (0.30 §2.14.1): the constant ``values``. bool, i8, i16, i32, fp16, bf16, fp32."""
     check_version(version)
     a, t = tensor(values, "CONST", "values")

@@ -17,9 +17,8 @@ operators compute in float64 and round once to the output type with round-to-nea
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = [
     "BF16Array", "bf16", "tosa_type", "type_name", "numpy_dtype", "is_float", "is_int", "minimum",
@@ -59,12 +58,12 @@ class BF16Array(np.ndarray):
     """A float32 array whose values are all representable in bf16 (the bf16 carrier)."""
 
 
-def bf16(values: Any) -> BF16Array:
+def bf16(values: ArrayLike) -> BF16Array:
     """Round ``values`` to bf16 (round to nearest even) and return them as a :class:`BF16Array`."""
     return np.asarray(_round_to_bits(np.asarray(values, np.float64), 8, -133, 127), np.float32).view(BF16Array)
 
 
-def type_name(t: Any) -> str:
+def type_name(t: DTypeLike) -> str:
     """Normalise a TOSA type given as a name (``"int8"``, ``"i8_t"``, ``"bf16"``) or a numpy dtype."""
     if isinstance(t, str):
         name = _ALIASES.get(t, t)
@@ -80,7 +79,7 @@ def type_name(t: Any) -> str:
         raise TypeError(f"numpy dtype {dt} carries no TOSA type") from None
 
 
-def tosa_type(x: Any) -> str:
+def tosa_type(x: ArrayLike) -> str:
     """The TOSA type an array carries (int64 is read as int48, :class:`BF16Array` as bf16)."""
     if isinstance(x, BF16Array):
         return "bf16"
@@ -110,7 +109,7 @@ def maximum(t: str) -> float:
     return np.inf if is_float(t) else INT_RANGES[t][1]
 
 
-def to_float64(x: Any) -> np.ndarray:
+def to_float64(x: ArrayLike) -> np.ndarray:
     """Exact float64 copy of a floating-point (or integer) tensor."""
     return np.asarray(x).astype(np.float64)
 
@@ -132,7 +131,7 @@ def _round_to_bits(x: np.ndarray, precision: int, min_exp: int, max_exp: int) ->
     return out
 
 
-def round_float(x: Any, t: str) -> np.ndarray:
+def round_float(x: ArrayLike, t: str) -> np.ndarray:
     """Round float64 values once to floating-point type ``t`` (round to nearest even)."""
     x = np.asarray(x, np.float64)
     if t == "fp32":
@@ -146,7 +145,7 @@ def round_float(x: Any, t: str) -> np.ndarray:
     raise TypeError(f"{t} is not a floating-point type")
 
 
-def from_int(x: Any, t: str) -> np.ndarray:
+def from_int(x: ArrayLike, t: str) -> np.ndarray:
     """Store integer values (already in the range of ``t``) as type ``t``; bool: non-zero is true."""
     x = np.asarray(x)
     if t == "bool":
@@ -159,7 +158,7 @@ def from_int(x: Any, t: str) -> np.ndarray:
     return x.astype(numpy_dtype(t))
 
 
-def wrap(x: Any, bits: int, signed: bool = True) -> np.ndarray:
+def wrap(x: ArrayLike, bits: int, signed: bool = True) -> np.ndarray:
     """Two's complement truncation of integer values to ``bits`` bits (``truncate<out_t>``)."""
     x = np.asarray(x, np.int64)
     if bits >= 64:

@@ -9,9 +9,9 @@ floating-point results are computed in float64 and rounded once to the output ty
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import (
     FLOATS,
@@ -45,7 +45,7 @@ def _only_in(op: str, version: str, wanted: str = "1.0") -> None:
         raise TosaError(f"{op} is not an operator of TOSA {version}", op)
 
 
-def _float_unary(op: str, x: Any, fn, version: str) -> np.ndarray:
+def _float_unary(op: str, x: ArrayLike, fn, version: str) -> np.ndarray:
     a, t = tensor(x, op, "input1")
     check_types(op, (t,), [(f,) for f in FLOATS], "in_out_t")
     with np.errstate(all="ignore"):
@@ -57,7 +57,7 @@ def _float_unary(op: str, x: Any, fn, version: str) -> np.ndarray:
 # Activation functions
 
 
-def clamp(input: Any, *, min_val: float, max_val: float, nan_mode: str = "PROPAGATE",
+def clamp(input: ArrayLike, *, min_val: float, max_val: float, nan_mode: str = "PROPAGATE",
           version: str = "1.0") -> np.ndarray:
     """CLAMP (1.0 Activation functions; 0.30 §2.4.1): ``apply_clip_s(value, min_val, max_val, nan_mode)``.
 
@@ -87,19 +87,19 @@ def clamp(input: Any, *, min_val: float, max_val: float, nan_mode: str = "PROPAG
     return np.clip(a.astype(_I64), int(min_val), int(max_val)).astype(a.dtype)
 
 
-def erf(input: Any, *, version: str = "1.0") -> np.ndarray:
+def erf(input: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """ERF (1.0 Activation functions; not in 0.30): the Gauss error function. fp16, bf16, fp32."""
     _only_in("ERF", version)
     return _float_unary("ERF", input, np.frompyfunc(math.erf, 1, 1), version)
 
 
-def sigmoid(input: Any, *, version: str = "1.0") -> np.ndarray:
+def sigmoid(input: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """SIGMOID (1.0 Activation functions; 0.30 §2.4.2): 1 / (1 + exp(-x)). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("SIGMOID", input, lambda v: 1.0 / (1.0 + np.exp(-v)), version)
 
 
-def tanh(input: Any, *, version: str = "1.0") -> np.ndarray:
+def tanh(input: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """TANH (1.0 Activation functions; 0.30 §2.4.3): hyperbolic tangent. fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("TANH", input, np.tanh, version)
@@ -109,7 +109,7 @@ def tanh(input: Any, *, version: str = "1.0") -> np.ndarray:
 # Elementwise binary operators
 
 
-def _binary(op: str, input1: Any, input2: Any, rows: list[tuple[str, ...]]):
+def _binary(op: str, input1: ArrayLike, input2: ArrayLike, rows: list[tuple[str, ...]]):
     a, ta = tensor(input1, op, "input1")
     b, tb = tensor(input2, op, "input2")
     error_if(ta != tb, f"input types differ ({ta}, {tb})", op)
@@ -124,7 +124,7 @@ def _int_result(op: str, c: np.ndarray, t: str) -> np.ndarray:
     return c.astype(np.dtype(np.int32) if t == "int32" else np.dtype(t))
 
 
-def add(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def add(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """ADD (0.30 §2.5.1): ``apply_add_s``; int32 overflow is REQUIRE (unpredictable). i32, fp16, bf16, fp32."""
     check_version(version)
     a, b, t = _binary("ADD", input1, input2, [("int32",), *[(f,) for f in FLOATS]])
@@ -134,7 +134,7 @@ def add(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
     return _int_result("ADD", a.astype(_I64) + b.astype(_I64), t)
 
 
-def sub(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def sub(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """SUB (0.30 §2.5.16): ``apply_sub_s``; int32 overflow is REQUIRE (unpredictable). i32, fp16, bf16, fp32."""
     check_version(version)
     a, b, t = _binary("SUB", input1, input2, [("int32",), *[(f,) for f in FLOATS]])
@@ -144,7 +144,7 @@ def sub(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
     return _int_result("SUB", a.astype(_I64) - b.astype(_I64), t)
 
 
-def arithmetic_right_shift(input1: Any, input2: Any, *, round: bool = False, version: str = "1.0") -> np.ndarray:
+def arithmetic_right_shift(input1: ArrayLike, input2: ArrayLike, *, round: bool = False, version: str = "1.0") -> np.ndarray:
     """ARITHMETIC_RIGHT_SHIFT (0.30 §2.5.2): floor shift; ``round`` adds the last bit shifted out
     (round half toward +inf). REQUIRE 0 <= shift <= width-1. i8, i16, i32."""
     op = "ARITHMETIC_RIGHT_SHIFT"
@@ -159,28 +159,28 @@ def arithmetic_right_shift(input1: Any, input2: Any, *, round: bool = False, ver
     return np.clip(r, *INT_RANGES[t][:2]).astype(a.dtype)
 
 
-def _bitwise(op: str, fn, input1: Any, input2: Any, version: str) -> np.ndarray:
+def _bitwise(op: str, fn, input1: ArrayLike, input2: ArrayLike, version: str) -> np.ndarray:
     check_version(version)
     a, b, _ = _binary(op, input1, input2, [(i,) for i in _INTS])
     return fn(a, b).astype(a.dtype)
 
 
-def bitwise_and(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def bitwise_and(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """BITWISE_AND (0.30 §2.5.3). i8, i16, i32."""
     return _bitwise("BITWISE_AND", np.bitwise_and, input1, input2, version)
 
 
-def bitwise_or(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def bitwise_or(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """BITWISE_OR (0.30 §2.5.4). i8, i16, i32."""
     return _bitwise("BITWISE_OR", np.bitwise_or, input1, input2, version)
 
 
-def bitwise_xor(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def bitwise_xor(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """BITWISE_XOR (0.30 §2.5.5). i8, i16, i32."""
     return _bitwise("BITWISE_XOR", np.bitwise_xor, input1, input2, version)
 
 
-def intdiv(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def intdiv(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """INTDIV (0.30 §2.5.6): division truncating toward zero. REQUIRE(value2 != 0) and the quotient
     representable (INT32_MIN / -1 is unpredictable). i32."""
     op = "INTDIV"
@@ -193,23 +193,23 @@ def intdiv(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
     return q.astype(np.int32)
 
 
-def _logical(op: str, fn, input1: Any, input2: Any, version: str) -> np.ndarray:
+def _logical(op: str, fn, input1: ArrayLike, input2: ArrayLike, version: str) -> np.ndarray:
     check_version(version)
     a, b, _ = _binary(op, input1, input2, [("bool",)])
     return fn(a != 0, b != 0)
 
 
-def logical_and(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_and(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_AND (0.30 §2.5.7). bool."""
     return _logical("LOGICAL_AND", np.logical_and, input1, input2, version)
 
 
-def logical_or(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_or(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_OR (0.30 §2.5.10). bool."""
     return _logical("LOGICAL_OR", np.logical_or, input1, input2, version)
 
 
-def logical_xor(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_xor(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_XOR (0.30 §2.5.11). bool."""
     return _logical("LOGICAL_XOR", np.logical_xor, input1, input2, version)
 
@@ -219,7 +219,7 @@ def _shift_limit(t: str, version: str) -> int:
     return INT_RANGES[t][2] - 1 if version == "1.0" else 31
 
 
-def logical_left_shift(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_left_shift(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_LEFT_SHIFT (0.30 §2.5.8): ``value1 << value2`` keeping the low bits (wraps).
     REQUIRE 0 <= shift <= 31 (0.30) / <= width-1 (1.0). i8, i16, i32."""
     op = "LOGICAL_LEFT_SHIFT"
@@ -231,7 +231,7 @@ def logical_left_shift(input1: Any, input2: Any, *, version: str = "1.0") -> np.
     return wrap(a.astype(_I64) << v2, INT_RANGES[t][2]).astype(a.dtype)
 
 
-def logical_right_shift(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_right_shift(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_RIGHT_SHIFT (0.30 §2.5.9): shift of the value read as unsigned of the same width.
     REQUIRE 0 <= shift <= 31 (0.30) / <= width-1 (1.0). i8, i16, i32."""
     op = "LOGICAL_RIGHT_SHIFT"
@@ -245,7 +245,7 @@ def logical_right_shift(input1: Any, input2: Any, *, version: str = "1.0") -> np
     return wrap(u >> v2, bits).astype(a.dtype)
 
 
-def _minmax(op: str, input1: Any, input2: Any, nan_mode: str, version: str, is_max: bool) -> np.ndarray:
+def _minmax(op: str, input1: ArrayLike, input2: ArrayLike, nan_mode: str, version: str, is_max: bool) -> np.ndarray:
     check_nan_mode(op, nan_mode, version)
     a, b, t = _binary(op, input1, input2, [("int32",), *[(f,) for f in FLOATS]])
     if is_float(t):
@@ -254,19 +254,19 @@ def _minmax(op: str, input1: Any, input2: Any, nan_mode: str, version: str, is_m
     return (np.maximum(a, b) if is_max else np.minimum(a, b)).astype(a.dtype)
 
 
-def maximum(input1: Any, input2: Any, *, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
+def maximum(input1: ArrayLike, input2: ArrayLike, *, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
     """MAXIMUM (0.30 §2.5.12): ``apply_max_s``; ties return input1 (max(-0, +0) = -0); NaN per
     ``nan_mode`` (1.0 only; 0.30 always propagates). i32, fp16, bf16, fp32."""
     return _minmax("MAXIMUM", input1, input2, nan_mode, version, True)
 
 
-def minimum(input1: Any, input2: Any, *, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
+def minimum(input1: ArrayLike, input2: ArrayLike, *, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
     """MINIMUM (0.30 §2.5.13): ``apply_min_s``; ties return input2 (min(-0, +0) = +0); NaN per
     ``nan_mode`` (1.0 only). i32, fp16, bf16, fp32."""
     return _minmax("MINIMUM", input1, input2, nan_mode, version, False)
 
 
-def mul(input1: Any, input2: Any, shift: Any = 0, *, version: str = "1.0") -> np.ndarray:
+def mul(input1: ArrayLike, input2: ArrayLike, shift: ArrayLike = 0, *, version: str = "1.0") -> np.ndarray:
     """MUL (0.30 §2.5.14): i8×i8→i32, i16×i16→i32, i32×i32→i32, fp16, bf16, fp32.
 
     For i32 with shift > 0: ``(product + (1 << (shift-1))) >> shift`` in 64 bits, REQUIRE the result
@@ -297,7 +297,7 @@ def mul(input1: Any, input2: Any, shift: Any = 0, *, version: str = "1.0") -> np
     return wrap(product, 32).astype(np.int32)
 
 
-def pow(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
+def pow(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
     """POW (0.30 §2.5.15): ``input1 ** input2``. fp16, bf16, fp32.
 
     TOSA 1.0: the result is unpredictable unless input1 > 0, or input1 == 0 and input2 > 0, with both
@@ -327,7 +327,7 @@ def apply_lookup(table: np.ndarray, value: np.ndarray, op: str = "TABLE") -> np.
     return ((base << 7) + slope * fraction).astype(np.int32)
 
 
-def table(input1: Any, table: Any, *, version: str = "1.0") -> np.ndarray:
+def table(input1: ArrayLike, table: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """TABLE (0.30 §2.5.17): i8 input with a 256-entry i8 table → i8 (``table[value + 128]``);
     i16 input with a 513-entry i16 table → i32 via ``apply_lookup_s``.
     REQUIRE(length(table) == TABLE_SIZE)."""
@@ -348,7 +348,7 @@ def table(input1: Any, table: Any, *, version: str = "1.0") -> np.ndarray:
 # Elementwise unary operators
 
 
-def abs(input1: Any, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
+def abs(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
     """ABS (0.30 §2.6.1): i32 (ABS(INT32_MIN) is REQUIRE-unpredictable), fp16, bf16, fp32 (-0 → +0)."""
     op = "ABS"
     check_version(version)
@@ -359,7 +359,7 @@ def abs(input1: Any, *, version: str = "1.0") -> np.ndarray:  # noqa: A001
     return _int_result(op, np.abs(a.astype(_I64)), t)
 
 
-def bitwise_not(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def bitwise_not(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """BITWISE_NOT (0.30 §2.6.2). i8, i16, i32."""
     check_version(version)
     a, t = tensor(input1, "BITWISE_NOT", "input1")
@@ -367,13 +367,13 @@ def bitwise_not(input1: Any, *, version: str = "1.0") -> np.ndarray:
     return np.invert(a)
 
 
-def ceil(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def ceil(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """CEIL (0.30 §2.6.3). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("CEIL", input1, np.ceil, version)
 
 
-def clz(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def clz(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """CLZ (0.30 §2.6.4): count leading zeros of the 32-bit pattern; clz(0) = 32. i32."""
     op = "CLZ"
     check_version(version)
@@ -389,31 +389,31 @@ def clz(input1: Any, *, version: str = "1.0") -> np.ndarray:
     return (32 - bit_length).astype(np.int32)
 
 
-def cos(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def cos(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """COS (1.0 Elementwise unary; not in 0.30). fp16, bf16, fp32."""
     _only_in("COS", version)
     return _float_unary("COS", input1, np.cos, version)
 
 
-def exp(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def exp(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """EXP (0.30 §2.6.5). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("EXP", input1, np.exp, version)
 
 
-def floor(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def floor(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """FLOOR (0.30 §2.6.6). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("FLOOR", input1, np.floor, version)
 
 
-def log(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def log(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOG (0.30 §2.6.7): ``apply_log``: log(±0) = -inf, log(x < 0) = NaN. fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("LOG", input1, np.log, version)
 
 
-def logical_not(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def logical_not(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """LOGICAL_NOT (0.30 §2.6.8). bool."""
     check_version(version)
     a, t = tensor(input1, "LOGICAL_NOT", "input1")
@@ -421,7 +421,7 @@ def logical_not(input1: Any, *, version: str = "1.0") -> np.ndarray:
     return a == 0
 
 
-def negate(input1: Any, input1_zp: Any = 0, output_zp: Any = 0, *, version: str = "1.0") -> np.ndarray:
+def negate(input1: ArrayLike, input1_zp: ArrayLike = 0, output_zp: ArrayLike = 0, *, version: str = "1.0") -> np.ndarray:
     """NEGATE (0.30 §2.6.9): ``clip(-(value - input1_zp) + output_zp)`` in an i32 accumulator,
     saturating to the type (i8 NEGATE(-128) = 127); i32 NEGATE(INT32_MIN) is REQUIRE-unpredictable.
     ERROR_IF a zero point is non-zero for a type other than i8. The zero points are [1] tensors of the
@@ -446,19 +446,19 @@ def negate(input1: Any, input1_zp: Any = 0, output_zp: Any = 0, *, version: str 
     return np.clip(v, *INT_RANGES[t][:2]).astype(a.dtype)
 
 
-def reciprocal(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def reciprocal(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """RECIPROCAL (0.30 §2.6.10): 1 / x (±0 → ±inf). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("RECIPROCAL", input1, lambda v: 1.0 / v, version)
 
 
-def rsqrt(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def rsqrt(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """RSQRT (0.30 §2.6.11): NaN for x < 0, else 1 / sqrt(x) (RSQRT(-0) = -inf). fp16, bf16, fp32."""
     check_version(version)
     return _float_unary("RSQRT", input1, lambda v: np.where(v < 0, np.nan, 1.0 / np.sqrt(v)), version)
 
 
-def sin(input1: Any, *, version: str = "1.0") -> np.ndarray:
+def sin(input1: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """SIN (1.0 Elementwise unary; not in 0.30). fp16, bf16, fp32."""
     _only_in("SIN", version)
     return _float_unary("SIN", input1, np.sin, version)
@@ -468,7 +468,7 @@ def sin(input1: Any, *, version: str = "1.0") -> np.ndarray:
 # Ternary and comparison operators
 
 
-def select(input1: Any, input2: Any, input3: Any, *, version: str = "1.0") -> np.ndarray:
+def select(input1: ArrayLike, input2: ArrayLike, input3: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """SELECT (0.30 §2.7.1): ``input1 ? input2 : input3`` with broadcasting of all three.
     cmp_t bool; in_out_t bool, i8, i16, i32, fp16, bf16, fp32."""
     op = "SELECT"
@@ -483,7 +483,7 @@ def select(input1: Any, input2: Any, input3: Any, *, version: str = "1.0") -> np
     return round_float(out, ta) if ta == "bf16" else out.astype(a.dtype)
 
 
-def _compare(op: str, fn, input1: Any, input2: Any, version: str) -> np.ndarray:
+def _compare(op: str, fn, input1: ArrayLike, input2: ArrayLike, version: str) -> np.ndarray:
     check_version(version)
     a, b, t = _binary(op, input1, input2, [("int32",), *[(f,) for f in FLOATS]])
     if is_float(t):
@@ -492,17 +492,17 @@ def _compare(op: str, fn, input1: Any, input2: Any, version: str) -> np.ndarray:
     return fn(a.astype(_I64), b.astype(_I64))
 
 
-def equal(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def equal(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """EQUAL (0.30 §2.8.1): false if either is NaN; -0 == +0. i32, fp16, bf16, fp32 → bool."""
     return _compare("EQUAL", np.equal, input1, input2, version)
 
 
-def greater(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def greater(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """GREATER (0.30 §2.8.2): false if either is NaN. i32, fp16, bf16, fp32 → bool."""
     return _compare("GREATER", np.greater, input1, input2, version)
 
 
-def greater_equal(input1: Any, input2: Any, *, version: str = "1.0") -> np.ndarray:
+def greater_equal(input1: ArrayLike, input2: ArrayLike, *, version: str = "1.0") -> np.ndarray:
     """GREATER_EQUAL (0.30 §2.8.3): false if either is NaN. i32, fp16, bf16, fp32 → bool."""
     return _compare("GREATER_EQUAL", np.greater_equal, input1, input2, version)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from skriptnd.tosa.ops import OPS
+
 ITEM = "ITEM"
 #: Operators taking their operands as one list (ITEM: the list value it reads).
 LIST_OPS = frozenset({"CONCAT", "WHILE_LOOP"})
@@ -17,8 +19,6 @@ LIST_OPS = frozenset({"CONCAT", "WHILE_LOOP"})
 
 def apply(name: str, operands: list[Any], attrs: dict[str, Any]) -> Any:
     """``name`` applied to ``operands`` with ``attrs`` on :data:`skriptnd.tosa.ops.OPS`."""
-    from skriptnd.tosa.ops import OPS  # the operator table imports this module
-
     if name in LIST_OPS:
         return OPS[name](list(operands), **attrs)
     if name == ITEM:

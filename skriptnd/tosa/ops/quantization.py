@@ -4,9 +4,8 @@ scaling helpers ``apply_scale_32`` / ``apply_scale_16`` (0.30 §1.9.2, 1.0 "Prec
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from skriptnd.tosa.ops.common import check_types, const_scalar, tensor
 from skriptnd.tosa.ops.dtypes import INT_RANGES, from_int, is_float, numpy_dtype, round_float, type_name, wrap
@@ -18,7 +17,7 @@ _I64 = np.int64
 ROUNDING_MODES = ("SINGLE_ROUND", "INEXACT_ROUND", "DOUBLE_ROUND")
 
 
-def apply_scale_32(value: Any, multiplier: Any, shift: Any, double_round: bool = False, *,
+def apply_scale_32(value: ArrayLike, multiplier: ArrayLike, shift: ArrayLike, double_round: bool = False, *,
                    version: str = "1.0", op: str = "RESCALE") -> np.ndarray:
     """``apply_scale_32``: ``(value * multiplier + round) >> shift`` in 64 bits, round = 1 << (shift-1)
     (round half toward +inf); ``double_round`` adds ±(1 << 30) when shift > 31.
@@ -38,7 +37,7 @@ def apply_scale_32(value: Any, multiplier: Any, shift: Any, double_round: bool =
     return ((v * m + rnd) >> s).astype(_I64)
 
 
-def apply_scale_16(value: Any, multiplier: Any, shift: Any, *, op: str = "RESCALE") -> np.ndarray:
+def apply_scale_16(value: ArrayLike, multiplier: ArrayLike, shift: ArrayLike, *, op: str = "RESCALE") -> np.ndarray:
     """``apply_scale_16``: 48-bit value × 16-bit multiplier, round half up, REQUIRE the result fits int32."""
     v = np.asarray(value, _I64)
     m = np.asarray(multiplier, _I64)
@@ -63,7 +62,7 @@ _CAST_030 = (
 _CAST_10 = _CAST_030 + [("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp16"), ("fp32", "bf16")]
 
 
-def cast(input: Any, *, output_dtype: Any, version: str = "1.0") -> np.ndarray:
+def cast(input: ArrayLike, *, output_dtype: DTypeLike, version: str = "1.0") -> np.ndarray:
     """CAST (0.30 §2.13.1): to bool: ``in != 0``; from bool: 0/1; to float: round to nearest even
     (overflow → ±inf); float → int: round to nearest (ties to even) then saturate; int → int:
     sign-extend or truncate (wrap). 1.0 adds fp16/bf16 ↔ fp32. NaN → int is unspecified (here 0)."""
@@ -99,8 +98,8 @@ _RESCALE_030 = [
 ]
 
 
-def rescale(input: Any, multiplier: Any, shift: Any, input_zp: Any = 0, output_zp: Any = 0, *,
-            output_dtype: Any, scale32: bool, rounding_mode: str = "SINGLE_ROUND", per_channel: bool = False,
+def rescale(input: ArrayLike, multiplier: ArrayLike, shift: ArrayLike, input_zp: ArrayLike = 0, output_zp: ArrayLike = 0, *,
+            output_dtype: DTypeLike, scale32: bool, rounding_mode: str = "SINGLE_ROUND", per_channel: bool = False,
             input_unsigned: bool = False, output_unsigned: bool = False, double_round: bool | None = None,
             version: str = "1.0") -> np.ndarray:
     """RESCALE (0.30 §2.13.2; 1.0 "Type conversion"): ``clip(apply_scale(value - input_zp) + output_zp)``.

@@ -6,9 +6,8 @@ REQUIRE); float sums/products are accumulated in float64 and rounded once.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import (
     FLOATS,
@@ -27,7 +26,7 @@ __all__ = ["reduce_all", "reduce_any", "reduce_max", "reduce_min", "reduce_produ
 _I64 = np.int64
 
 
-def _prepare(op: str, input: Any, axis: int, rows: list[tuple[str, ...]], version: str):
+def _prepare(op: str, input: ArrayLike, axis: int, rows: list[tuple[str, ...]], version: str):
     check_version(version)
     a, t = tensor(input, op, "input")
     check_types(op, (t,), rows, "in_out_t")
@@ -37,19 +36,19 @@ def _prepare(op: str, input: Any, axis: int, rows: list[tuple[str, ...]], versio
     return a, t
 
 
-def reduce_all(input: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
+def reduce_all(input: ArrayLike, *, axis: int, version: str = "1.0") -> np.ndarray:
     """REDUCE_ALL (0.30 §2.9.1): logical and along ``axis``. bool."""
     a, _ = _prepare("REDUCE_ALL", input, axis, [("bool",)], version)
     return np.all(a != 0, axis=axis, keepdims=True)
 
 
-def reduce_any(input: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
+def reduce_any(input: ArrayLike, *, axis: int, version: str = "1.0") -> np.ndarray:
     """REDUCE_ANY (0.30 §2.9.2): logical or along ``axis``. bool."""
     a, _ = _prepare("REDUCE_ANY", input, axis, [("bool",)], version)
     return np.any(a != 0, axis=axis, keepdims=True)
 
 
-def _reduce_minmax(op: str, input: Any, axis: int, nan_mode: str, version: str, is_max: bool) -> np.ndarray:
+def _reduce_minmax(op: str, input: ArrayLike, axis: int, nan_mode: str, version: str, is_max: bool) -> np.ndarray:
     check_nan_mode(op, nan_mode, version)
     rows = [("int8",), ("int16",), ("int32",), *[(f,) for f in FLOATS]]
     a, t = _prepare(op, input, axis, rows, version)
@@ -63,25 +62,25 @@ def _reduce_minmax(op: str, input: Any, axis: int, nan_mode: str, version: str, 
     return round_float(np.expand_dims(acc, axis), t)
 
 
-def reduce_max(input: Any, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
+def reduce_max(input: ArrayLike, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
     """REDUCE_MAX (0.30 §2.9.3): ``apply_max_s`` fold; NaN per ``nan_mode`` (1.0; all-NaN gives NaN
     under IGNORE). i8, i16, i32, fp16, bf16, fp32."""
     return _reduce_minmax("REDUCE_MAX", input, axis, nan_mode, version, True)
 
 
-def reduce_min(input: Any, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
+def reduce_min(input: ArrayLike, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
     """REDUCE_MIN (0.30 §2.9.4): ``apply_min_s`` fold; NaN per ``nan_mode``. i8, i16, i32, fp16, bf16, fp32."""
     return _reduce_minmax("REDUCE_MIN", input, axis, nan_mode, version, False)
 
 
-def reduce_product(input: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
+def reduce_product(input: ArrayLike, *, axis: int, version: str = "1.0") -> np.ndarray:
     """REDUCE_PRODUCT (0.30 §2.9.5): product along ``axis``. fp16, bf16, fp32."""
     a, t = _prepare("REDUCE_PRODUCT", input, axis, [(f,) for f in FLOATS], version)
     with np.errstate(all="ignore"):
         return round_float(np.prod(a.astype(np.float64), axis=axis, keepdims=True), t)
 
 
-def reduce_sum(input: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
+def reduce_sum(input: ArrayLike, *, axis: int, version: str = "1.0") -> np.ndarray:
     """REDUCE_SUM (0.30 §2.9.6): sum along ``axis``; for i32 every partial sum must fit (REQUIRE).
     i32, fp16, bf16, fp32."""
     op = "REDUCE_SUM"
@@ -95,7 +94,7 @@ def reduce_sum(input: Any, *, axis: int, version: str = "1.0") -> np.ndarray:
     return np.take(partial, [-1], axis=axis).astype(np.int32)
 
 
-def argmax(input: Any, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
+def argmax(input: ArrayLike, *, axis: int, nan_mode: str = "PROPAGATE", version: str = "1.0") -> np.ndarray:
     """ARGMAX (1.0 Tensor operators; 0.30 §2.3.1): index of the first maximum along ``axis`` → i32,
     output rank = rank - 1. Types: i8, i16, fp16, bf16, fp32.
 

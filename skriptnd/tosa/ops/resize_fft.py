@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import shape_operand, tensor
 from skriptnd.tosa.ops.dtypes import INT_RANGES, BF16Array, round_float
@@ -67,8 +68,8 @@ def _resize_coords(op: str, out: int, size: int, n: int, d: int, offset: int) ->
     return i0, i1, r
 
 
-def resize(input: Any, scale: Any = None, offset: Any = None, border: Any = None, *, mode: str,
-           version: str = "1.0", output_size: Any = None, stride: Any = None, shift: int = 0) -> np.ndarray:
+def resize(input: ArrayLike, scale: ArrayLike = None, offset: ArrayLike = None, border: ArrayLike = None, *, mode: str,
+           version: str = "1.0", output_size: ArrayLike = None, stride: ArrayLike = None, shift: int = 0) -> np.ndarray:
     """RESIZE: input [N,IH,IW,C] → [N,OH,OW,C], ``mode`` NEAREST_NEIGHBOR (or NEAREST) / BILINEAR.
 
     TOSA 1.0: ``scale``, ``offset``, ``border`` operands. TOSA 0.30 (``version="0.30"``): the attributes
@@ -126,7 +127,7 @@ def resize(input: Any, scale: Any = None, offset: Any = None, border: Any = None
         return round_float(acc, t)
 
 
-def _pair(value: Any, name: str, floats: bool) -> list[Any]:
+def _pair(value: ArrayLike, name: str, floats: bool) -> list[Any]:
     op = "RESIZE"
     error_if(value is None, f"missing attribute {name}", op)
     a = np.asarray(value)
@@ -139,7 +140,7 @@ def _pair(value: Any, name: str, floats: bool) -> list[Any]:
     return [int(v) for v in a]
 
 
-def _resize_030_axis(op: str, size: int, stride: Any, offset: Any, border: int, shift: int, is_int: bool) -> int:
+def _resize_030_axis(op: str, size: int, stride: ArrayLike, offset: ArrayLike, border: int, shift: int, is_int: bool) -> int:
     """OH = idiv((IH-1)*(1<<shift) - offset_y, stride_y) + 1 + border_y (idiv truncates toward zero)."""
     if is_int:
         num = (size - 1) * (1 << shift) - offset
@@ -149,7 +150,7 @@ def _resize_030_axis(op: str, size: int, stride: Any, offset: Any, border: int, 
     return q + 1 + border
 
 
-def _resize_030(input: Any, output_size: Any, stride: Any, offset: Any, border: Any, shift: int,
+def _resize_030(input: ArrayLike, output_size: ArrayLike, stride: ArrayLike, offset: ArrayLike, border: ArrayLike, shift: int,
                 mode: str) -> np.ndarray:
     """RESIZE as written in TOSA 0.30 §2.12.1.
 
@@ -192,7 +193,7 @@ def _resize_030(input: Any, output_size: Any, stride: Any, offset: Any, border: 
         osz = _pair(output_size, "output_size", False)
         error_if(osz != [oh, ow], f"output_size {osz} != [OH, OW] = {[oh, ow]}", op)
 
-    def axis(out: int, size: int, st: Any, off: Any) -> tuple[np.ndarray, ...]:
+    def axis(out: int, size: int, st: ArrayLike, off: ArrayLike) -> tuple[np.ndarray, ...]:
         if is_int:
             pos = np.arange(out, dtype=_I64) * st + off
             i = pos >> shift
@@ -224,7 +225,7 @@ def _resize_030(input: Any, output_size: Any, stride: Any, offset: Any, border: 
         return round_float(acc, t)
 
 
-def _fft_input(op: str, x: Any, name: str) -> np.ndarray:
+def _fft_input(op: str, x: ArrayLike, name: str) -> np.ndarray:
     a, t = tensor(x, op, name)
     error_if(t != "fp32", f"{name} has type {t}, expected fp32", op)
     error_if(a.ndim != 3, f"rank({name}) != 3", op)
@@ -239,7 +240,7 @@ def _split(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return round_float(z.real, "fp32"), round_float(z.imag, "fp32")
 
 
-def fft2d(input_real: Any, input_imag: Any, *, inverse: bool = False, local_bound: bool = False,
+def fft2d(input_real: ArrayLike, input_imag: ArrayLike, *, inverse: bool = False, local_bound: bool = False,
           version: str = "1.0") -> tuple[np.ndarray, np.ndarray]:
     """FFT2D: complex [N,H,W] → (real, imag) [N,H,W]; unnormalised in both directions."""
     op = "FFT2D"
@@ -255,7 +256,7 @@ def fft2d(input_real: Any, input_imag: Any, *, inverse: bool = False, local_boun
     return _split(out)
 
 
-def rfft2d(input_real: Any, *, local_bound: bool = False, version: str = "1.0") -> tuple[np.ndarray, np.ndarray]:
+def rfft2d(input_real: ArrayLike, *, local_bound: bool = False, version: str = "1.0") -> tuple[np.ndarray, np.ndarray]:
     """RFFT2D: real [N,H,W] → (real, imag) [N,H,W/2+1] (1.0) or [N,H/2+1,W/2+1] (0.30)."""
     op = "RFFT2D"
     check_version(version)
@@ -267,7 +268,7 @@ def rfft2d(input_real: Any, *, local_bound: bool = False, version: str = "1.0") 
     return _split(out)
 
 
-def fully_connected(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weight_zp: Any = 0, *,
+def fully_connected(input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike = 0, weight_zp: ArrayLike = 0, *,
                     acc_type: str | None = None, version: str = "1.0") -> np.ndarray:
     """FULLY_CONNECTED (TOSA 0.30 only): input [N,IC], weight [OC,IC], bias [OC] → [N,OC] of out_t."""
     op = "FULLY_CONNECTED"

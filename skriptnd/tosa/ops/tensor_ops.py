@@ -12,9 +12,9 @@ casting the accumulator to ``out_t`` before adding the bias in ``out_t`` (two ro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import check_nan_mode, const_scalar, tensor
 from skriptnd.tosa.ops.dtypes import INT_RANGES, round_float
@@ -49,7 +49,7 @@ def _out_type(in_t: str, acc: str) -> str:
     return _OUT_TYPE.get(acc, in_t)
 
 
-def _zero_point(x: Any, op: str, name: str, t: str, version: str) -> int:
+def _zero_point(x: ArrayLike, op: str, name: str, t: str, version: str) -> int:
     v = const_scalar(x, op, name, t, version)
     if t.startswith("int"):
         lo, hi, _ = INT_RANGES[t]
@@ -113,14 +113,14 @@ def _check_geometry(op: str, pad: list[int], stride: list[int], dilation: list[i
         error_if(any(d < 1 for d in dilation), "dilation < 1", op)
 
 
-def _bias(b: Any, op: str, oc: int, acc_t: str, out_t: str) -> np.ndarray:
+def _bias(b: ArrayLike, op: str, oc: int, acc_t: str, out_t: str) -> np.ndarray:
     bias, bt = tensor(b, op, "bias")
     error_if(bt != out_t, f"bias has type {bt}, expected {out_t}", op)
     error_if(bias.ndim != 1 or bias.shape[0] not in (1, oc), "shape(bias) != [OC] or [1]", op)
     return bias.astype(_I64) if acc_t.startswith("int") else bias.astype(np.float64)
 
 
-def matmul(a: Any, b: Any, a_zp: Any = 0, b_zp: Any = 0, *, output_dtype: str | None = None,
+def matmul(a: ArrayLike, b: ArrayLike, a_zp: ArrayLike = 0, b_zp: ArrayLike = 0, *, output_dtype: str | None = None,
            version: str = "1.0") -> np.ndarray:
     """MATMUL: ``[N,H,C] x [N,C,W] -> [N,H,W]``; ``output_dtype`` picks fp16/fp32 for fp16 inputs."""
     op = "MATMUL"
@@ -141,8 +141,8 @@ def matmul(a: Any, b: Any, a_zp: Any = 0, b_zp: Any = 0, *, output_dtype: str | 
     return _finish(acc, acc_t, out_t, op)
 
 
-def _conv(op: str, input: Any, weight: Any, bias: Any, input_zp: Any, weight_zp: Any, pad: Any, stride: Any,
-          dilation: Any, acc_type: str | None, version: str, depthwise: bool, nsp: int = 2) -> np.ndarray:
+def _conv(op: str, input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike, weight_zp: ArrayLike, pad: ArrayLike, stride: ArrayLike,
+          dilation: ArrayLike, acc_type: str | None, version: str, depthwise: bool, nsp: int = 2) -> np.ndarray:
     check_version(version)
     x, it = tensor(input, op, "input")
     w, wt = tensor(weight, op, "weight")
@@ -183,29 +183,29 @@ def _add_bias(acc: np.ndarray, b: np.ndarray, acc_t: str, out_t: str, op: str) -
         return round_float(out.astype(np.float64) + b, out_t)
 
 
-def conv2d(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weight_zp: Any = 0, *, pad: Any, stride: Any,
-           dilation: Any, acc_type: str | None = None, local_bound: bool = False, version: str = "1.0") -> np.ndarray:
+def conv2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike = 0, weight_zp: ArrayLike = 0, *, pad: ArrayLike, stride: ArrayLike,
+           dilation: ArrayLike, acc_type: str | None = None, local_bound: bool = False, version: str = "1.0") -> np.ndarray:
     """CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC], bias [OC] or [1] → [N,OH,OW,OC]."""
     return _conv("CONV2D", input, weight, bias, input_zp, weight_zp, pad, stride, dilation, acc_type, version, False)
 
 
-def depthwise_conv2d(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weight_zp: Any = 0, *, pad: Any,
-                     stride: Any, dilation: Any, acc_type: str | None = None, local_bound: bool = False,
+def depthwise_conv2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike = 0, weight_zp: ArrayLike = 0, *, pad: ArrayLike,
+                     stride: ArrayLike, dilation: ArrayLike, acc_type: str | None = None, local_bound: bool = False,
                      version: str = "1.0") -> np.ndarray:
     """DEPTHWISE_CONV2D: input [N,IH,IW,C], weight [KH,KW,C,M], bias [C*M] or [1] → [N,OH,OW,C*M]."""
     return _conv("DEPTHWISE_CONV2D", input, weight, bias, input_zp, weight_zp, pad, stride, dilation, acc_type,
                  version, True)
 
 
-def conv3d(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weight_zp: Any = 0, *, pad: Any, stride: Any,
-           dilation: Any, acc_type: str | None = None, local_bound: bool = False, version: str = "1.0") -> np.ndarray:
+def conv3d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike = 0, weight_zp: ArrayLike = 0, *, pad: ArrayLike, stride: ArrayLike,
+           dilation: ArrayLike, acc_type: str | None = None, local_bound: bool = False, version: str = "1.0") -> np.ndarray:
     """CONV3D: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [6], stride/dilation [3] → [N,OD,OH,OW,OC]."""
     return _conv("CONV3D", input, weight, bias, input_zp, weight_zp, pad, stride, dilation, acc_type, version,
                  False, 3)
 
 
-def transpose_conv2d(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weight_zp: Any = 0, *, out_pad: Any,
-                     stride: Any, acc_type: str | None = None, local_bound: bool = False,
+def transpose_conv2d(input: ArrayLike, weight: ArrayLike, bias: ArrayLike, input_zp: ArrayLike = 0, weight_zp: ArrayLike = 0, *, out_pad: ArrayLike,
+                     stride: ArrayLike, acc_type: str | None = None, local_bound: bool = False,
                      version: str = "1.0") -> np.ndarray:
     """TRANSPOSE_CONV2D: input [N,IH,IW,IC], weight [OC,KH,KW,IC] (not flipped) scattered to
     ``oy = iy*stride_y + out_pad_top + ky``; OH = (IH-1)*stride_y + out_pad_top + out_pad_bottom + KH.
@@ -242,7 +242,7 @@ def transpose_conv2d(input: Any, weight: Any, bias: Any, input_zp: Any = 0, weig
     return _add_bias(full, b, acc_t, out_t, op)
 
 
-def _pool_geometry(op: str, kernel: Any, stride: Any, pad: Any) -> tuple[list[int], list[int], list[int]]:
+def _pool_geometry(op: str, kernel: ArrayLike, stride: ArrayLike, pad: ArrayLike) -> tuple[list[int], list[int], list[int]]:
     kernel, stride, pad = _ints(kernel, 2, op, "kernel"), _ints(stride, 2, op, "stride"), _ints(pad, 4, op, "pad")
     error_if(any(k < 1 for k in kernel), "kernel < 1", op)
     _check_geometry(op, pad, stride, None)
@@ -251,7 +251,7 @@ def _pool_geometry(op: str, kernel: Any, stride: Any, pad: Any) -> tuple[list[in
     return kernel, stride, pad
 
 
-def max_pool2d(input: Any, *, kernel: Any, stride: Any, pad: Any, nan_mode: str = "PROPAGATE",
+def max_pool2d(input: ArrayLike, *, kernel: ArrayLike, stride: ArrayLike, pad: ArrayLike, nan_mode: str = "PROPAGATE",
                version: str = "1.0") -> np.ndarray:
     """MAX_POOL2D: padding never contributes; ``nan_mode`` PROPAGATE / IGNORE (all-NaN → NaN)."""
     op = "MAX_POOL2D"
@@ -281,7 +281,7 @@ def _reciprocal_scale(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return numerator // c, 30 + k
 
 
-def avg_pool2d(input: Any, input_zp: Any = 0, output_zp: Any = 0, *, kernel: Any, stride: Any, pad: Any,
+def avg_pool2d(input: ArrayLike, input_zp: ArrayLike = 0, output_zp: ArrayLike = 0, *, kernel: ArrayLike, stride: ArrayLike, pad: ArrayLike,
                acc_type: str | None = None, version: str = "1.0") -> np.ndarray:
     """AVG_POOL2D: the divisor counts only in-bounds positions; integers use ``reciprocal_scale`` +
     ``apply_scale_32`` (round half up) and clip to the input type after adding ``output_zp``."""

@@ -20,9 +20,9 @@ TOSA 0.30 has no variables: ``version="0.30"`` raises :class:`TosaError`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from skriptnd.tosa.ops.common import tensor
 from skriptnd.tosa.ops.dtypes import BF16Array, numpy_dtype
@@ -65,7 +65,7 @@ class VariableStore:
         return v
 
 
-def _store(op: str, store: Any, version: str) -> VariableStore:
+def _store(op: str, store: object, version: str) -> VariableStore:
     check_version(version)
     error_if(version == "0.30", f"{op} is not a TOSA 0.30 operator", op)
     if not isinstance(store, VariableStore):
@@ -73,7 +73,7 @@ def _store(op: str, store: Any, version: str) -> VariableStore:
     return store
 
 
-def _declared(op: str, uid: int, store: Any, version: str, condition: str) -> _Variable:
+def _declared(op: str, uid: int, store: object, version: str, condition: str) -> _Variable:
     """The declared variable ``uid`` of ``store`` (``variable_tensor_lookup``); REQUIRE(``condition``, the
     operator's wording of "it is declared") where there is none."""
     var = _store(op, store, version).lookup(uid)
@@ -86,7 +86,7 @@ def _out(values: np.ndarray, t: str) -> np.ndarray:
     return values.copy().view(BF16Array) if t == "bf16" else values.copy()
 
 
-def variable(initial_value: Any = None, *, uid: int, var_shape: Any, type: str, store: VariableStore,  # noqa: A002
+def variable(initial_value: ArrayLike = None, *, uid: int, var_shape: ArrayLike, type: str, store: VariableStore,  # noqa: A002
              version: str = "1.0") -> None:
     """VARIABLE: declare variable ``uid`` of shape ``var_shape`` and TOSA type ``type``."""
     op = "VARIABLE"
@@ -108,7 +108,7 @@ def variable(initial_value: Any = None, *, uid: int, var_shape: Any, type: str, 
     var.seen = True
 
 
-def variable_write(input1: Any, *, uid: int, store: VariableStore, version: str = "1.0") -> None:
+def variable_write(input1: ArrayLike, *, uid: int, store: VariableStore, version: str = "1.0") -> None:
     """VARIABLE_WRITE: assign ``input1`` to variable ``uid``."""
     op = "VARIABLE_WRITE"
     var = _declared(op, uid, store, version, "variable_tensor (uid is declared)")

@@ -35,7 +35,12 @@ from typing import Any
 import numpy as np
 
 from skriptnd import parallel
+from skriptnd.compose import ir
+from skriptnd.tosa.legalize import graph_constant, legalize
+from skriptnd.tosa.legalize.core import Subgraph
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
 from skriptnd.tosa.program.fast import Clamp, specialise
 
@@ -255,7 +260,7 @@ class Builder:
 
     # -- operators --------------------------------------------------------------------------------
 
-    def splice(self, subgraph: Any, args: Sequence[Any]) -> list[str]:
+    def splice(self, subgraph: Subgraph, args: Sequence[Any]) -> list[str]:
         """Add a legalized subgraph whose inputs are ``args`` (program value names, lists for
         packs, None for omitted optionals); returns the names of its outputs."""
         ints = getattr(subgraph, "int_values", set())
@@ -312,8 +317,6 @@ class Builder:
         """A WHILE_LOOP whose loop-invariant constants (inputs the body passes through unchanged, e.g. a
         recurrent weight) become constants of its regions: compilers then see the weight, not a loop-carried
         value. Never evaluated at plan time (its value is a list; it may be long-running)."""
-        from skriptnd.tosa.ops.control_flow import Graph
-
         cond, body = attrs["cond_graph"], attrs["body_graph"]
         consts = self.program.constants
         constant = {i: n for i, n in enumerate(inputs) if n in consts and isinstance(body.body, list)
@@ -395,7 +398,7 @@ class Builder:
         return prog
 
 
-def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
+def graph_program(graph: ir.Graph, variables: dict[str, Any], *, unroll_budget: int = 0) -> Program | None:
     """A whole composed float graph as one simplified program (what the exports write: `sknd export
     --tosa-mlir` and `--spirv`, as the iree backend compiles): every operation's legalized subgraph
     (skriptnd.tosa.legalize) spliced in order by a :class:`Builder`, so constants are folded, filters
@@ -406,15 +409,12 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
     between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
     write it operation by operation."""
-    from skriptnd.tosa.legalize import graph_constant, legalize
-    from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-
     builder = Builder()
     # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)
     recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)
     names: dict[int, str] = {}
 
-    def name_of(t: Any) -> str:
+    def name_of(t: ir.Tensor) -> str:
         if id(t) not in names:
             names[id(t)] = builder.constant(graph_constant(t, variables), t.name)
         return names[id(t)]

@@ -53,7 +53,7 @@ class Clamp(NamedTuple):
         return np.clip(y, F32(self.lo), F32(self.hi), out=y)
 
 
-def _is_f32(a: Any) -> bool:
+def _is_f32(a: object) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == F32
 
 

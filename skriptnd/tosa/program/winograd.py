@@ -74,11 +74,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 from math import gcd, lcm
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from skriptnd import parallel
+
+
+class InPlaceClamp(Protocol):
+    """A clamp that applies itself to an output block in place (skriptnd.tosa.program.fast.Clamp, which imports
+    this module: the protocol keeps the dependency one way)."""
+
+    def apply(self, y: np.ndarray) -> object: ...
 
 F32 = np.float32
 
@@ -249,7 +256,7 @@ class Winograd:
     the zero-padded input buffer is the instance's own (its border stays zero)."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, pad: Sequence[int], m: int = 2,
-                 clamp: Any = None, band_bytes: int = 1 << 19,
+                 clamp: InPlaceClamp | tuple[float, float] | None = None, band_bytes: int = 1 << 19,
                  scratch: dict[str, np.ndarray] | None = None) -> None:
         oc, kh, kw, ic = weight.shape
         if (kh, kw) != (3, 3):

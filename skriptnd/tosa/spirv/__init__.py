@@ -16,10 +16,12 @@ next to the module as ``out.spv.constants.npz`` (arrays named by GraphConstantID
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph
+from skriptnd.io.npy import read_npz
 from skriptnd.tosa.spirv.disassemble import disassemble
 from skriptnd.tosa.spirv.program import TosaProgram, from_graph
 from skriptnd.tosa.spirv.reader import SpirvReadError, read
@@ -29,7 +31,7 @@ __all__ = ["SpirvModule", "SpirvReadError", "TosaProgram", "disassemble", "expor
            "read", "write"]
 
 
-def export(graph: Any, variables: dict[str, np.ndarray] | None = None) -> SpirvModule:
+def export(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> SpirvModule:
     """The SPIR-V module of a composed graph (fp32, or the integer graph for ``@quantize``); raises
     :class:`~skriptnd.diagnostics.DiagnosticError` (E0750/E0760/E0761 as the MLIR export, E0770/E0771)."""
     return write(from_graph(graph, variables))
@@ -40,10 +42,8 @@ def asm_comments(module: SpirvModule) -> list[str]:
     return [f"GraphConstantARM {i}: {a.dtype}{list(a.shape)}" for i, a in enumerate(module.constants)]
 
 
-def load_constants(path: Any) -> list[np.ndarray]:
+def load_constants(path: str | os.PathLike[str]) -> list[np.ndarray]:
     """The graph constants of an ``.npz`` written by ``sknd export --spirv`` (by GraphConstantID); numbers
     only, within what the file holds (skriptnd.io.npy: `NpyError` otherwise)."""
-    from skriptnd.io.npy import read_npz
-
     arrays = read_npz(path)
     return [arrays[str(i)] for i in range(len(arrays))]

@@ -16,12 +16,16 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.source import Span
+from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
 from skriptnd.tosa.legalize import graph_constant, legalize
 from skriptnd.tosa.legalize.core import Subgraph, TosaOp
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.mlir.export import check_exportable
 from skriptnd.tosa.ops.invoke import apply
+from skriptnd.tosa.program.build import graph_program
 
 
 @dataclass
@@ -69,16 +73,14 @@ def infer_types(p: TosaProgram, examples: Sequence[np.ndarray]) -> None:
     p.types = types
 
 
-def _span(x: Any) -> Span | None:
+def _span(x: Operation | Tensor) -> Span | None:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else None
 
 
-def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
+def from_graph(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
-    from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
-
     if has_quantization(graph):
         ig = lower_quantized(graph, variables)
         sg = ig.subgraph()
@@ -92,16 +94,12 @@ def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> To
     return _from_float_graph(graph, variables)
 
 
-def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> TosaProgram:
-    from skriptnd.tosa.mlir.export import check_exportable
-
+def _from_float_graph(graph: Graph, variables: dict[str, np.ndarray] | None) -> TosaProgram:
     diags = check_exportable(graph)
     if diags:
         raise DiagnosticError(diags)
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    from skriptnd.tosa.program.build import graph_program
-
     # the simplified program --tosa-mlir writes, but recurrent layers unrolled (no regions in SPV_ARM_graph)
     program = graph_program(graph, variables, unroll_budget=RecurrentLegalizer.MAX_UNROLLED)
     if program is not None:
@@ -120,7 +118,7 @@ def _from_float_graph(graph: Any, variables: dict[str, np.ndarray] | None) -> To
     return _from_float_graph_by_operation(graph, variables)
 
 
-def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray]) -> TosaProgram:
+def _from_float_graph_by_operation(graph: Graph, variables: dict[str, np.ndarray]) -> TosaProgram:
     """Each operation's legalized subgraph spliced as it is, for what graph_program does not take (as the
     MLIR export does)."""
     p = TosaProgram(name=graph.name, inputs=[], outputs=[], input_names=[t.name for t in graph.inputs],
@@ -134,7 +132,7 @@ def _from_float_graph_by_operation(graph: Any, variables: dict[str, np.ndarray])
             p.shapes.add(name)
         return name
 
-    def value_of(t: Any) -> str:
+    def value_of(t: Tensor) -> str:
         if id(t) not in names:
             names[id(t)] = constant(graph_constant(t, variables), t.name)
         return names[id(t)]

@@ -18,7 +18,9 @@ empty shape operand (RESHAPE to rank 0, ...) the one of that [1] tensor; reading
 
 from __future__ import annotations
 
+import io
 import struct
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,7 @@ import numpy as np
 
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import Span
+from skriptnd.tosa.legalize.core import TosaOp
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.spirv import tables
 from skriptnd.tosa.spirv.encoding import (
@@ -49,7 +52,7 @@ VERSION = 0x00010500  # SPIR-V 1.5
 #: the generator word: 0, which SPIR-V allows for a tool without a registered generator id
 GENERATOR = 0
 INSTRUCTION_SET = "TOSA.001000.1"
-INLINE_MAX_BYTES = 64  # as skriptnd.tosa.mlir.export.RESOURCE_MIN_BYTES: smaller payloads are literals
+INLINE_MAX_BYTES = 64  # as skriptnd.tosa.mlir.text.RESOURCE_MIN_BYTES: smaller payloads are literals
 #: an empty shape_t operand (of a rank-0 value) -> its value for the [1] tensor that stands for it
 RANK0_SHAPE_OPERANDS = {"shape": [1], "multiples": [1], "start": [0], "size": [1], "padding": [0, 0]}
 EXTENSIONS = ("SPV_ARM_tensors", "SPV_ARM_graph", "SPV_KHR_vulkan_memory_model")
@@ -67,8 +70,6 @@ class SpirvModule:
 
     def constants_npz(self) -> bytes:
         """The graph constants as an ``.npz`` archive (arrays named by their GraphConstantID)."""
-        import io
-
         buf = io.BytesIO()
         np.savez(buf, **{str(i): a for i, a in enumerate(self.constants)})
         return buf.getvalue()
@@ -106,7 +107,7 @@ class _Writer:
             raise ValueError(f"{opname} with {len(operands)} operands does not fit one SPIR-V instruction")
         self.sec[section] += [((len(operands) + 1) << 16) | opcode, *operands]
 
-    def cached(self, key: Any, make: Any) -> int:
+    def cached(self, key: Hashable, make: Callable[[], int]) -> int:
         if key not in self.cache:
             self.cache[key] = make()
         return self.cache[key]
@@ -155,7 +156,7 @@ class _Writer:
 
     # -- constants --------------------------------------------------------------------------------
 
-    def scalar(self, dtype: np.dtype, value: Any) -> int:
+    def scalar(self, dtype: np.dtype, value: bool | int | float | np.generic) -> int:
         dtype = np.dtype(dtype)
         t = self.scalar_type(dtype)
         kind, width = ELEMENTS[dtype]
@@ -201,7 +202,7 @@ class _Writer:
             return self.tensor_constant(a)
         return self.cached(("graph const", name), lambda: self.graph_constant(a))
 
-    def attribute(self, op: Any, name: str, value: Any, where: Span | None) -> int:
+    def attribute(self, op: TosaOp, name: str, value: object, where: Span | None) -> int:
         kind = ATTRIBUTES.get(name)
         if kind is None:
             raise _fail("E0771", f"{op.name}: attribute '{name}' has no TOSA.001000.1 operand encoding", where)
@@ -262,7 +263,7 @@ class _Writer:
             words += self.sec[s]
         return SpirvModule(words, self.constants)
 
-    def instruction(self, op: Any, tosa: int, ids: dict[str, int]) -> int:
+    def instruction(self, op: TosaOp, tosa: int, ids: dict[str, int]) -> int:
         where = self.p.spans.get(op.output)
         if op.name == "WHILE_LOOP":
             raise _fail("E0772", f"TOSA WHILE_LOOP (control flow) is not an instruction of {INSTRUCTION_SET}, and "
