@@ -16,11 +16,11 @@ from skriptnd.syntax import ast
 #: What comments are placed in: a node, or a tuple of nodes (a fragment's blocks or statements).
 Container = ast.Node | tuple[ast.Node, ...] | list[ast.Node]
 
-def pos(span: Span) -> tuple[int, int]:
+def start_of(span: Span) -> tuple[int, int]:
     return (span.line, span.col)
 
 
-def end(span: Span) -> tuple[int, int]:
+def end_of(span: Span) -> tuple[int, int]:
     return (span.end_line, span.end_col)
 
 
@@ -76,20 +76,20 @@ class CommentMap:
         leading: dict[int, list[ast.Comment]] = defaultdict(list)
         inner: dict[int, list[ast.Comment]] = defaultdict(list)
         end: list[ast.Comment] = []
-        for c in sorted(comments, key=lambda c: pos(c.span)):
-            p = pos(c.span)
-            inside = next((ch for ch in children if pos(ch.span) <= p < end(ch.span)), None)
+        for c in sorted(comments, key=lambda c: start_of(c.span)):
+            p = start_of(c.span)
+            inside = next((ch for ch in children if start_of(ch.span) <= p < end_of(ch.span)), None)
             if inside is not None:
                 inner[id(inside)].append(c)
                 continue
-            before = [ch for ch in children if ch.span.end_line == c.span.line and end(ch.span) <= p]
+            before = [ch for ch in children if ch.span.end_line == c.span.line and end_of(ch.span) <= p]
             if before and id(before[-1]) not in self.trailing:
                 self.trailing[id(before[-1])] = c
                 continue
-            following = [ch for ch in children if pos(ch.span) > p]
+            following = [ch for ch in children if start_of(ch.span) > p]
             if (header_line is not None and c.span.line == header_line and id(container) not in self.header
                     and (not following or following[0].span.line > c.span.line)
-                    and not any(end(ch.span) <= p for ch in children)):
+                    and not any(end_of(ch.span) <= p for ch in children)):
                 self.header[id(container)] = c
                 continue
             if following:
@@ -112,8 +112,8 @@ class CommentMap:
         moved = []
         within: dict[int, list[ast.Comment]] = defaultdict(list)
         for c in comments:
-            p = pos(c.span)
-            block = next((b for b in blocks if pos(b.span) <= p < end(b.span)), None)
+            p = start_of(c.span)
+            block = next((b for b in blocks if start_of(b.span) <= p < end_of(b.span)), None)
             if block is not None:
                 within[id(block)].append(c)
             else:
@@ -149,12 +149,12 @@ def module_comments(m: ast.Module) -> CommentMap:
     if not m.comments:
         return cm
     items = [*m.imports, *m.definitions]
-    comments = sorted(m.comments, key=lambda c: pos(c.span))
-    first = min((pos(i.span) for i in items), default=None)
+    comments = sorted(m.comments, key=lambda c: start_of(c.span))
+    first = min((start_of(i.span) for i in items), default=None)
     top: list[ast.Comment] = []
     rest: list[ast.Comment] = []
     for c in comments:
-        before_first = first is None or pos(c.span) < first
+        before_first = first is None or start_of(c.span) < first
         if before_first and (m.version is not None or m.extensions) and c.span.line < m.span.line:
             top.append(c)
         else:
