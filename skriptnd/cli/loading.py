@@ -18,7 +18,6 @@ def load_model(path: Path, color: bool | None) -> Model:
         return load(path)
     except DiagnosticError as err:
         fail(err.diagnostics, None, color)
-        raise  # unreachable: fail exits; keeps the type checker's view of the return
 
 
 def compose_graph(model: Model, graph: str | None, attribs: dict[str, object], color: bool | None, *,
@@ -28,4 +27,3 @@ def compose_graph(model: Model, graph: str | None, attribs: dict[str, object], c
         return model.compose(graph, attribs, decompose=decompose, random_weights=random_weights, seed=seed)
     except DiagnosticError as err:
         fail(err.diagnostics, model, color)
-        raise  # unreachable, as above

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -36,7 +37,7 @@ def sources_of(model: Model | None) -> dict[str, SourceFile]:
     return {str(m.source.path): m.source for m in model.program.modules.values() if m.source is not None}
 
 
-def fail(diags: list[Diagnostic], model: Model | None, color: bool | None, exit_code: int = 1) -> None:
+def fail(diags: list[Diagnostic], model: Model | None, color: bool | None, exit_code: int = 1) -> NoReturn:
     """Print the diagnostics that stop a command (quoting the model's sources, or the files they name) and exit."""
     known = sources_of(model)
 

@@ -182,7 +182,6 @@ def _execute(composed: Graph, via: str, options: backends.Options, inputs: dict[
         return _run_with_progress(composed, runner, inputs)
     except DiagnosticError as err:
         fail(err.diagnostics, None, color)
-        raise  # unreachable: fail exits
 
 
 def _run_with_progress(graph: Graph, runner: Runner, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
