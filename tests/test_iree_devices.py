@@ -25,7 +25,7 @@ import skriptnd  # noqa: E402
 from skriptnd.backends import Options, reporting_compiles  # noqa: E402
 from skriptnd.backends.iree_cache import content_key  # noqa: E402
 from skriptnd.backends.iree_devices import KINDS, parse  # noqa: E402
-from skriptnd.cli.io import CompileLine  # noqa: E402
+from skriptnd.cli.backend import CompileLine  # noqa: E402
 from skriptnd.diagnostics import DiagnosticError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

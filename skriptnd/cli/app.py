@@ -1,28 +1,95 @@
-"""The `sknd` command line. Exit codes: 0 ok, 1 diagnostics found, 2 usage error, 3 internal error."""
+"""The `sknd` command line: the typer app, its commands (one module each) and the console entry point.
+
+Exit codes: 0 ok, 1 diagnostics found, 2 usage error, 3 internal error.
+
+The commands are registered in `COMMANDS`, name -> module, and a command's module is imported only when
+that command runs (or shows its help): together they import nearly all of skriptnd, numpy and the
+backends, about ten times what `sknd --help` needs. This table is the one place the CLI imports lazily;
+each command module imports what it uses at its top. Every command module defines `command`, the typer
+function, and imports no other command module (shared pieces: options, io, inputs, backend, loading, report).
+"""
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 import threading
-from enum import StrEnum
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
+from typer import _click as click  # typer vendors click (0.29+); these are the types its groups hand us
+from typer.core import TyperCommand
+from typer.main import get_command_from_info
+from typer.models import CommandInfo
 
-from skriptnd.cli import bench as cli_bench
-from skriptnd.cli import graph as cli_graph
-from skriptnd.cli.export import export_command
-from skriptnd.cli.help import TidyGroup
-from skriptnd.cli.importing import import_command
-from skriptnd.diagnostics import Diagnostic, print_diagnostics, render_json, render_summary
-from skriptnd.fileio import read_source
-from skriptnd.source import SourceFile
+from skriptnd.cli.help import TidyGroup, tidy
+from skriptnd.deepstack import Terminated, call_with_deep_stack
 from skriptnd.version import __version__
 
+
+@dataclass(frozen=True)
+class Entry:
+    """A command: the module defining its `command` function, and the line `sknd --help` lists it with
+    (the first line of the function's docstring; tests/test_cli_app.py keeps the two equal)."""
+    module: str
+    summary: str
+
+
+#: The commands in the order `sknd --help` lists them.
+COMMANDS: dict[str, Entry] = {
+    "check": Entry("skriptnd.cli.check", "Check SkriptND modules and report every problem found (graphs are "
+                   "composed for their defaults)."),
+    "fmt": Entry("skriptnd.cli.fmt", "Format SkriptND modules in place (comments are kept)."),
+    "doc": Entry("skriptnd.cli.doc", "Print the operator reference of the standard library (as in "
+                 "docs/stdlib.md)."),
+    "lsp": Entry("skriptnd.cli.lsp", "Run the SkriptND language server over stdin/stdout (for editors)."),
+    "compose": Entry("skriptnd.cli.compose", "Compose a model's graph and print it."),
+    "run": Entry("skriptnd.cli.run", "Run a model's graph on inputs and write or show its outputs."),
+    "bench": Entry("skriptnd.cli.bench", "Time a model on several backends (median latency, ratio to "
+                   "onnxruntime)."),
+    "export": Entry("skriptnd.cli.export", "Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer) or ONNX."),
+    "import": Entry("skriptnd.cli.importing", "Import an ONNX (or NNEF 1.x) model as a SkriptND model folder."),
+    "version": Entry("skriptnd.cli.version", "Print the skriptnd version (as sknd --version does)."),
+}
+
+#: ctx.meta key set while the group's own help is written: the commands are listed from the table then.
+_LISTING = "skriptnd.cli.listing"
+
+
+class Commands(TidyGroup):
+    """The `sknd` group: its commands come from `COMMANDS`, each module imported when its command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        if ctx.meta.get(_LISTING):  # `sknd --help`: the name and summary, nothing imported
+            return TyperCommand(cmd_name, help=entry.summary)
+        built = self.commands.get(cmd_name)
+        if built is None:
+            module = importlib.import_module(entry.module)
+            built = get_command_from_info(CommandInfo(name=cmd_name, callback=module.command),
+                                          pretty_exceptions_short=app.pretty_exceptions_short,
+                                          rich_markup_mode=app.rich_markup_mode)
+            self.commands[cmd_name] = built
+        tidy(built, ctx)
+        return built
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            del ctx.meta[_LISTING]
+
+
 app = typer.Typer(
-    cls=TidyGroup,
+    cls=Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -43,162 +110,8 @@ def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, call
     """Options of `sknd` itself (its help text is the Typer app's `help` above)."""
 
 
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
-class Color(StrEnum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
-def _color(choice: Color) -> bool | None:
-    return {Color.auto: None, Color.always: True, Color.never: False}[choice]
-
-
-def _report(diags: list[Diagnostic], sources: dict[str, SourceFile], fmt: OutputFormat, color: Color,
-            files: int) -> None:
-    ordered = sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.col))
-    if fmt is OutputFormat.json:
-        sys.stdout.write(render_json(ordered) + "\n")
-        return
-    if ordered:
-        print_diagnostics(ordered, sources, color=_color(color))
-    noun = "file" if files == 1 else "files"
-    typer.echo(render_summary(ordered) + (f" in {files} {noun}" if files else ""), err=True)
-
-
-PathsArg = Annotated[list[str], typer.Argument(help="SkriptND files or model folders (with main.sknd).")]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Diagnostics as text or LSP-shaped JSON.")]
-ColorOpt = Annotated[Color, typer.Option("--color", help="Colour the text output.")]
-
-
-@app.command()
-def check(paths: Annotated[list[str] | None, typer.Argument(
-              help="SkriptND files, model folders (with main.sknd) or folders of modules; default: '.'")] = None,
-          format: FormatOpt = OutputFormat.text, color: ColorOpt = Color.auto,
-          strict: Annotated[bool, typer.Option("--strict", help="Also warn about assertions that hold only under "
-                                               "a condition on graph attributes; warnings fail the check.")] = False,
-          verbose: Annotated[bool, typer.Option("--verbose", help="Also note assertions that depend on dynamic "
-                                                "extents.")] = False) -> None:
-    """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
-
-    Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
-    from skriptnd.check.program import check_paths, shown
-
-    result = check_paths(paths or [])
-    diags = shown(result.diagnostics, strict=strict, verbose=verbose)
-    _report(diags, result.sources, format, color, result.files)
-    failing = ("error", "warning") if strict else ("error",)
-    raise typer.Exit(1 if any(d.severity in failing for d in diags) else 0)
-
-
-@app.command()
-def fmt(
-    paths: PathsArg,
-    check_only: Annotated[bool, typer.Option("--check", help="Only report files that would change.")] = False,
-    stdout: Annotated[bool, typer.Option("--stdout", help="Print the formatted text instead of rewriting.")] = False,
-    color: ColorOpt = Color.auto,
-) -> None:
-    """Format SkriptND modules in place (comments are kept).
-
-    Example: sknd fmt --check models/digits/main.sknd"""
-    from skriptnd.check.program import expand_paths
-    from skriptnd.syntax import parse_module
-    from skriptnd.syntax.printer import format_module
-
-    files, diags = expand_paths(paths)
-    sources: dict[str, SourceFile] = {}
-    changed: list[str] = []
-    for path in dict.fromkeys(files):
-        source, read_diags = read_source(path)
-        diags.extend(read_diags)
-        if source is None:
-            continue
-        sources[source.path] = source
-        module, syntax = parse_module(source.text, source.path)
-        if syntax or module is None:
-            diags.extend(syntax)
-            continue
-        formatted = format_module(module)
-        if stdout:
-            sys.stdout.write(formatted)
-        elif formatted != source.text:
-            changed.append(source.path)
-            if not check_only:
-                from skriptnd.cli.io import write_output
-
-                write_output(Path(source.path), formatted, "PATHS")
-    if diags:
-        print_diagnostics(diags, sources, color=_color(color))
-    for name in changed:
-        typer.echo(f"{'would reformat' if check_only else 'reformatted'} {name}", err=True)
-    failed = bool(diags) or (check_only and bool(changed))
-    raise typer.Exit(1 if failed else 0)
-
-
-@app.command()
-def doc(
-    target: Annotated[str | None, typer.Argument(help="A standard module (nn) or operator (nn.conv); all if omitted.")]
-    = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to this file.")] = None,
-    raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
-) -> None:
-    """Print the operator reference of the standard library (as in docs/stdlib.md).
-
-    Example: sknd doc nn.conv   (or: sknd doc -o stdlib.md)"""
-    from skriptnd.cli.io import check_output_file, write_output
-    from skriptnd.semantics.docgen import render_target
-
-    check_output_file(output, "--output")
-    try:
-        text = render_target(target)
-    except LookupError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
-    if output is not None:
-        write_output(output, text, "--output")
-        typer.echo(f"wrote {output}", err=True)
-        return
-    if raw or not sys.stdout.isatty():
-        sys.stdout.write(text)
-        return
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    Console().print(Markdown(text))
-
-
-@app.command()
-def lsp() -> None:
-    """Run the SkriptND language server over stdin/stdout (for editors).
-
-    Example: configure your editor's LSP client to start the command: sknd lsp"""
-    from skriptnd.lsp.server import main as serve
-
-    serve()
-
-
-app.command("compose")(cli_graph.compose_command)
-app.command("run")(cli_graph.run_command)
-app.command("bench")(cli_bench.bench_command)
-app.command("export")(export_command)
-app.command("import")(import_command)
-
-
-@app.command()
-def version() -> None:
-    """Print the skriptnd version (as sknd --version does).
-
-    Example: sknd version"""
-    typer.echo(__version__)
-
-
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
-    from skriptnd.deepstack import Terminated, call_with_deep_stack
 
     def terminate(_signum: int, _frame: object) -> None:
         raise Terminated

@@ -8,29 +8,41 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
+import numpy as np
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-from skriptnd.cli.graph import (
+from skriptnd import backends
+from skriptnd.backends import Options, reporting_compiles
+from skriptnd.backends.bench import DEVIATION_LIMIT, REFERENCE, Report, bench
+from skriptnd.cli.backend import CompileLine, check_device
+from skriptnd.cli.inputs import random_input
+from skriptnd.cli.loading import compose_graph, load_model
+from skriptnd.cli.options import (
     AttribOpt,
+    Color,
+    ColorOpt,
     DeviceOpt,
     GraphOpt,
     IreeFlagOpt,
     ModelArg,
     NoVerifyOpt,
-    _color,
-    _random_input,
-    fail,
-    load_and_compose,
+    RandomWeightsOpt,
+    SeedOpt,
+    colour,
     parse_attribs,
 )
+from skriptnd.cli.report import fail
+from skriptnd.compose.ir import Graph
+from skriptnd.diagnostics import DiagnosticError
 
-if TYPE_CHECKING:
-    import numpy as np
 
-
-def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
+def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                   via: Annotated[str, typer.Option("--via", help="Comma-separated backends to time (skriptnd."
                                                    "backends: numpy, kernels, lower, iree, onnxruntime).")]
                   = "numpy,iree",
@@ -46,9 +58,8 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                                                             "the reference of the ratios.")] = None,
                   rounds: Annotated[int, typer.Option("--rounds", min=1, help="Interleaved rounds (each: one "
                                                       "untimed and 3 timed runs per backend).")] = 10,
-                  random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for "
-                                                               "variables without tensor files.")] = False,
-                  seed: Annotated[int, typer.Option("--seed")] = 0,
+                  random_weights: RandomWeightsOpt = False,
+                  seed: SeedOpt = 0,
                   target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for.")]
                   = None,
                   iree_flag: IreeFlagOpt = None,
@@ -58,15 +69,8 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
                                                       "or fails.")] = False,
                   device: DeviceOpt = None,
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
-                  color: Annotated[str, typer.Option("--color")] = "auto") -> None:
+                  color: ColorOpt = Color.auto) -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime)."""
-    import numpy as np
-
-    from skriptnd import backends
-    from skriptnd.backends import Options
-    from skriptnd.backends.bench import REFERENCE
-    from skriptnd.diagnostics import DiagnosticError
-
     names = [v.strip() for v in via.split(",") if v.strip()]
     try:
         names = [backends.canonical(v) for v in names]
@@ -78,18 +82,18 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
         raise typer.BadParameter(f"no such file: {onnx}", param_hint="--onnx")
     if onnx is not None and compare is None:
         compare = REFERENCE
-    colour = _color(color)
-    from skriptnd.cli.io import check_device
-
     device = check_device(device, names, target)
-    composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
+    attribs = parse_attribs(attrib)
+    colours = colour(color)
+    model = load_model(path, colours)
+    composed = compose_graph(model, graph, attribs, colours, random_weights=random_weights, seed=seed)
     rng = np.random.default_rng(seed)
-    inputs = {t.name: _random_input(rng, t) for t in composed.inputs}
+    inputs = {t.name: random_input(rng, t) for t in composed.inputs}
     try:
         report = _run(composed, names, inputs, threads, compare, onnx, rounds, Options(target=target,
                       flags=tuple(iree_flag or ()), verify=not no_verify, device=device), str(path), as_json)
     except DiagnosticError as err:
-        fail(err.diagnostics, None, colour)
+        fail(err.diagnostics, None, colours)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
@@ -98,14 +102,9 @@ def bench_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = No
         raise typer.Exit(1)
 
 
-def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: int | None, compare: str | None,
-         onnx: Path | None, rounds: int, options: Any, model: str, quiet: bool) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from skriptnd.backends import reporting_compiles
-    from skriptnd.backends.bench import bench
-    from skriptnd.cli.io import CompileLine
-
+def _run(graph: Graph, names: list[str], inputs: dict[str, np.ndarray], threads: int | None, compare: str | None,
+         onnx: Path | None, rounds: int, options: Options, model: str, quiet: bool) -> Report:
+    """The benchmark, with a progress bar (and the compile as its description) on a terminal."""
     kwargs = dict(threads=threads, reference=compare, onnx_file=str(onnx) if onnx else None, rounds=rounds,
                   options=options, model=model)
     if quiet or not sys.stderr.isatty():
@@ -126,13 +125,8 @@ def _run(graph: Any, names: list[str], inputs: dict[str, np.ndarray], threads: i
             return bench(graph, names, inputs, progress=update, **kwargs)
 
 
-def _show(report: Any) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from skriptnd.backends.bench import DEVIATION_LIMIT
-
+def _show(report: Report) -> None:
+    """The machine and BLAS settings that decide the numbers, then the latency table and what went wrong."""
     compare = report.reference
     env = report.environment
     console = Console(width=None if sys.stdout.isatty() else 140)  # files and pipes: no wrapped table

@@ -11,46 +11,66 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 import typer
 
+from skriptnd.cli.io import check_output_file, write_output
+from skriptnd.cli.loading import compose_graph, load_model
+from skriptnd.cli.options import (
+    AttribOpt,
+    Color,
+    ColorOpt,
+    GraphOpt,
+    ModelArg,
+    RandomWeightsOpt,
+    SeedOpt,
+    colour,
+    parse_attribs,
+)
+from skriptnd.cli.report import fail
+from skriptnd.compose.ir import Graph
+from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.onnx_export import save_onnx, to_onnx
+from skriptnd.tosa.integer.mlir import export_mlir
+from skriptnd.tosa.mlir.export import ExportError, to_flatbuffer, to_mlir
+from skriptnd.tosa.spirv import SpirvModule, asm_comments, disassemble
+from skriptnd.tosa.spirv import export as to_spirv
+
+if TYPE_CHECKING:  # onnx is imported only when exporting to it (skriptnd.interop.onnx_export)
+    from onnx import ModelProto
+
+#: What a format's producer returns: the file's text or bytes, or an onnx.ModelProto (saved by save_onnx,
+#: with an external data file beside it when large).
+Produced: TypeAlias = "str | bytes | ModelProto"
 
 
-def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
+def _tosa_mlir(composed: Graph, inline_constants: bool) -> tuple[str, str]:
     """The TOSA MLIR text and its profile: the integer graph for @quantize, else the fp32 graph."""
-    from skriptnd.tosa.integer.lower import has_quantization
-    from skriptnd.tosa.integer.mlir import export_mlir
-    from skriptnd.tosa.mlir.export import to_mlir
-
     if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.integer.lower)
         return export_mlir(composed)
     return to_mlir(composed, inline_constants=inline_constants), "pro_fp"
 
 
-def _onnx_model(composed: Any, opset: int) -> Any:
-    """The ONNX model of the composed graph (skriptnd.interop.onnx_export), checked by onnx.checker."""
-    from skriptnd.interop.onnx_export import to_onnx
-
+def _onnx_model(composed: Graph, opset: int) -> ModelProto:
+    """The ONNX model (an onnx.ModelProto) of the composed graph, checked by onnx.checker."""
     return to_onnx(composed, opset=opset)
 
 
-def export_command(
-    path: Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")],
+def command(
+    path: ModelArg,
     tosa_mlir: Annotated[Path | None, typer.Option("--tosa-mlir", help="Write TOSA 1.0 MLIR (generic form).")]
     = None,
     tosa_flatbuffer: Annotated[Path | None, typer.Option("--tosa-flatbuffer", help="Write a TOSA flatbuffer "
                                                          "(validated and serialized by tosa-opt).")] = None,
-    graph: Annotated[str | None, typer.Option("--graph", help="The graph to export (default: the first).")] = None,
-    attrib: Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value.")]
-    = None,
-    random_weights: Annotated[bool, typer.Option("--random-weights", help="Random values for variables "
-                                                 "without tensor files.")] = False,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    graph: GraphOpt = None,
+    attrib: AttribOpt = None,
+    random_weights: RandomWeightsOpt = False,
+    seed: SeedOpt = 0,
     inline_constants: Annotated[bool, typer.Option("--inline-constants", help="Write weights as dense<\"0x…\"> "
                                                    "literals instead of dense_resource blobs.")] = False,
-    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+    color: ColorOpt = Color.auto,
     onnx: Annotated[Path | None, typer.Option("--onnx", help="Write an ONNX model (weights as initializers; "
                                               "above 2 GB with an external data file OUT.data).")] = None,
     onnx_opset: Annotated[int, typer.Option("--onnx-opset", min=17, max=21,
@@ -78,39 +98,35 @@ def export_command(
     what ONNX cannot express is a located E0840-E0849 diagnostic.
 
     Example: sknd export models/digits --tosa-mlir digits.mlir"""
-    from skriptnd.cli.graph import _color, fail, load_and_compose, parse_attribs
-    from skriptnd.cli.io import check_output_file, write_output
-    from skriptnd.tosa.mlir.export import ExportError, to_flatbuffer
-
     #: (option, target file, producer of its contents); producers run in order and may share work.
-    wanted: list[tuple[str, Path, Callable[[], Any]]] = []
-    colour = _color(color)
-    memo: dict[str, Any] = {}
+    wanted: list[tuple[str, Path, Callable[[], Produced]]] = []
+    colours = colour(color)
+    memo: dict[str, tuple[str, str] | SpirvModule] = {}
 
     def mlir() -> tuple[str, str]:
         if "tosa" not in memo:
             memo["tosa"] = _tosa_mlir(composed, inline_constants)
-        return memo["tosa"]
+        text = memo["tosa"]
+        assert isinstance(text, tuple)
+        return text
 
     if tosa_mlir is not None:
         wanted.append(("--tosa-mlir", tosa_mlir, lambda: mlir()[0]))
     if tosa_flatbuffer is not None:
         wanted.append(("--tosa-flatbuffer", tosa_flatbuffer, lambda: to_flatbuffer(*mlir())))
 
-    def spirv_module() -> Any:
+    def spirv_module() -> SpirvModule:
         if "spirv" not in memo:
-            from skriptnd.tosa.spirv import export
-
-            memo["spirv"] = export(composed)
-        return memo["spirv"]
+            memo["spirv"] = to_spirv(composed)
+        module = memo["spirv"]
+        assert isinstance(module, SpirvModule)
+        return module
 
     if spirv is not None:
         wanted.append(("--spirv", spirv, lambda: spirv_module().to_bytes()))
         wanted.append(("--spirv", spirv.with_name(spirv.name + ".constants.npz"),
                        lambda: spirv_module().constants_npz()))
     if spirv_asm is not None:
-        from skriptnd.tosa.spirv import asm_comments, disassemble
-
         wanted.append(("--spirv-asm", spirv_asm,
                        lambda: disassemble(spirv_module().to_bytes(), asm_comments(spirv_module()))))
     if onnx is not None:  # an onnx.ModelProto; saved by skriptnd.interop.onnx_export.save_onnx (atomic)
@@ -121,13 +137,15 @@ def export_command(
                                  param_hint="--tosa-mlir")
     for option, target, _produce in wanted:
         check_output_file(target, option)
-    composed = load_and_compose(path, graph, parse_attribs(attrib), False, random_weights, seed, colour)
-    produced: list[tuple[Path, Any]] = []
+    attribs = parse_attribs(attrib)
+    model = load_model(path, colours)
+    composed = compose_graph(model, graph, attribs, colours, random_weights=random_weights, seed=seed)
+    produced: list[tuple[Path, Produced]] = []
     for _option, target, produce in wanted:
         try:
             produced.append((target, produce()))
         except DiagnosticError as err:
-            fail(err.diagnostics, None, colour)
+            fail(err.diagnostics, None, colours)
         except (ExportError, subprocess.TimeoutExpired, OSError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1) from None
@@ -135,8 +153,6 @@ def export_command(
         if isinstance(data, str | bytes):
             write_output(target, data, option)
         else:  # an onnx.ModelProto: with an external data file beside it when large
-            from skriptnd.interop.onnx_export import save_onnx
-
             try:
                 save_onnx(data, target)
             except OSError as err:

@@ -1,15 +1,14 @@
 """Readable `--help`: value placeholders that say what to type instead of typer's Python types.
 
 Typer labels every option with its annotation (`<bool>` on a flag, `<list[str]>` on `--input`). The
-command group here relabels each command's parameters once, when the command is looked up, so the
-commands themselves (cli.py, cli_graph.py, cli_export.py) keep plain annotations: a flag gets no
-placeholder, known options a meaningful one (NAME=FILE, DIR, ...), others the upper-cased type.
+command group (skriptnd.cli.app.Commands) relabels each command's parameters once, when the command is
+looked up, so the command modules keep plain annotations: a flag gets no placeholder, known options a
+meaningful one (NAME=FILE, DIR, ...), others the upper-cased type.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from typer import _click as click  # typer vendors click (0.29+); these are the types its groups hand us
 from typer.core import TyperArgument, TyperGroup
 
 #: Placeholders by parameter name (the Python name of the option or argument).
@@ -26,37 +25,37 @@ COMMAND_PLACEHOLDERS = {
 _BY_TYPE = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT"}
 
 
-def _placeholder(param: Any, ctx: Any, command: str = "") -> str:
+def _placeholder(param: click.Parameter, ctx: click.Context, command: str = "") -> str:
     if (command, param.name) in COMMAND_PLACEHOLDERS:
         return COMMAND_PLACEHOLDERS[command, param.name]
     if param.name in PLACEHOLDERS:
         return PLACEHOLDERS[param.name]
-    label = param.display_type(ctx).strip("<>")
+    label = getattr(param, "display_type", lambda ctx: param.type.name)(ctx).strip("<>")
     return _BY_TYPE.get(label, label)
 
 
-def tidy(command: Any, ctx: Any) -> None:
+def tidy(command: click.Command, ctx: click.Context) -> None:
     """Give every parameter of command a placeholder (none for flags); idempotent."""
     if getattr(command, "_sknd_tidy", False):
         return
     for param in command.get_params(ctx):  # --help included
         if isinstance(param, TyperArgument) and param.metavar is None:
-            param.metavar = _placeholder(param, ctx, command.name)
+            param.metavar = _placeholder(param, ctx, command.name or "")
             param.display_type_rich = lambda ctx: None  # the name says it: no type column
         elif getattr(param, "metavar", 0) is None:
-            param.metavar = "" if getattr(param, "is_flag", False) else _placeholder(param, ctx, command.name)
+            param.metavar = "" if getattr(param, "is_flag", False) else _placeholder(param, ctx, command.name or "")
     command._sknd_tidy = True
 
 
 class TidyGroup(TyperGroup):
-    """The `sknd` command group: its commands' help shows placeholders, not Python types."""
+    """A command group whose commands' help shows placeholders, not Python types."""
 
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             tidy(command, ctx)
         return command
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         tidy(self, ctx)
         super().format_help(ctx, formatter)

@@ -2,43 +2,48 @@
 as a SkriptND model folder.
 
 The command picks the importer from a small registry (a predicate on the source path -> a function that
-imports it); importers are imported lazily, so a missing optional package is a clear message, and a
-new format is one entry in `IMPORTERS`.
+imports it); a new format is one entry in `IMPORTERS`. The importers load their third-party readers (onnx,
+nnef) only when they run, so a missing optional package is their clear message, not an import error here.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from skriptnd.diagnostics import DiagnosticError
+from skriptnd.cli.options import Color, ColorOpt, colour
+from skriptnd.diagnostics import DiagnosticError, print_diagnostics
+from skriptnd.interop.nnef_import import import_nnef
+from skriptnd.interop.onnx_import import import_onnx
 
 
-def _import_onnx(src: Path, out: Path, options: dict[str, Any]) -> tuple[Path, dict[str, str], list[str]]:
-    from skriptnd.interop.onnx_import import import_onnx
+@dataclass(frozen=True)
+class ImportOptions:
+    """The command's options that shape an import (ONNX only: NNEF 1.x has static shapes)."""
+    input_shapes: dict[str, list[int]]
+    fold_constants: bool
+    opset_upgrade: bool
 
-    result = import_onnx(src, out, input_shapes=options["input_shapes"], fold_constants=options["fold_constants"],
-                         opset_upgrade=options["opset_upgrade"])
+
+#: What an importer returns: the model folder written, the names it changed, the graph attributes it made.
+Imported = tuple[Path, dict[str, str], list[str]]
+
+
+def _import_onnx(src: Path, out: Path, options: ImportOptions) -> Imported:
+    result = import_onnx(src, out, input_shapes=options.input_shapes, fold_constants=options.fold_constants,
+                         opset_upgrade=options.opset_upgrade)
     return result.path, result.renamed, result.attribs
 
 
-def _import_nnef(src: Path, out: Path, options: dict[str, Any]) -> tuple[Path, dict[str, str], list[str]]:
-    try:
-        module = importlib.import_module("skriptnd.interop.nnef_import")
-    except ModuleNotFoundError as err:
-        if err.name and err.name.startswith("skriptnd"):
-            raise typer.BadParameter("NNEF 1.x import is not available in this version of skriptnd",
-                                     param_hint="SOURCE") from None
-        raise
-    if options["input_shapes"] or options["fold_constants"]:
+def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
+    if options.input_shapes or options.fold_constants:
         raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only")
-    return module.import_nnef(src, out), {}, []
+    return import_nnef(src, out), {}, []
 
 
 def _is_nnef(path: Path) -> bool:
@@ -49,7 +54,7 @@ def _is_nnef(path: Path) -> bool:
 class Importer:
     name: str
     accepts: Callable[[Path], bool]
-    run: Callable[[Path, Path, dict[str, Any]], tuple[Path, dict[str, str], list[str]]]
+    run: Callable[[Path, Path, ImportOptions], Imported]
 
 
 #: The formats `sknd import` reads, tried in order.
@@ -70,7 +75,7 @@ def parse_input_shapes(items: list[str] | None) -> dict[str, list[int]]:
     return shapes
 
 
-def import_command(
+def command(
     source: Annotated[Path, typer.Argument(help="MODEL.onnx, GRAPH.nnef or an NNEF 1.x folder.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write (must not exist "
                                          "or be empty).")],
@@ -80,7 +85,7 @@ def import_command(
                                                 "older than opset 13 up to it (default: on).")] = True,
     fold_constants: Annotated[bool, typer.Option("--fold-constants", help="Evaluate every constant subgraph "
                                                  "at import time.")] = False,
-    color: Annotated[str, typer.Option("--color", help="auto, always or never: colour diagnostics.")] = "auto",
+    color: ColorOpt = Color.auto,
 ) -> None:
     """Import an ONNX (or NNEF 1.x) model as a SkriptND model folder.
 
@@ -88,20 +93,16 @@ def import_command(
     one exists, node names as labels, explicit paddings) and the weights as
     NNEF tensor files. Nothing is written when the model cannot be imported;
     an unsupported model gets one diagnostic listing every missing operator."""
-    from skriptnd.cli.graph import _color
-    from skriptnd.diagnostics import print_diagnostics
-
-    colour = _color(color)
+    colours = colour(color)
     importer = next((i for i in IMPORTERS if i.accepts(source)), None)
     if importer is None:
         raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .nnef file or a "
                                  "folder with graph.nnef", param_hint="SOURCE")
-    options = {"input_shapes": parse_input_shapes(input_shape), "fold_constants": fold_constants,
-               "opset_upgrade": opset_upgrade}
+    options = ImportOptions(parse_input_shapes(input_shape), fold_constants, opset_upgrade)
     try:
         path, renamed, attribs = importer.run(source, output, options)
     except DiagnosticError as err:
-        print_diagnostics(err.diagnostics, lambda _path: None, color=colour)
+        print_diagnostics(err.diagnostics, lambda _path: None, color=colours)
         raise typer.Exit(1) from None
     for foreign, name in renamed.items():
         typer.echo(f"renamed {foreign!r} -> {name}", err=True)

@@ -11,16 +11,16 @@ range belongs to (an open buffer, else the file on disk, e.g. a standard module)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from lsprotocol import types
+from pygls.workspace import PositionCodec
 
 
 class Positions:
     """Converts with ``codec`` (pygls' PositionCodec for the negotiated encoding); ``lines_of(uri)``
     gives a document's lines, or None when it cannot be read (then positions pass unchanged)."""
 
-    def __init__(self, codec: Any, lines_of: Callable[[str], list[str] | None]) -> None:
+    def __init__(self, codec: PositionCodec, lines_of: Callable[[str], list[str] | None]) -> None:
         self.codec = codec
         self.lines_of = lines_of
 
@@ -31,8 +31,9 @@ class Positions:
         converted = self.codec.position_from_client_units(lines, types.Position(position.line, position.character))
         return types.Position(converted.line, converted.character)
 
-    def outgoing(self, uri: str, result: Any) -> Any:
-        """``result`` with its ranges (and those of nested locations, symbols, edits) in client units."""
+    def outgoing(self, uri: str, result: object) -> object:
+        """``result`` (any LSP result: a list, a location, a symbol, an edit...) with its ranges (and those of
+        nested locations, symbols, edits) in client units."""
         cache: dict[str, list[str] | None] = {}
 
         def lines(u: str) -> list[str] | None:
@@ -40,7 +41,7 @@ class Positions:
                 cache[u] = self.lines_of(u)
             return cache[u]
 
-        def convert(obj: Any, u: str) -> Any:
+        def convert(obj: object, u: str) -> object:
             if isinstance(obj, list):
                 return [convert(item, u) for item in obj]
             if isinstance(obj, types.Range):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import fields
-from typing import Any
+from typing import TypeVar
 
 from skriptnd.diagnostics import Diagnostic, Note, Severity
 from skriptnd.source import NO_SPAN, Span
@@ -25,6 +25,9 @@ from skriptnd.syntax import ast, parse_module
 from skriptnd.syntax.cache import cached_parse
 from skriptnd.syntax.parser import MAX_ERRORS
 from skriptnd.syntax.scan import mask
+
+#: An AST node, a tuple of them, or any other field value of a node (returned unchanged).
+T = TypeVar("T")
 
 __all__ = ["IncrementalParser", "shift_diagnostic", "shift_node", "split_pieces"]
 
@@ -63,8 +66,9 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def shift_node(value: Any, delta: int) -> Any:
-    """A copy of an AST (or tuple of nodes) with every span moved down by `delta` lines."""
+def shift_node(value: T, delta: int) -> T:
+    """A copy of an AST (or tuple of nodes) with every span moved down by `delta` lines; any other field
+    value (a name, a number, None) is returned as it is."""
     if isinstance(value, ast.Node):
         cls = type(value)
         new = object.__new__(cls)

@@ -32,6 +32,7 @@ from skriptnd.semantics.modules import LoadedModule, Program, load_program
 from skriptnd.semantics.scope import Scope
 from skriptnd.semantics.typecheck import build_scope
 from skriptnd.syntax import ast
+from skriptnd.syntax.scan import mask
 
 __all__ = ["MAX_FILE_BYTES", "Analysis", "Document", "Workspace", "model_root", "path_to_uri", "same_file", "uri_to_path"]
 
@@ -129,8 +130,6 @@ class Analysis:
         index = module.text_index() if module is not None and module.source is not None else None
         if index is not None and len(index.masked) == len(self.text):
             return index.masked
-        from skriptnd.syntax.scan import mask
-
         return mask(self.text)
 
     def lookup(self, name: str) -> ast.Definition | None:

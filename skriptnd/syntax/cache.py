@@ -3,7 +3,8 @@
 Parsing the standard library takes most of ``skriptnd.load`` (~0.4 s of LALR parsing for
 4,500 lines); unpickling its AST takes a sixth of that. An entry is keyed by the module's path
 (spans name it) and text, and by the parser itself (the package version and the text of the
-grammar, the AST classes and the tree transform), so a changed source or a changed parser never
+grammar, the AST classes and the tree transform in its three modules, with strings.py that splits
+string literals), so a changed source or a changed parser never
 reads a stale tree (source.py too: its spans are pickled in every tree). Only modules without
 diagnostics are stored. Entries are written atomically;
 any problem with the cache (unwritable directory, a corrupt entry) falls back to parsing.
@@ -26,7 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from skriptnd.resources import grammar_path
 from skriptnd.untrusted import private_dir, trusted_file, user_cache_root
+from skriptnd.version import __version__
 
 Parse = Callable[[str, str], tuple[Any, list[Any]]]
 
@@ -52,13 +55,10 @@ def load_entry(entry: Path) -> Any:
 
 @lru_cache(maxsize=1)
 def _parser_fingerprint() -> bytes:
-    from skriptnd.resources import grammar_path
-    from skriptnd.version import __version__
-
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
     for path in (grammar_path(), here / "ast.py", here.parent / "source.py", here / "transform.py",
-                 here / "parser.py"):
+                 here / "transform_base.py", here / "transform_exprs.py", here / "strings.py", here / "parser.py"):
         try:
             digest.update(Path(path).read_bytes())
         except OSError:
@@ -83,7 +83,7 @@ def cached_parse(text: str, path: str, parse: Parse) -> tuple[Any, list[Any]]:
     return tree, diagnostics
 
 
-def store(entry: Path, value: Any) -> None:
+def store(entry: Path, value: object) -> None:
     """Pickle value to entry atomically; a cache that cannot be written is only slower (also used
     by compose.check_cache)."""
     try:

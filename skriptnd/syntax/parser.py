@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import UnexpectedInput
 
 from skriptnd.diagnostics import Diagnostic
@@ -170,7 +170,7 @@ def _unshift(d: Diagnostic, inserted: list[tuple[int, int]]) -> Diagnostic:
     return Diagnostic(code=d.code, message=d.message, span=fixed, severity=d.severity, notes=d.notes, hint=d.hint)
 
 
-def _to_ast(tree: Any, path: str, text: str) -> tuple[Any, list[Diagnostic]]:
+def _to_ast(tree: Tree, path: str, text: str) -> tuple[Any, list[Diagnostic]]:
     transformer = ToAst(path, text, lambda src, line, col: _parse_field(src, line, col, path, transformer))
     try:
         node = transformer.transform(tree)

@@ -10,276 +10,51 @@ places where the grammar needs them: a select without `:` before a `:` (dangling
 `<` whose right operand would be lexed as the start of type arguments, a select or
 substitution as a range bound or an assertion with a message (for readability).
 
-Comments are kept (see `_CommentMap`): a comment that followed code on its line stays at the
-end of that item's (last) line; an own-line comment goes before the item that follows it, or
-at the end of its block; comments inside a multi-line expression move before the statement.
+Comments are kept where comment_layout.py places them; the precedence levels and the grammar's
+special cases come from precedence.py.
 """
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from skriptnd.syntax import ast
-from skriptnd.syntax.scan import mask
+from skriptnd.syntax.comment_layout import CommentMap, Container, flatten_gaps, module_comments
+from skriptnd.syntax.precedence import (
+    BINARY_LEVEL,
+    CHAIN,
+    EXPR,
+    POSTFIX,
+    RIGHT_ASSOC,
+    SELECT,
+    UNARY,
+    bar_join,
+    confusing_before_colon,
+    dangles,
+    dots_after,
+    fix_type_args,
+    level,
+    real_text,
+)
 from skriptnd.syntax.strings import quote
 
 WIDTH = 100
 INDENT = "    "
-
-# ---------------------------------------------------------------- precedence
-
-# Levels of the grammar's ladder (the comment above `?expr`), loosest first. `??` and `?:`
-# are rules of their own; the binary operators from `=>` to `*` form one flat chain grouped
-# by precedence in transform.py (its PRECEDENCE table uses the same numbers).
-EXPR = 0  # substitution `a[i] <- b` (right side: an expr)
-COALESCE = 1  # `a ?? b`, left-associative, right operand a select
-SELECT = 2  # `c ? a : b`, `c ? a`; condition a chain, branches selects
-IMPLIES, OR, XOR, AND, CMP, MINMAX, ADD, MUL = 4, 5, 6, 7, 8, 9, 10, 11
-UNARY, POWER, POSTFIX, ATOM = 12, 13, 14, 15
-CHAIN = IMPLIES  # the loosest level of the chain
-
-BINARY_LEVEL = {
-    "??": COALESCE, "=>": IMPLIES, "||": OR, "^": XOR, "&&": AND,
-    "<": CMP, "<=": CMP, ">": CMP, ">=": CMP, "==": CMP, "!=": CMP, "is": CMP, "in": CMP, ":=": CMP,
-    "<?": MINMAX, ">?": MINMAX, "+": ADD, "-": ADD, "*": MUL, "/": MUL, "\\": MUL, "%": MUL,
-    "**": POWER,
-}
-RIGHT_ASSOC = {"=>"}
-
-
-def level(e: ast.Expr) -> int:
-    """How tightly the printed form of e binds (higher binds tighter)."""
-    if isinstance(e, ast.Substitute):
-        return EXPR
-    if isinstance(e, ast.Select):
-        return SELECT
-    if isinstance(e, ast.Binary | ast.Fold):
-        return BINARY_LEVEL.get(e.op, EXPR)
-    if isinstance(e, ast.Unary):
-        return UNARY
-    if isinstance(e, ast.Call | ast.Subscript | ast.TensorAccess | ast.Property):
-        return POSTFIX
-    return ATOM
-
-
-def _right_spine(e: ast.Expr) -> list[ast.Expr]:
-    """e and the unparenthesised expressions printed at its right end, outermost first."""
-    out = [e]
-    while True:
-        if isinstance(e, ast.Select) and e.orelse is not None:
-            nxt, at = e.orelse, SELECT
-        elif isinstance(e, ast.Binary) and e.op == "??":
-            nxt, at = e.right, SELECT
-        elif isinstance(e, ast.Substitute):
-            nxt, at = e.replacement, EXPR
-        else:
-            return out
-        if level(nxt) < at:
-            return out
-        out.append(nxt)
-        e = nxt
-
-
-def _dangles(e: ast.Expr) -> bool:
-    """True when the printed e ends with a select that has no `:` branch (`c ? a`).
-
-    A `:` printed right after such an expression would be taken as its missing branch.
-    """
-    last = _right_spine(e)[-1]
-    return isinstance(last, ast.Select) and last.orelse is None
-
-
-def _confusing_before_colon(e: ast.Expr) -> bool:
-    """A select or substitution, which reads badly before a `:` (`c ? a : b: "msg"`)."""
-    return isinstance(e, ast.Substitute) or any(isinstance(s, ast.Select) for s in _right_spine(e))
-
-
-# `<` opens type arguments when followed by `T, U>` and `(`, `{` or `;` (grammar LT_TARGS).
-# The printer writes type arguments as `op<T>` and the less-than operator as ` < `.
-_FALSE_TARGS = re.compile(r"(?<= )<(?=\s*([A-Za-z_]\w*)\s*(?:,\s*[A-Za-z_]\w*\s*)*>\s*[({;])")
-_TRAILING_WORD = re.compile(r"[A-Za-z0-9_.]+$")
-
-
-def _fix_type_args(text: str) -> str:
-    """Parenthesise the name after a less-than that would be lexed as type arguments.
-
-    `a < b > (c)` and `[a < b, c > (d)]` would read as invocations `a<b>(c)`, `a<b, c>(d)`.
-    """
-    while True:
-        m = _FALSE_TARGS.search(mask(text))
-        if m is None:
-            return text
-        start, end = m.span(1)
-        text = f"{text[:start]}({text[start:end]}){text[end:]}"
-
-
-def _dots_after(text: str) -> str:
-    """`..` to write after text: spaced after a number (`1 ..`) or another `..` (`x + .. ..`)."""
-    if text.endswith("."):
-        return " .."
-    m = _TRAILING_WORD.search(text)
-    if m is not None and m.group()[0].isdigit():
-        return " .."
-    return ".."
-
-
-def _bar_join(*parts: str) -> str:
-    """Concatenate, separating two `|` that would otherwise lex as `||`."""
-    out = ""
-    for p in parts:
-        if out and p and out[-1] == "|" and p[0] == "|":
-            out += " "
-        out += p
-    return out
-
-
-def _real_text(e: ast.RealLit) -> str:
-    if e.text:
-        return e.text
-    text = repr(float(e.value))
-    if "." not in text and "e" not in text and "E" not in text:
-        text += ".0"
-    return text
-
-
-# ---------------------------------------------------------------- comments
-
-
-def _pos(span: Any) -> tuple[int, int]:
-    return (span.line, span.col)
-
-
-def _end(span: Any) -> tuple[int, int]:
-    return (span.end_line, span.end_col)
-
-
-def _sub_blocks(e: Any) -> list[ast.BlockExpr]:
-    """The block expressions printed on lines of their own within a statement."""
-    if isinstance(e, ast.Assign):
-        return _sub_blocks(e.value)
-    if isinstance(e, ast.BlockExpr):
-        return [e]
-    if isinstance(e, ast.IfExpr):
-        out: list[ast.BlockExpr] = []
-        for cond, then in e.branches:
-            out += _sub_blocks(cond) + _sub_blocks(then)
-        return out + _sub_blocks(e.orelse)
-    if isinstance(e, ast.LoopExpr):
-        return [b for part in (e.pre_cond, e.body, e.post_cond) if part is not None for b in _sub_blocks(part)]
-    return []
-
-
-def _layout_children(node: Any) -> list[Any]:
-    if isinstance(node, ast.Module):
-        return [*node.imports, *node.definitions]
-    if isinstance(node, ast.Definition):
-        return list(node.blocks)
-    if isinstance(node, ast.Block):
-        return list(node.items)
-    if isinstance(node, ast.BlockExpr):
-        return list(node.stmts)
-    if isinstance(node, tuple | list):
-        return list(node)
-    return []
-
-
-class _CommentMap:
-    """Where each comment goes, keyed by the id of the node it is printed with.
-
-    leading: own-line comments before the node, as (comment, blank line after it);
-    trailing: the comment at the end of the node's last line;
-    header: the comment after the `{` that opens a container;
-    end: comments at the end of a container, before its `}`.
-    """
-
-    def __init__(self) -> None:
-        self.leading: dict[int, list[tuple[ast.Comment, bool]]] = defaultdict(list)
-        self.trailing: dict[int, ast.Comment] = {}
-        self.header: dict[int, ast.Comment] = {}
-        self.end: dict[int, list[tuple[ast.Comment, bool]]] = defaultdict(list)
-        self.top: list[tuple[ast.Comment, bool]] = []
-
-    def place(self, container: Any, comments: Sequence[ast.Comment], header_line: int | None) -> None:
-        """Assign comments lying within container (a node or a tuple of nodes) to its items."""
-        children = _layout_children(container)
-        leading: dict[int, list[ast.Comment]] = defaultdict(list)
-        inner: dict[int, list[ast.Comment]] = defaultdict(list)
-        end: list[ast.Comment] = []
-        for c in sorted(comments, key=lambda c: _pos(c.span)):
-            p = _pos(c.span)
-            inside = next((ch for ch in children if _pos(ch.span) <= p < _end(ch.span)), None)
-            if inside is not None:
-                inner[id(inside)].append(c)
-                continue
-            before = [ch for ch in children if ch.span.end_line == c.span.line and _end(ch.span) <= p]
-            if before and id(before[-1]) not in self.trailing:
-                self.trailing[id(before[-1])] = c
-                continue
-            following = [ch for ch in children if _pos(ch.span) > p]
-            if (header_line is not None and c.span.line == header_line and id(container) not in self.header
-                    and (not following or following[0].span.line > c.span.line)
-                    and not any(_end(ch.span) <= p for ch in children)):
-                self.header[id(container)] = c
-                continue
-            if following:
-                leading[id(following[0])].append(c)
-            else:
-                end.append(c)
-        for ch in children:
-            if id(ch) in inner:
-                self._place_inside(ch, inner[id(ch)])
-            if id(ch) in leading:
-                self.leading[id(ch)] = _with_gaps(leading[id(ch)], ch.span.line) + self.leading[id(ch)]
-        if end:
-            self.end[id(container)] += _with_gaps(end, None)
-
-    def _place_inside(self, item: Any, comments: list[ast.Comment]) -> None:
-        if isinstance(item, ast.Definition | ast.Block | ast.BlockExpr):
-            self.place(item, comments, item.span.line)
-            return
-        blocks = _sub_blocks(item)
-        moved = []
-        within: dict[int, list[ast.Comment]] = defaultdict(list)
-        for c in comments:
-            p = _pos(c.span)
-            block = next((b for b in blocks if _pos(b.span) <= p < _end(b.span)), None)
-            if block is not None:
-                within[id(block)].append(c)
-            else:
-                moved.append(c)
-        for b in blocks:
-            if id(b) in within:
-                self.place(b, within[id(b)], b.span.line)
-        self.leading[id(item)] += [(c, False) for c in moved]
-
-
-def _with_gaps(comments: list[ast.Comment], next_line: int | None) -> list[tuple[ast.Comment, bool]]:
-    """Pair each comment with whether a blank line separated it from what followed it."""
-    out = []
-    for k, c in enumerate(comments):
-        following = comments[k + 1].span.line if k + 1 < len(comments) else next_line
-        if next_line is not None and following is not None and following > next_line:
-            following = next_line
-        out.append((c, following is not None and following - c.span.line > 1))
-    return out
 
 
 # ---------------------------------------------------------------- the printer
 
 
 class _Printer:
-    def __init__(self, comments: _CommentMap | None = None) -> None:
-        self.cm = comments or _CommentMap()
+    def __init__(self, comments: CommentMap | None = None) -> None:
+        self.cm = comments or CommentMap()
         self.string_depth = 0
 
     # ------------------------------------------------------------ expressions
 
     def top(self, e: ast.Expr) -> str:
         """A whole expression (as at the start rule `expr`)."""
-        return _fix_type_args(self.x(e))
+        return fix_type_args(self.x(e))
 
     def x(self, e: ast.Expr, min_level: int = EXPR) -> str:
         """e printed where an expression binding at least as tightly as min_level is expected."""
@@ -296,7 +71,7 @@ class _Printer:
         return str(e.value)
 
     def _RealLit(self, e: ast.RealLit) -> str:
-        return _real_text(e)
+        return real_text(e)
 
     def _BoolLit(self, e: ast.BoolLit) -> str:
         return "true" if e.value else "false"
@@ -369,7 +144,7 @@ class _Printer:
     def before_colon(self, e: ast.Expr, min_level: int = EXPR, readable: bool = False) -> str:
         """e followed by `:`: parenthesised if it ends with `c ? a` (or, when readable, any select)."""
         text = self.x(e, min_level)
-        if level(e) >= min_level and (_dangles(e) or (readable and _confusing_before_colon(e))):
+        if level(e) >= min_level and (dangles(e) or (readable and confusing_before_colon(e))):
             return f"({text})"
         return text
 
@@ -396,7 +171,7 @@ class _Printer:
 
     def _Expand(self, e: ast.Expand) -> str:
         value = self.x(e.value)
-        out = value + _dots_after(value)
+        out = value + dots_after(value)
         return out if e.count is None else f"{out}({self.x(e.count)})"
 
     def _Range(self, e: ast.Range) -> str:
@@ -414,9 +189,9 @@ class _Printer:
 
     def _Bounded(self, e: ast.Bounded) -> str:
         if e.low is None or e.high is None:
-            return _bar_join("|", self.x(e.value), "|")
+            return bar_join("|", self.x(e.value), "|")
         low = self.before_colon(e.low, readable=True)
-        return _bar_join("|", f"{self.x(e.value)} <> {low} : {self.x(e.high)}", "|")
+        return bar_join("|", f"{self.x(e.value)} <> {low} : {self.x(e.high)}", "|")
 
     def _Subscript(self, e: ast.Subscript) -> str:
         return f"{self.x(e.value, POSTFIX)}[{self.index(e.index)}]"
@@ -448,11 +223,11 @@ class _Printer:
     def pack(self, p: ast.PackSpec | None, after: str) -> str:
         if p is None:
             return ""
-        dots = _dots_after(after)
+        dots = dots_after(after)
         if p.length is None:
             return dots
         length = self.x(p.length)
-        return f"{dots}({_bar_join(length, '|', self.x(p.bound)) if p.bound is not None else length})"
+        return f"{dots}({bar_join(length, '|', self.x(p.bound)) if p.bound is not None else length})"
 
     def type_spec(self, t: ast.TypeSpec) -> str:
         out = ("optional " if t.optional else "") + t.name
@@ -466,7 +241,7 @@ class _Printer:
         out = ".." if s.distinct else ""
         out += "~" if s.value is None else self.x(s.value)
         if s.bound is not None:
-            out = _bar_join(out, "|", self.x(s.bound))
+            out = bar_join(out, "|", self.x(s.bound))
         return out + self.pack(s.pack, out)
 
     def lvalue(self, lv: ast.LValue) -> str:
@@ -486,7 +261,7 @@ class _Printer:
 
     # ------------------------------------------------------------ layout helpers
 
-    def comment_lines(self, node: Any, ind: str, key: str = "leading") -> list[str]:
+    def comment_lines(self, node: Container, ind: str, key: str = "leading") -> list[str]:
         entries = (self.cm.leading if key == "leading" else self.cm.end).get(id(node), ())
         lines: list[str] = []
         for k, (c, blank) in enumerate(entries):
@@ -495,19 +270,19 @@ class _Printer:
                 lines.append("")
         return lines
 
-    def trailing(self, node: Any) -> str:
+    def trailing(self, node: Container) -> str:
         c = self.cm.trailing.get(id(node))
         return "" if c is None else "  " + c.text
 
-    def header(self, node: Any) -> str:
+    def header(self, node: Container) -> str:
         c = self.cm.header.get(id(node))
         return "" if c is None else "  " + c.text
 
-    def item_lines(self, node: Any, ind: str, text: str) -> list[str]:
+    def item_lines(self, node: Container, ind: str, text: str) -> list[str]:
         """Leading comments, then ind + text (possibly multi-line), then the trailing comment."""
         return [*self.comment_lines(node, ind), ind + text + self.trailing(node)]
 
-    def braces(self, node: Any, head: str, lines: list[str], ind: str) -> str:
+    def braces(self, node: Container, head: str, lines: list[str], ind: str) -> str:
         """`head {` + lines + `}` (the lines already indented), with header and end comments."""
         lines = lines + self.comment_lines(node, ind + INDENT, "end")
         hdr = self.header(node)
@@ -519,10 +294,10 @@ class _Printer:
 
     def stmt(self, s: ast.Stmt, ind: str) -> str:
         if isinstance(s, ast.Yield):
-            return _fix_type_args("yield " + ", ".join(self.x(v) for v in s.values) + ";")
+            return fix_type_args("yield " + ", ".join(self.x(v) for v in s.values) + ";")
         if isinstance(s, ast.Assign):
             head = ", ".join(self.lvalue(t) for t in s.targets) + " = "
-            return _fix_type_args(head + self.rhs(s.value, ind, len(ind) + len(head)) + ";")
+            return fix_type_args(head + self.rhs(s.value, ind, len(ind) + len(head)) + ";")
         raise TypeError(f"cannot print {type(s).__name__} as a statement")
 
     def stmt_lines(self, stmts: Iterable[ast.Stmt], ind: str) -> list[str]:
@@ -629,11 +404,11 @@ class _Printer:
 
     # ------------------------------------------------------------ declarations
 
-    def decl(self, d: Any, ind: str) -> str:
+    def decl(self, d: ast.Node, ind: str) -> str:
         if isinstance(d, ast.Stmt):
             return self.stmt(d, ind)
         method = getattr(self, "_decl_" + type(d).__name__)
-        return _fix_type_args(method(d, ind))
+        return fix_type_args(method(d, ind))
 
     def _decl_DtypeDecl(self, d: ast.DtypeDecl, ind: str) -> str:
         return f"{d.name}: {d.base}" + ("" if d.default is None else f" = {d.default}") + ";"
@@ -690,7 +465,7 @@ class _Printer:
             else self.x(d.target, POSTFIX)
         main = f"{target} {d.op} {self.x(d.value)}"
         bounds = ", ".join(self.loop_bound(b) for b in d.bounds)
-        cond = "" if d.condition is None else _bar_join("| ", self.x(d.condition))
+        cond = "" if d.condition is None else bar_join("| ", self.x(d.condition))
         tail = (", " + bounds if bounds else "") + (" " + cond if cond else "") + ";"
         flat = " ".join(p for p in (prefix, with_, main) if p) + tail
         if len(ind) + len(flat) <= WIDTH:
@@ -703,7 +478,7 @@ class _Printer:
             for k, a in enumerate(d.locals):
                 last = k + 1 == len(d.locals)
                 text = self.value(a.value, len(inner) + len(a.name) + 3, 1)
-                if last and _dangles(a.value):
+                if last and dangles(a.value):
                     text = f"({text})"
                 lines.append(f"{inner}{a.name} = {text}" + (":" if last else ","))
         elif head:
@@ -735,7 +510,7 @@ class _Printer:
         return self.braces(d, head, self.block_lines(d.blocks, INDENT), "")
 
     def module(self, m: ast.Module) -> str:
-        out: list[str] = [c.text if c else "" for c in _flatten_gaps(self.cm.top)]
+        out: list[str] = [c.text if c else "" for c in flatten_gaps(self.cm.top)]
         head: list[str] = []
         if m.version is not None:
             head.append(f"version {m.version[0]}.{m.version[1]};")
@@ -758,41 +533,13 @@ class _Printer:
         return text + "\n" if text else ""
 
 
-def _flatten_gaps(entries: list[tuple[ast.Comment, bool]]) -> list[ast.Comment | None]:
-    out: list[ast.Comment | None] = []
-    for c, blank in entries:
-        out.append(c)
-        if blank:
-            out.append(None)
-    return out
-
 
 # ---------------------------------------------------------------- entry points
 
 
-def _module_comments(m: ast.Module) -> _CommentMap:
-    cm = _CommentMap()
-    if not m.comments:
-        return cm
-    items = [*m.imports, *m.definitions]
-    comments = sorted(m.comments, key=lambda c: _pos(c.span))
-    first = min((_pos(i.span) for i in items), default=None)
-    top: list[ast.Comment] = []
-    rest: list[ast.Comment] = []
-    for c in comments:
-        before_first = first is None or _pos(c.span) < first
-        if before_first and (m.version is not None or m.extensions) and c.span.line < m.span.line:
-            top.append(c)
-        else:
-            rest.append(c)
-    cm.top = _with_gaps(top, m.span.line)
-    cm.place(m, rest, None)
-    return cm
-
-
 def format_module(module: ast.Module) -> str:
     """The canonical text of a module, comments included."""
-    return _Printer(_module_comments(module)).module(module)
+    return _Printer(module_comments(module)).module(module)
 
 
 def format_expr(expr: ast.Expr) -> str:
@@ -800,7 +547,7 @@ def format_expr(expr: ast.Expr) -> str:
     return _Printer().top(expr)
 
 
-def format_fragment(node: Any, start: str, comments: Sequence[ast.Comment] = ()) -> str:
+def format_fragment(node: Container, start: str, comments: Sequence[ast.Comment] = ()) -> str:
     """Text for a fragment parsed with one of the parser's start rules.
 
     start: module (an ast.Module), blocks (a tuple of ast.Block), compose_body (a tuple of
@@ -809,7 +556,7 @@ def format_fragment(node: Any, start: str, comments: Sequence[ast.Comment] = ())
     """
     if start == "module":
         return format_module(node)
-    cm = _CommentMap()
+    cm = CommentMap()
     p = _Printer(cm)
     if start == "expr":
         lines = [c.text for c in comments] + [p.top(node)]
@@ -833,4 +580,4 @@ def format_fragment(node: Any, start: str, comments: Sequence[ast.Comment] = ())
 
 def format_type(spec: ast.TypeSpec) -> str:
     """A type specification as written in a declaration: `optional real[s..(d), n]..(k)`."""
-    return _fix_type_args(_Printer().type_spec(spec))
+    return fix_type_args(_Printer().type_spec(spec))

@@ -1,0 +1,138 @@
+"""`sknd compose`: a model's graph composed and printed (text, JSON, dot or a picture), its TOSA coverage
+(`--tosa`), or the operation each of its operations becomes on a target (`--target nnapi|mli|tosa`,
+rendered by skriptnd.targets.table)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from skriptnd.cli.io import check_output_file, write_output
+from skriptnd.cli.loading import compose_graph, load_model
+from skriptnd.cli.options import AttribOpt, Color, ColorOpt, GraphOpt, ModelArg, colour, parse_attribs
+from skriptnd.compose.ir import Graph
+from skriptnd.compose.quantization import has_quantization
+from skriptnd.compose.render import to_dot, to_json_text, to_text
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.execute import KERNELS
+from skriptnd.targets import targets
+from skriptnd.targets.table import print_table, to_json
+from skriptnd.tosa.integer.lower import lower_quantized
+from skriptnd.tosa.legalize import coverage
+
+
+class GraphFormat(StrEnum):
+    text = "text"
+    json = "json"
+    dot = "dot"
+
+
+def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
+            format: Annotated[GraphFormat, typer.Option("--format", help="text, json or dot")] = GraphFormat.text,
+            decompose_all: Annotated[bool, typer.Option("--decompose-all",
+                                                        help="Decompose down to @lower primitives.")] = False,
+            output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file; a "
+                                                        ".png/.svg/.pdf with --format dot is rendered by "
+                                                        "graphviz when installed.")] = None,
+            tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA and which "
+                                               "run a native kernel or @lower.")] = False,
+            target: Annotated[str | None, typer.Option("--target", help="nnapi, mli or tosa: the target "
+                                                       "operation of each operation, or why none (with "
+                                                       "--format json for tools).")] = None,
+            color: ColorOpt = Color.auto) -> None:
+    """Compose a model's graph and print it.
+
+    Example: sknd compose models/digits --attrib batch=4 --format dot -o digits.svg"""
+    check_output_file(output, "--output")
+    if target is not None:
+        _known_target(target)
+    if target is not None and format is GraphFormat.dot:
+        raise typer.BadParameter("--target prints a table (text) or JSON", param_hint="--format")
+    attribs = parse_attribs(attrib)
+    colours = colour(color)
+    model = load_model(path, colours)
+    composed = compose_graph(model, graph, attribs, colours, decompose=decompose_all, random_weights=True)
+    if target is not None:
+        _target_table(composed, target, format, output)
+    elif tosa:
+        _tosa_coverage(composed)
+    else:
+        _write_graph(composed, format, output)
+
+
+def _known_target(name: str) -> None:
+    """A usage error (exit 2) for an unknown target name, before anything is composed."""
+    if name not in targets():
+        raise typer.BadParameter(f"choose one of {', '.join(sorted(targets()))}", param_hint="--target")
+
+
+def _target_table(graph: Graph, target: str, fmt: GraphFormat, output: Path | None) -> None:
+    """The mapping table on stdout, or JSON (``--format json``, or to ``output``, written atomically)."""
+    if fmt is GraphFormat.json or output is not None:
+        text = to_json(graph, target)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_output(output, text, "--output")
+            typer.echo(f"wrote {output}", err=True)
+        return
+    print_table(graph, target)
+
+
+def _write_graph(composed: Graph, format: GraphFormat, output: Path | None) -> None:
+    """The graph as text, JSON or dot on stdout or to output; a picture through graphviz's `dot`."""
+    text = {GraphFormat.text: to_text, GraphFormat.json: to_json_text, GraphFormat.dot: to_dot}[format](composed)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    if format is GraphFormat.dot and output.suffix in (".png", ".svg", ".pdf"):
+        dot = shutil.which("dot")
+        if dot is None:
+            fallback = output.with_suffix(".dot")
+            write_output(fallback, text, "--output")
+            typer.echo(f"graphviz is not installed: wrote {fallback} instead of a picture", err=True)
+            return
+        rendered = subprocess.run([dot, f"-T{output.suffix[1:]}"], input=text.encode(), capture_output=True)
+        if rendered.returncode != 0:
+            typer.echo(f"graphviz failed: {rendered.stderr.decode(errors='replace').strip()}", err=True)
+            raise typer.Exit(1)
+        write_output(output, rendered.stdout, "--output")
+    else:
+        write_output(output, text, "--output")
+    typer.echo(f"wrote {output}", err=True)
+
+
+def _tosa_coverage(graph: Graph) -> None:
+    """Which operations map to TOSA and which fall back (a native kernel or @lower), and for @quantize
+    whether the integer TOSA graph that `sknd run` prefers can be built."""
+    rows = coverage(graph)
+    table = Table(title=f"TOSA coverage of graph {graph.name}")
+    for col in ("operation", "label", "TOSA", "rule or reason"):
+        table.add_column(col)
+    for op, ok, reason in rows:
+        fallback = "native kernel" if op.op in KERNELS else "@lower"
+        table.add_row(op.op, escape(op.label), "yes" if ok else f"no: {fallback}", escape(reason),
+                      style=None if ok else "yellow")
+    console = Console()
+    console.print(table)
+    done = sum(ok for _, ok, _ in rows)
+    console.print(f"{done} of {len(rows)} operations map to TOSA; {len(rows) - done} fall back to a native "
+                  "kernel or @lower")
+    if has_quantization(graph):  # what `sknd run` runs by default for it: the integer graph
+        try:
+            integer = lower_quantized(graph)
+        except DiagnosticError as err:
+            console.print(f"@quantize: no integer TOSA graph ({escape(err.diagnostics[0].message)}); "
+                          "sknd run uses fake quantization")
+            return
+        console.print(f"@quantize: runs as an integer TOSA graph of {len(integer.ops)} operations "
+                      f"({', '.join(sorted({o.name for o in integer.ops}))})")

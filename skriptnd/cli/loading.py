@@ -1,0 +1,29 @@
+"""The model commands' first two steps, each a function a command calls in order: load the model folder
+(read and checked by skriptnd.model), then compose one graph of it. A failure of either prints its located
+diagnostics and exits 1, so a command's body reads as a straight line of steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skriptnd.cli.report import fail
+from skriptnd.compose.ir import Graph
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.model import Model, load
+
+
+def load_model(path: Path, color: bool | None) -> Model:
+    """The model folder (or main .sknd file) at path, parsed, resolved and checked."""
+    try:
+        return load(path)
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, color)
+
+
+def compose_graph(model: Model, graph: str | None, attribs: dict[str, object], color: bool | None, *,
+                  decompose: bool = False, random_weights: bool = False, seed: int = 0) -> Graph:
+    """One graph of the model composed for these attribute values (its variables read when it first runs)."""
+    try:
+        return model.compose(graph, attribs, decompose=decompose, random_weights=random_weights, seed=seed)
+    except DiagnosticError as err:
+        fail(err.diagnostics, model, color)
