@@ -107,7 +107,7 @@ def assert_runs_like_sknd(graph: object, program: TosaProgram, exact: bool, name
     """``program`` (read from a module) computes what ``sknd run`` computes for ``graph`` (outputs in order;
     ``named``: the module's interface names are the graph's input/output names)."""
     inputs = graph_inputs(graph)
-    expected = graph.run(inputs)
+    expected = skriptnd.run(graph, inputs)
     got = program.run(module_inputs(graph, inputs))
     if named:
         assert program.input_names == [t.name for t in graph.inputs]

@@ -1,4 +1,4 @@
-"""What a backend is: a named way to run a composed graph (`sknd run --via NAME`, `Graph.run(backend=...)`).
+"""What a backend is: a named way to run a composed graph (`sknd run --via NAME`, `skriptnd.run(graph, inputs, backend=...)`).
 
 A :class:`Backend` prepares a graph once into a :class:`Runner` (compiling, loading weights, building the
 execution plan) and the runner then runs it on inputs any number of times; the registry

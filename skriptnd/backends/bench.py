@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import Options, canonical, get, prepare
-from skriptnd.backends.base import Runner
+from skriptnd.backends.base import Options, Runner
 from skriptnd.backends.iree_devices import parse as parse_device
+from skriptnd.backends.registry import canonical, get, prepare
+from skriptnd.backends.via_onnxruntime import OnnxRuntimeRunner
+from skriptnd.diagnostics import DiagnosticError
 
 REFERENCE = "onnxruntime"
 
@@ -161,8 +163,6 @@ class OnnxFileRunner(Runner):
     """The onnxruntime reference from a supplied .onnx file (inputs and outputs matched by position)."""
 
     def __init__(self, graph: Any, path: str, threads: int | None) -> None:
-        from skriptnd.backends.via_onnxruntime import OnnxRuntimeRunner
-
         self._runner = OnnxRuntimeRunner(graph, path, threads, [f"onnxruntime on {path}"])
         self.plan = self._runner.plan
 
@@ -236,8 +236,6 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
                     runner = prepare(graph, *entry)
                 out = runner.run(inputs)
             except Exception as err:  # a backend that cannot run this graph is a row with its reason
-                from skriptnd.diagnostics import DiagnosticError
-
                 message = err.diagnostics[0].message if isinstance(err, DiagnosticError) else str(err)
                 results[name] = Result(name, None, error=f"{type(err).__name__}: {message}"[:500])
                 continue

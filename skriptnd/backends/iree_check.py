@@ -32,6 +32,9 @@ import numpy as np
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.tosa.integer.lower import to_mlir
+from skriptnd.tosa.legalize import run_subgraph
+from skriptnd.tosa.program.build import Program
 
 register_codes({"E0785": "compiled module disagrees with the numpy backend"})
 
@@ -232,8 +235,6 @@ class ProgramCheck:
 
     def prefix(self, k: int) -> Any:
         """The program computing operator ``k``'s value: the operators it needs, their constants."""
-        from skriptnd.tosa.program.build import Program
-
         ops = self.program.ops
         keep = _ancestors(ops, ops[k].output)
         used = {i for j in keep for i in ops[j].inputs}
@@ -268,17 +269,12 @@ class IntegerCheck:
             self.steps.append(float(np.max(qv.qp.scale)) if qv is not None and qv.qp is not None else None)
 
     def reference(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        from skriptnd.tosa.legalize import run_subgraph
-
         return [np.asarray(a) for a in run_subgraph(self.sg, arrays)]
 
     def candidates(self, output: int) -> list[int]:
         return _ancestors(self.sg.ops, self.sg.outputs[output])
 
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        from skriptnd.tosa.integer.lower import to_mlir
-        from skriptnd.tosa.legalize import run_subgraph
-
         value = self.sg.ops[k].output
         (expected,) = run_subgraph(self.integer.subgraph([value]), arrays)
         (got,) = self.compile(to_mlir(self.integer, outputs=[value]))(arrays)

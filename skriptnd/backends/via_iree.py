@@ -2,7 +2,7 @@
 ``Options.target`` names another CPU or a target triple), or for a GPU (``Options.device``: cuda, vulkan,
 hip; skriptnd.backends.iree_devices), and run by the IREE runtime.
 
-A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
+A float graph is planned as for the numpy backend (skriptnd.backends.tosa_programs): batch norms folded, and
 every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
 (filters re-laid out once, NCHW ↔ NHWC transpose pairs cancelled). Each program is written as TOSA MLIR
 (skriptnd.tosa.mlir.program) and compiled into one IREE module; a fully legalizing graph is one module.
@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import iree_devices, register
+from skriptnd.backends import iree_devices
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
-from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
+from skriptnd.backends.iree_cache import MODULE, PARAMS, cache_root, content_key, lookup_or_build
 from skriptnd.backends.iree_check import (
     RELATIVE,
     IntegerCheck,
@@ -42,9 +43,22 @@ from skriptnd.backends.iree_check import (
     write_verdict,
 )
 from skriptnd.backends.iree_defaults import DATA_TILING, default_flags
+from skriptnd.backends.registry import register
+from skriptnd.backends.tosa_programs import PROGRAM_OP, TosaKernels, compile_segments
+from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.execute.executor import KERNELS
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN
+from skriptnd.tosa.integer import lower as quantized
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.legalize.tensor import conv_for_compilers
+from skriptnd.tosa.mlir import export
+from skriptnd.tosa.mlir import program as program_mlir
+from skriptnd.tosa.mlir import regions as mlir_regions
+from skriptnd.tosa.mlir.program import NotCompilable, check_compilable, program_to_mlir
+from skriptnd.tosa.program import patch_matmul as conv_as_matmul
+from skriptnd.tosa.program.patch_matmul import convs_as_matmuls
 
 #: The input flag of every compilation.
 INPUT_FLAGS = ("--iree-input-type=tosa",)
@@ -137,8 +151,6 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
 
 def graph_mlir(graph: Any) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
-    from skriptnd.tosa.integer import lower as quantized
-
     try:
         integer = quantized.lower_quantized(graph)
     except DiagnosticError as err:
@@ -152,8 +164,6 @@ def _compile(mlir: str, flags: list[str], folder: Any, label: str = "", hint: st
     to the caller's status line (base.compile_status) about every :data:`STATUS_INTERVAL` seconds. A failure
     is E0782 with the compiler's ``error:`` lines, its whole stderr (often megabytes of MLIR dump) written to
     ``log``."""
-    from skriptnd.backends.iree_cache import MODULE, PARAMS
-
     source = os.path.join(folder, "model.mlir")
     with open(source, "w", encoding="utf-8") as f:
         f.write(mlir)
@@ -223,8 +233,6 @@ def compiler_errors(stderr: str) -> str:
 
 def compile_log(options: Options, key: str) -> Path:
     """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
-    from skriptnd.backends.iree_cache import cache_root
-
     return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
 
 
@@ -288,11 +296,6 @@ class ProgramSource:
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
 
-        from skriptnd.tosa.mlir import export
-        from skriptnd.tosa.mlir import program as program_mlir
-        from skriptnd.tosa.mlir import regions as mlir_regions
-        from skriptnd.tosa.program import patch_matmul as conv_as_matmul
-
         for module in (program_mlir, export, mlir_regions, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
@@ -303,9 +306,6 @@ class ProgramSource:
             yield memoryview(a.reshape(-1).view(np.uint8))
 
     def mlir(self) -> str:
-        from skriptnd.tosa.mlir.program import program_to_mlir
-        from skriptnd.tosa.program.patch_matmul import convs_as_matmuls
-
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
         return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment,
                                bool_as_i8=True)
@@ -329,8 +329,6 @@ class IreeModule:
     def __init__(self, source: ProgramSource | TextSource | str, options: Options, label: str = "",
                  load: bool = True, ops: int | None = None) -> None:
         import iree.runtime as rt
-
-        from skriptnd.backends.iree_cache import cache_root, content_key, lookup_or_build
 
         if isinstance(source, str):
             source = TextSource(source)
@@ -530,14 +528,11 @@ def _run_module(op: Any, args: list[Any]) -> list[Any]:
 
 class IreeKernels:
     """The kernel mapping of the iree backend on skriptnd's Executor: at plan time, every run of operations
-    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.execute.tosa_backend), and
+    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.backends.tosa_programs), and
     each program is written as MLIR and compiled by IREE (one module per run); what does not legalize or
     compile runs on numpy (native kernels, else @lower) and the plan says so."""
 
     def __init__(self, options: Options, graph_name: str = "", load: bool = True) -> None:
-        from skriptnd.execute.executor import KERNELS
-        from skriptnd.execute.tosa_backend import TosaKernels
-
         self.options, self.graph_name, self.load = options, graph_name, load
         self._numpy = TosaKernels(KERNELS)
         self.plan: list[str] = []
@@ -547,11 +542,6 @@ class IreeKernels:
 
     def compile_segments(self, operations: list[Any], known: Any, keep: set[int]) -> list[Any]:
         from dataclasses import replace
-
-        from skriptnd.execute.tosa_backend import PROGRAM_OP, compile_segments
-        from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-        from skriptnd.tosa.legalize.tensor import conv_for_compilers
-        from skriptnd.tosa.mlir.program import NotCompilable, check_compilable
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
@@ -604,8 +594,6 @@ class IreeGraphRunner(Runner):
     """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
 
     def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
-        from skriptnd.backends.executor_runner import ExecutorRunner
-
         if load:
             open_device(options, graph)  # before compiling: no device, no minutes of compiling for nothing
         self.kernels = IreeKernels(options, graph.name, load)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Runner
-from skriptnd.backends.executor_runner import ExecutorRunner, fake_quantized, has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.kernel_maps import kernels_for
+from skriptnd.backends.registry import register
+from skriptnd.compose.quantization import fake_quantize, has_quantization
 
 
 @register
@@ -19,5 +20,5 @@ class LowerBackend(Backend):
     def prepare(self, graph: Any, options: Options) -> Runner:
         quantized = has_quantization(graph)
         kernels, optimize = kernels_for("lower")
-        return ExecutorRunner(fake_quantized(graph) if quantized else graph, kernels, optimize,
+        return ExecutorRunner(fake_quantize(graph) if quantized else graph, kernels, optimize,
                               [f"{graph.name}: @lower formulas" + (", fake quantization" if quantized else "")])

@@ -7,18 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Progress, Runner
-from skriptnd.backends.executor_runner import ExecutorRunner, has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.kernel_maps import kernels_for
+from skriptnd.backends.registry import register
+from skriptnd.compose.quantization import has_quantization
+from skriptnd.tosa.integer import lower as quantized
 
 
 class IntegerRunner(Runner):
     """A quantized graph as its integer TOSA graph on the numpy TOSA operators."""
 
     def __init__(self, graph: Any) -> None:
-        from skriptnd.tosa.integer import lower as quantized
-
         self.integer = quantized.lower_quantized(graph)
         self.plan = [f"running the integer TOSA graph of {graph.name} ({len(self.integer.ops)} TOSA operations)"]
 

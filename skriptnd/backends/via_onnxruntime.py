@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from skriptnd import hostcpu
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Progress, Runner
-from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.backends.registry import register
+from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.source import NO_SPAN
 

@@ -44,13 +44,6 @@ def kernel(name: str) -> Callable[[Kernel], Kernel]:
     return register
 
 
-def default_kernels() -> Mapping[str, Kernel]:
-    """The default backend: TOSA programs, native kernels for what does not legalize, else @lower."""
-    from skriptnd.execute.tosa_backend import TosaKernels
-
-    return TosaKernels(KERNELS)
-
-
 def _span(op: Operation) -> Span:
     return op.span if isinstance(op.span, Span) else NO_SPAN
 
@@ -59,8 +52,9 @@ def _span(op: Operation) -> Span:
 class Executor:
     graph: Graph
     variables: Mapping[str, np.ndarray] = field(default_factory=dict)
-    #: The default is the TOSA backend (skriptnd.backends: numpy)
-    kernels: Mapping[str, Kernel] = field(default_factory=lambda: default_kernels())
+    #: The kernel mapping, handed in by the backend that runs the graph (skriptnd.backends.kernel_maps: the
+    #: numpy backend's maps to TOSA programs); the default: the native kernels, else @lower
+    kernels: Mapping[str, Kernel] = field(default_factory=lambda: KERNELS)
     #: Called after each top-level operation with (operations done, operations in all): progress bars.
     on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
@@ -96,7 +90,7 @@ class Executor:
             self._constants = {id(t): t.value for t in constants}
             self._release(operations)
         segmenter = getattr(self.kernels, "compile_segments", None)
-        if segmenter is not None:  # a backend compiling runs of operations (see tosa_backend)
+        if segmenter is not None:  # a backend compiling runs of operations (e.g. skriptnd.backends.tosa_programs)
             operations = segmenter(operations, self._known, keep)
             self._release(operations)
         last: dict[int, int] = {}
