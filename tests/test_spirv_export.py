@@ -96,7 +96,8 @@ def graph_inputs(graph: object, seed: int = 1) -> dict[str, np.ndarray]:
 
 
 def module_inputs(graph: object, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    from skriptnd.tosa.integer.lower import has_quantization, lower_quantized
+    from skriptnd.compose.quantization import has_quantization
+    from skriptnd.tosa.integer.lower import lower_quantized
 
     if has_quantization(graph):
         return lower_quantized(graph).quantize_inputs(inputs)

@@ -20,7 +20,8 @@ from skriptnd.diagnostics import DiagnosticError
 
 def _tosa_mlir(composed: Any, inline_constants: bool) -> tuple[str, str]:
     """The TOSA MLIR text and its profile: the integer graph for @quantize, else the fp32 graph."""
-    from skriptnd.tosa.integer.lower import export_mlir, has_quantization
+    from skriptnd.compose.quantization import has_quantization
+    from skriptnd.tosa.integer.lower import export_mlir
     from skriptnd.tosa.mlir.export import to_mlir
 
     if has_quantization(composed):  # @quantize: the integer TOSA graph (skriptnd.tosa.integer.lower)

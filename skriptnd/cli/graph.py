@@ -254,6 +254,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
 
     from skriptnd import backends
     from skriptnd.cli import io as cli_io
+    from skriptnd.compose.quantization import has_quantization
 
     try:
         via = backends.canonical(via)
@@ -289,7 +290,7 @@ def run_command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None
             runner = backends.prepare(composed, via, backends.Options(threads=threads, target=target,
                                                                       flags=tuple(iree_flag or ()),
                                                                       verify=not no_verify, device=device))
-        for line in runner.plan if verbose or _has_quantize(composed) else []:
+        for line in runner.plan if verbose or has_quantization(composed) else []:
             typer.echo(line, err=True)
         if getattr(runner, "split", False) and not verbose:  # never a silent fallback
             typer.echo(f"{runner.plan[0]}; -v lists them", err=True)
@@ -318,12 +319,6 @@ def _run_with_progress(graph: Any, runner: Any, inputs: dict[str, np.ndarray]) -
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task(graph.name, total=len(graph.operations))
         return runner.run(inputs, lambda done, total: progress.update(task, completed=done, total=total))
-
-
-def _has_quantize(graph: Any) -> bool:
-    from skriptnd.compose.quantization import has_quantization
-
-    return has_quantization(graph)
 
 
 def _class_outputs(graph: Any) -> set[str]:

@@ -76,7 +76,7 @@ from skriptnd.tosa.ops import OPS
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
-__all__ = ["IntegerGraph", "export_mlir", "has_quantization", "lower_quantized", "rescale_parameters", "to_mlir"]
+__all__ = ["IntegerGraph", "export_mlir", "lower_quantized", "rescale_parameters", "to_mlir"]
 
 #: TOSA operators that only move, select or compare values: exact on quantized integers.
 TRANSPARENT = {"RESHAPE", "TRANSPOSE", "SLICE", "PAD", "TILE", "CONCAT", "IDENTITY", "MAX_POOL2D", "CLAMP"}

@@ -77,7 +77,8 @@ def _span(x: Any) -> Span | None:
 def from_graph(graph: Any, variables: dict[str, np.ndarray] | None = None) -> TosaProgram:
     """The TOSA program of a composed graph; :class:`DiagnosticError` (E0750/E0760/E0761) when it does not
     lower, exactly as the MLIR export reports it."""
-    from skriptnd.tosa.integer.lower import NUMPY_INT, has_quantization, lower_quantized
+    from skriptnd.compose.quantization import has_quantization
+    from skriptnd.tosa.integer.lower import NUMPY_INT, lower_quantized
 
     if has_quantization(graph):
         ig = lower_quantized(graph, variables)
