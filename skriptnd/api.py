@@ -12,7 +12,8 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.fileio import read_source
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.binding import bind
-from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.semantics.symbolic import SymInt
+from skriptnd.semantics.values import Pack, TensorValue, recording
 from skriptnd.source import Span
 from skriptnd.syntax import ast, parse_module
 
@@ -83,8 +84,6 @@ def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int
     for d in shape:
         if isinstance(d, str):
             if d not in symbols:
-                from skriptnd.semantics.symbolic import SymInt
-
                 symbols[d] = SymInt.named(d, hints.get(d, 840 * (len(symbols) + 1)))
             out.append(symbols[d])
         else:
@@ -149,8 +148,6 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
         except DiagnosticError as err:
             return InferResult(diagnostics=err.diagnostics)
         return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
-    from skriptnd.semantics.values import recording
-
     with recording() as guards:
         try:
             binding = bind(definition, attrs, inputs, type_args)

@@ -46,7 +46,7 @@ def session(model: bytes | str, threads: int | None = None, unfused_qdq: bool = 
 
 
 def to_onnx_bytes(graph: Any) -> bytes:
-    try:
+    try:  # lazy: the exporter imports onnx, an optional heavy dependency
         from skriptnd.interop.onnx_export import to_onnx
     except ImportError:
         raise DiagnosticError([Diagnostic(code="E0780", span=NO_SPAN, message="the onnxruntime backend needs the "

@@ -21,6 +21,7 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_cod
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.semantics.symbolic import SymInt, expression, identical, symbol, vanishes
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
@@ -110,8 +111,6 @@ def _dims(t: Tensor) -> tuple[Any, ...]:
     dynamic input extents, with upper bounds (§3.1)."""
     if not t.dynamic:
         return t.shape
-    from skriptnd.semantics.symbolic import SymInt, symbol
-
     bounds = t.bounds or (None,) * t.rank
     symbolic = t.symbolic or (None,) * t.rank
     return tuple(d if d is not None else SymInt(b if b is not None else 1,
@@ -259,8 +258,6 @@ class Composer:
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
-        from skriptnd.semantics.symbolic import symbol
-
         names = [i.value.id if isinstance(i.value, ast.Name) and i.pack is None else None
                  for i in decl.type.shape or ()]
         if len(names) != len(shape):
@@ -313,8 +310,6 @@ class Composer:
         """Dynamic extents of a declared output (`real[1, s]`) must equal what the composition
         computes from the dynamic input extents (`floor(s/2)`), symbolically."""
         import sympy
-
-        from skriptnd.semantics.symbolic import SymInt, expression, symbol, vanishes
 
         env = dict(binder.env)
         env.update({name: SymInt(1, symbol(name)) for name in dynamic})
@@ -907,14 +902,10 @@ class Composer:
 
 
 def _sym(expr: Any) -> Any:
-    from skriptnd.semantics.symbolic import SymInt
-
     return SymInt(1, expr)
 
 
 def _same_extent(a: Any, b: Any) -> bool:
-    from skriptnd.semantics.symbolic import identical
-
     return identical(a, b)
 
 

@@ -29,6 +29,8 @@ import numpy as np
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.semantics.binding import Site, bind
+from skriptnd.semantics.values import TensorValue
 from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0760": "unsupported quantization parameters"})
@@ -249,9 +251,6 @@ def has_quantization(graph: Graph) -> bool:
 
 
 def _quantize_operation(graph: Graph, t: Tensor, out: Tensor) -> Operation:
-    from skriptnd.semantics.binding import Site, bind
-    from skriptnd.semantics.values import TensorValue
-
     program = graph.program
     found = None
     if program is not None and program.main is not None:

@@ -17,10 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.compose.composer import NUMPY_DTYPES
+from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.execute.optimize import optimize_operations
+from skriptnd.lower import LoweringError, compile_lowering
+from skriptnd.semantics.binding import Site, bind
 from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
 
 register_codes({
@@ -84,8 +88,6 @@ class Executor:
         self._constants = {}
         keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
         if self.optimize and not self.graph.updates:
-            from skriptnd.execute.optimize import optimize_operations
-
             operations, constants = optimize_operations(operations, self.graph, self.variables)
             self._constants = {id(t): t.value for t in constants}
             self._release(operations)
@@ -260,8 +262,6 @@ class Executor:
                 values[id(t)] = a
             self._run_graph(plan, values)
             return _regroup(op.outputs, [values[id(t)] for t in plan.outputs])
-        from skriptnd.lower import LoweringError
-
         try:
             results = plan.run(args)
             fused = op.attribs.get("fused_relu")  # see skriptnd.execute.optimize
@@ -291,9 +291,6 @@ class Executor:
         key = (id(op), actual)
         special = self._specials.get(key)
         if special is None:
-            from skriptnd.semantics.binding import Site, bind
-            from skriptnd.semantics.values import Pack, TensorValue
-
             def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
                 return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
 
@@ -324,11 +321,7 @@ class Executor:
 
     def _plan(self, op: Operation) -> Any:
         if operator_kind(op.definition) == "composite" and self.graph.program is not None:
-            from skriptnd.compose.composer import Composer
-
             return Composer(self.graph.program).expand(op)
-        from skriptnd.lower import compile_lowering
-
         return compile_lowering(op.definition, op.binding)
 
     def _run_if(self, op: Operation, values: dict[int, Any]) -> None:
