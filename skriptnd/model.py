@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from skriptnd.check.program import check_program
 from skriptnd.compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
@@ -39,7 +40,7 @@ def _inside(folder: Path, path: Path) -> None:
 
 
 def save_weights(folder: Path | str, graph: str, params: Mapping[str, np.ndarray], module: str = "main",
-                 dtype: Any = np.float32) -> list[Path]:
+                 dtype: npt.DTypeLike = np.float32) -> list[Path]:
     """Write variables (by scoped name) as the tensor files `load(...).compose()` reads."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

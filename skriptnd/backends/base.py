@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from skriptnd.compose.ir import Graph
+
 #: Progress callback: (operations done, operations in all), for the CLI's progress bar.
 Progress = Callable[[int, int], None]
 #: Compile status callback: (what is being compiled, seconds so far) about once a second while a backend's
@@ -94,5 +96,5 @@ class Backend(ABC):
         return None
 
     @abstractmethod
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         """Prepare ``graph`` (compile, load weights); raises DiagnosticError for what it cannot run."""

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
-from skriptnd.tosa.integer.lower import to_mlir
+from skriptnd.tosa.integer.lower import IntegerGraph, to_mlir
 from skriptnd.tosa.legalize import run_subgraph
 from skriptnd.tosa.program.build import Program
 
@@ -223,7 +224,7 @@ class ProgramCheck:
     """How a module compiled from a TOSA program is checked: the program on numpy's TOSA operators is the
     reference; ``sources``: the graph operations the program's operators come from (``Op.origin``)."""
 
-    def __init__(self, program: Any, sources: Sequence[Any], compile: Compile) -> None:
+    def __init__(self, program: Program, sources: Sequence[Any], compile: Compile) -> None:
         self.program, self.sources, self.compile = program, list(sources), compile
         self.steps: list[float | None] | None = None
 
@@ -260,7 +261,7 @@ class IntegerCheck:
     """How the module of a @quantize graph's integer TOSA graph (skriptnd.tosa.integer.lower) is checked: that
     graph on numpy's TOSA operators is the reference (bit-exact but for one step of a quantized output)."""
 
-    def __init__(self, integer: Any, graph: Any, compile: Compile) -> None:
+    def __init__(self, integer: IntegerGraph, graph: Graph, compile: Compile) -> None:
         self.integer, self.graph, self.compile = integer, graph, compile
         self.sg = integer.subgraph()
         self.steps = []

@@ -191,7 +191,7 @@ class TosaKernels(Mapping[str, Kernel]):
             return self._fallback[name]
         return self._runner
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: Kernel | None = None) -> Any:
         return self[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.source import Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.cache import cache_dir, load_entry, store
 from skriptnd.untrusted import UnsafeFile, read_regular
@@ -110,7 +111,7 @@ def cached_check(program: Program, module: LoadedModule, definition: ast.Definit
     original = program.resolve_operator
     had_own = "resolve_operator" in vars(program)
 
-    def recording(name: str, from_module: LoadedModule, span: Any = None) -> Any:
+    def recording(name: str, from_module: LoadedModule, span: Span | None = None) -> Any:
         lookups[from_module.name, name] = None
         return original(name, from_module, span)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skriptnd.compose.composer import Composer, _Frame
 from skriptnd.compose.ir import Graph, Tensor
@@ -31,10 +31,12 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, Severity, re
 from skriptnd.semantics.binding import ASSERTION_HOOKS, Binder, Site, bind
 from skriptnd.semantics.evaluate import EvalError, evaluate
 from skriptnd.semantics.modules import LoadedModule, Program
-from skriptnd.semantics.symbolic import SymInt
 from skriptnd.semantics.values import GUARD_STACK, Pack, TensorValue, guards_suspended, recording
 from skriptnd.source import NO_SPAN
 from skriptnd.syntax import ast
+
+if TYPE_CHECKING:
+    import sympy
 
 register_codes({
     "E0611": "assertion holds only under a condition on graph attributes",
@@ -62,11 +64,15 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
         return {}  # composed with plain ints: sympy is not even imported
     import sympy
 
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
+
     return {decl.name: SymInt(_SAMPLE * (k + 1), sympy.Symbol(decl.name, integer=True))
             for k, decl in enumerate(undefaulted)}
 
 
-def condition_text(condition: Any) -> str:
+def condition_text(condition: sympy.Basic) -> str:
     """A sympy condition in SkriptND syntax: `c == 2 && n > 0`."""
     import sympy
 
@@ -88,6 +94,10 @@ _TRIALS = (1, 2, 3, 4, 8)
 
 def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
     """value with every symbolic extent replaced by its value under assignment."""
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
+
     if isinstance(value, SymInt):
         result = value.expr.xreplace(assignment)
         return int(result) if result.is_Integer else value
@@ -218,6 +228,10 @@ def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs
     literal extent its int; None when a shape is not a plain list of names and ints (packs,
     spreads, expressions, `~`): those operators are checked where they are invoked."""
     import sympy
+
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     symbols: dict[str, Any] = dict(attribs)
     inputs: list[Any] = []

@@ -11,7 +11,7 @@ branches and loops become operations with subgraphs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,11 +35,15 @@ from skriptnd.diagnostics import DiagnosticError, Note, register_codes
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.modules import LoadedModule, Program
-from skriptnd.semantics.symbolic import SymInt, expression, identical, symbol, vanishes
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_type
+
+if TYPE_CHECKING:
+    import sympy
+
+    from skriptnd.semantics.symbolic import SymInt
 
 register_codes({"E0610": "graph output does not have its declared type"})
 
@@ -176,6 +180,10 @@ class Composer(ControlFlow):
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
+        from skriptnd.semantics.symbolic import (
+            symbol,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+        )
+
         names = [i.value.id if isinstance(i.value, ast.Name) and i.pack is None else None
                  for i in decl.type.shape or ()]
         if len(names) != len(shape):
@@ -228,6 +236,13 @@ class Composer(ControlFlow):
         """Dynamic extents of a declared output (`real[1, s]`) must equal what the composition
         computes from the dynamic input extents (`floor(s/2)`), symbolically."""
         import sympy
+
+        from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+            SymInt,
+            expression,
+            symbol,
+            vanishes,
+        )
 
         env = dict(binder.env)
         env.update({name: SymInt(1, symbol(name)) for name in dynamic})
@@ -441,7 +456,7 @@ class Composer(ControlFlow):
                          "to an operator here", expr.span)
         return self._constant(frame, value, expr.span)
 
-    def _constant(self, frame: _Frame, value: Any, span: Span) -> Tensor:
+    def _constant(self, frame: _Frame, value: bool | int | float | str, span: Span) -> Tensor:
         dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
             "real" if isinstance(value, float) else "str"
         _fits(dtype, [value], "an int value passed to an operator", span)
@@ -563,7 +578,7 @@ class Composer(ControlFlow):
         raise _error("E0403", f"output '{decl.name}' of operator '{definition.name}' is declared with shape "
                      f"[{declared}] but its @compose produces [{shown}]", decl.span)
 
-    def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: Any) -> Value:
+    def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: TensorValue | Pack | None) -> Value:
         value = self._eval(frame, decl.default, f"the default of input '{decl.name}'")  # type: ignore[arg-type]
 
         def filled(name: str, tensor: TensorValue, item: Any) -> Tensor:
@@ -622,11 +637,19 @@ class Composer(ControlFlow):
         return tensor
 
 
-def _sym(expr: Any) -> Any:
+def _sym(expr: sympy.Expr) -> Any:
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
+
     return SymInt(1, expr)
 
 
-def _same_extent(a: Any, b: Any) -> bool:
+def _same_extent(a: int | SymInt, b: int | SymInt) -> bool:
+    from skriptnd.semantics.symbolic import (
+        identical,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
+
     return identical(a, b)
 
 

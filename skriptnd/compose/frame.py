@@ -13,7 +13,6 @@ import numpy as np
 from skriptnd.compose.ir import Graph, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.semantics.modules import LoadedModule
-from skriptnd.semantics.symbolic import SymInt, symbol
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import Span
 from skriptnd.syntax import ast
@@ -100,6 +99,11 @@ def _dims(t: Tensor) -> tuple[Any, ...]:
     dynamic input extents, with upper bounds (§3.1)."""
     if not t.dynamic:
         return t.shape
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+        SymInt,
+        symbol,
+    )
+
     bounds = t.bounds or (None,) * t.rank
     symbolic = t.symbolic or (None,) * t.rank
     return tuple(d if d is not None else SymInt(b if b is not None else 1,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
@@ -33,6 +34,8 @@ register_codes({
     "E0713": "error while running an operation",
 })
 
+#: A value while a graph runs: an array, a list of arrays for a tensor pack, None for an omitted input.
+RunValue = np.ndarray | list[np.ndarray] | None
 #: A kernel computes an operation's outputs from its input arrays (lists for tensor packs).
 Kernel = Callable[[Operation, list[Any]], list[Any]]
 KERNELS: dict[str, Kernel] = {}
@@ -431,7 +434,7 @@ def _get(values: dict[int, Any], v: Value) -> Any:
     return values[id(v)]
 
 
-def _put(values: dict[int, Any], out: Value, result: Any) -> None:
+def _put(values: dict[int, Any], out: Value, result: RunValue) -> None:
     if out is None:
         return
     if isinstance(out, list):
@@ -443,7 +446,7 @@ def _put(values: dict[int, Any], out: Value, result: Any) -> None:
         values[id(out)] = result
 
 
-def _shape_of(a: Any) -> Any:
+def _shape_of(a: RunValue) -> Any:
     """The shape of an argument value: a tuple, a tuple of tuples for a pack, None for null."""
     if a is None:
         return None
@@ -473,7 +476,7 @@ def _describe(t: Tensor) -> str:
     return concrete
 
 
-def _check_input(t: Tensor, array: Any) -> np.ndarray:
+def _check_input(t: Tensor, array: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(array)
     expected = NUMPY_DTYPES.get(t.dtype)
     kind = {"real": "f", "int": "iu", "bool": "b"}.get(t.dtype, "")

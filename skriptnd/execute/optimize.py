@@ -59,7 +59,7 @@ def _value(t: Value, variables: Mapping[str, np.ndarray]) -> np.ndarray | None:
     return None
 
 
-def _sym(op: Operation, name: str, default: Any = None) -> Any:
+def _sym(op: Operation, name: str, default: object = None) -> Any:
     env = op.binding.env if op.binding is not None else {}
     value = env.get(name)
     if value is None:
