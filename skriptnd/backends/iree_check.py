@@ -33,7 +33,8 @@ from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
-from skriptnd.tosa.integer.lower import IntegerGraph, to_mlir
+from skriptnd.tosa.integer import lower as integer_lower
+from skriptnd.tosa.integer.lower import IntegerGraph
 from skriptnd.tosa.legalize import run_subgraph
 from skriptnd.tosa.program.build import Program
 
@@ -278,7 +279,7 @@ class IntegerCheck:
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         value = self.sg.ops[k].output
         (expected,) = run_subgraph(self.integer.subgraph([value]), arrays)
-        (got,) = self.compile(to_mlir(self.integer, outputs=[value]))(arrays)
+        (got,) = self.compile(integer_lower.to_mlir(self.integer, outputs=[value]))(arrays)
         return got, np.asarray(expected)
 
     def locate(self, k: int) -> tuple[str, Span | None, str]:
