@@ -17,11 +17,7 @@ graph, so a graph compiles / plans once per backend and options.
 
 from __future__ import annotations
 
-from skriptnd.backends import via_iree, via_kernels, via_lower, via_numpy, via_onnxruntime  # noqa: F401, I001
-
-# the registry first, then its families: each via_* module registers its backend when imported
 from skriptnd.backends.base import Backend, CompileStatus, Options, Progress, Runner, reporting_compiles
-from skriptnd.backends.kernel_maps import kernels_for
 from skriptnd.backends.registry import (
     ALIASES,
     BACKENDS,
@@ -35,6 +31,13 @@ from skriptnd.backends.registry import (
     run,
     unavailable,
 )
+
+# The registry first, then its families: each via_* module registers its backend when imported, in the
+# order --via lists them (so not sorted).
+# isort: off
+from skriptnd.backends import via_numpy, via_kernels, via_lower, via_iree, via_onnxruntime  # noqa: F401
+# isort: on
+from skriptnd.backends.kernel_maps import kernels_for
 
 __all__ = ["ALIASES", "BACKENDS", "DEFAULT", "Backend", "CompileStatus", "Options", "Progress", "Runner", "canonical",
            "forget", "get", "kernels_for", "names", "prepare", "register", "reporting_compiles", "run", "unavailable"]
