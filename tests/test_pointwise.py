@@ -221,6 +221,6 @@ def test_kernels_decline_alignment_and_integers(model: skriptnd.Model) -> None:
               "j": rng.integers(-5, 5, 4)}
     calls = _compare(model.compose("Declined", attribs=dims), inputs)
     assert calls == {}
-    out = skriptnd.run(Executor(model.compose("Declined", attribs=dims), {}, kernels=KERNELS), inputs)
+    out = Executor(model.compose("Declined", attribs=dims), {}, kernels=KERNELS).run(inputs)
     np.testing.assert_allclose(out["z"], inputs["x"] + inputs["y"][:, None, None], rtol=1e-6)
     np.testing.assert_array_equal(out["n"], inputs["i"] + inputs["j"])
