@@ -119,7 +119,7 @@ def shipped_cases(folder: Path, names: list[str] | None) -> list[dict[str, Any]]
 def check_shipped(case: dict[str, Any], device: str, rounds: int, cache: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"model": case["name"], "cpu result": "skriptnd numpy"}
     graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
-    expected = graph.run(case["inputs"])
+    expected = skriptnd.run(graph, case["inputs"])
     start = time.perf_counter()
     runner = prepare(graph, "iree", Options(device=device, cache_dir=str(cache)))
     row["compile s"] = time.perf_counter() - start

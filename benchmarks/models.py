@@ -10,7 +10,7 @@ LSTM with seq 128, batch 8, input and hidden 256), in one process, on the same w
 model's make_weights.py, written to a temporary folder) and with the same thread count:
 
 * skriptnd numpy: the default backend (`--via numpy`: runs of legalizable operations compiled into TOSA
-  programs on numpy, skriptnd.execute.tosa_backend);
+  programs on numpy, skriptnd.backends.tosa_programs);
 * skriptnd kernels: the native numpy kernels (`--via kernels`), no TOSA;
 * skriptnd iree: `--via iree`, the graph's TOSA programs compiled by IREE (compiled once per model into a
   temporary cache; `NO_IREE` models only with `--iree-all`);
@@ -397,7 +397,7 @@ def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any, cache: Pat
     start = time.perf_counter()
     model = skriptnd.load(case["path"])
     graph = model.compose(case["graph"], attribs=case["attribs"])
-    graph.run(case["inputs"])  # builds the execution plan (TOSA programs, kernels, @lower plans)
+    skriptnd.run(graph, case["inputs"])  # builds the execution plan (TOSA programs, kernels, @lower plans)
     setup = time.perf_counter() - start
     builder = case["build"](case["params"])
     entries: list[Any] = ["numpy", "kernels"]
@@ -431,7 +431,7 @@ def _measure(case: dict[str, Any], threads: int, args: Any, ort: Any, cache: Pat
                 ms[key] = None
     lower = by.get("lower")
     base = lower.median_ms if lower is not None else None
-    peak = _peak_mb(lambda: graph.run(case["inputs"]))
+    peak = _peak_mb(lambda: skriptnd.run(graph, case["inputs"]))
     weights = sum(np.asarray(v).nbytes for v in case["params"].values()) / 1e6
     iree = by.get("iree")
     r = {"model": case["name"], "threads": threads,

@@ -75,7 +75,7 @@ def main() -> None:
         print(f"import: {time.perf_counter() - start:.2f} s "
               f"({sum(w.nbytes for w in weights.values()) / 1e6:.1f} MB of weights copied)")
         x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-        y = skriptnd.load(out).compose().run({"image_": x})["logits"]
+        y = skriptnd.run(skriptnd.load(out).compose(), {"image_": x})["logits"]
         ref = reference(src, [x])[0]
         print(f"max |skriptnd - nnef| / max |nnef| = {np.abs(y - ref).max() / np.abs(ref).max():.2e}")
 

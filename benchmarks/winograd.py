@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import skriptnd  # noqa: E402
 from skriptnd.tosa.program import fast, winograd  # noqa: E402
 
 #: (spatial size, channels) of ResNet-18's 3x3 stride-1 convolutions (in = out channels)
@@ -90,8 +91,6 @@ def main() -> None:
 def resnet18(thread_counts: list[int], repeat: int) -> None:
     import test_model_zoo as zoo  # the model zoo's weight maker
 
-    import skriptnd
-
     x = {"input": np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)}
     with tempfile.TemporaryDirectory() as tmp:
         path, _ = zoo._copy_with_weights("resnet18", Path(tmp))
@@ -103,14 +102,14 @@ def resnet18(thread_counts: list[int], repeat: int) -> None:
                     winograd.preferred = rule  # read when each convolution first runs
                     try:
                         graphs[name] = skriptnd.load(path).compose(attribs={"height": 224, "width": 224})
-                        graphs[name].run(x)
+                        skriptnd.run(graphs[name], x)
                     finally:
                         winograd.preferred = real
                 times: dict[str, list[float]] = {k: [] for k in graphs}
                 for _ in range(repeat):
                     for name, graph in graphs.items():
                         t0 = time.perf_counter()
-                        graph.run(x)
+                        skriptnd.run(graph, x)
                         times[name].append(time.perf_counter() - t0)
             print(f"ResNet-18, {threads} thread(s): " + "   ".join(
                 f"{k} best {1000 * min(v):.2f} ms median {1000 * statistics.median(v):.2f} ms"

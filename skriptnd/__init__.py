@@ -3,34 +3,37 @@
     >>> import skriptnd
     >>> skriptnd.infer("linalg.matmul", {}, [[2, 3], [3, 4]]).outputs[0].shape
     (2, 4)
+
+The face of the package: ``load`` a model folder, ``compose`` it (``Model.compose``), ``run`` the graph on a
+backend (``skriptnd.run(graph, inputs, backend="numpy")``), ``infer`` an operator's output types,
+``import_model`` an ONNX model.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import TYPE_CHECKING
 
 from skriptnd.version import __version__
 
-__all__ = ["infer", "InferResult", "TensorType", "load", "Model", "import_model", "__version__"]
+__all__ = ["infer", "InferResult", "TensorType", "load", "Model", "run", "import_model", "__version__"]
 
 if TYPE_CHECKING:
     from skriptnd.api import InferResult, TensorType, infer
+    from skriptnd.backends.registry import run
     from skriptnd.interop.onnx_import import import_model
     from skriptnd.model import Model, load
 
+#: Where each name of the face lives. Resolved on first use (PEP 562), not at import: every
+#: ``import skriptnd.x`` runs this module first, and importing the backends here would cost the CLI and the
+#: language server seconds at every start.
+_LAZY = {"infer": "skriptnd.api", "InferResult": "skriptnd.api", "TensorType": "skriptnd.api",
+         "load": "skriptnd.model", "Model": "skriptnd.model", "run": "skriptnd.backends",
+         "import_model": "skriptnd.interop.onnx_import"}
 
-def __getattr__(name: str) -> Any:
-    """Lazy: `import skriptnd` stays cheap for the CLI."""
-    if name in ("infer", "InferResult", "TensorType"):
-        from skriptnd import api
 
-        return getattr(api, name)
-    if name in ("load", "Model"):
-        from skriptnd import model
-
-        return getattr(model, name)
-    if name == "import_model":
-        from skriptnd.interop.onnx_import import import_model
-
-        return import_model
-    raise AttributeError(name)
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(module), name)

@@ -12,7 +12,7 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.fileio import read_source
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.binding import bind
-from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.semantics.values import Pack, TensorValue, recording
 from skriptnd.source import Span
 from skriptnd.syntax import ast, parse_module
 
@@ -79,12 +79,14 @@ def find_operator(name: str, module_path: str | Path | None = None) -> tuple[ast
 def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int]) -> tuple[Any, ...]:
     """Named extents become SymInts; each name gets its hint, or a distinct multiple of 840
     (divisible by 2..8, so divisibility asserts on the sample hold)."""
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
+
     out = []
     for d in shape:
         if isinstance(d, str):
             if d not in symbols:
-                from skriptnd.semantics.symbolic import SymInt
-
                 symbols[d] = SymInt.named(d, hints.get(d, 840 * (len(symbols) + 1)))
             out.append(symbols[d])
         else:
@@ -92,7 +94,7 @@ def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int
     return tuple(out)
 
 
-def _tensor(shape: Any, dtype: str, symbols: dict[str, Any], hints: Mapping[str, int]) -> Any:
+def _tensor(shape: Sequence[Any] | None, dtype: str, symbols: dict[str, Any], hints: Mapping[str, int]) -> Any:
     if shape is None:
         return None
     if isinstance(shape, list) and shape and isinstance(shape[0], list | tuple):
@@ -106,7 +108,7 @@ def _output_shape(shape: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     return tuple(getattr(d, "expr", d) for d in shape)
 
 
-def _value(v: Any) -> Any:
+def _value(v: object) -> Any:
     if isinstance(v, list | tuple):
         return Pack([_value(x) for x in v])
     return v
@@ -149,8 +151,6 @@ def infer(op: str | ast.Definition, attribs: Mapping[str, Any] | None = None,
         except DiagnosticError as err:
             return InferResult(diagnostics=err.diagnostics)
         return InferResult(outputs=[TensorType(o.name, o.dtype, o.shape, o.shapes) for o in binding.outputs])
-    from skriptnd.semantics.values import recording
-
     with recording() as guards:
         try:
             binding = bind(definition, attrs, inputs, type_args)

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from skriptnd.check.program import check_program
 from skriptnd.compose.composer import NUMPY_DTYPES, AtomicPolicy, Composer, decompose_all
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
-from skriptnd.io.tensor_file import TensorFileError, expected_header, read_tensor
+from skriptnd.io.tensor_file import TensorFileError, expected_header, read_tensor, write_tensor
 from skriptnd.semantics.modules import Program, load_program
 from skriptnd.source import Span
 from skriptnd.untrusted import UnsafeFile, contained
@@ -39,10 +40,8 @@ def _inside(folder: Path, path: Path) -> None:
 
 
 def save_weights(folder: Path | str, graph: str, params: Mapping[str, np.ndarray], module: str = "main",
-                 dtype: Any = np.float32) -> list[Path]:
+                 dtype: npt.DTypeLike = np.float32) -> list[Path]:
     """Write variables (by scoped name) as the tensor files `load(...).compose()` reads."""
-    from skriptnd.io.tensor_file import write_tensor
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -28,7 +28,10 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Below this many bytes of output (or elements touched, for the caller's measure) a split does not
 #: pay on the measured machine (2-vCPU AMD EPYC): waking a worker costs ~20 us, a float32 pass over
@@ -176,7 +179,7 @@ def parallel_chunks(n: int, fn: Callable[[int, int], Any], parts: int | None = N
 MIN_GEMM_FLOPS = 1 << 21
 
 
-def gemm(a: Any, b: Any, out: Any = None) -> Any:
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> Any:
     """``np.matmul(a, b, out=out)`` for a [.., M, K] @ [.., K, N] product (``b`` 2-D or with ``a``'s
     batch), split over the pool's threads when large: over the batch when it has enough items, else
     over M's rows when there are enough of them, else over N's columns (ResNet-18's 7x7 layers: 49

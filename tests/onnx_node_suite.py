@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+import skriptnd
+
 PASSING = Path(__file__).parent / "data" / "onnx_node_suite_passing.txt"
 RTOL = 1e-4  # relative to the largest magnitude of the expected output
 ATOL = 1e-6
@@ -121,7 +123,6 @@ def _close(actual: np.ndarray, expected: np.ndarray) -> str | None:
 
 def run_case(case: Any, folder: Path) -> str | None:
     """None when the case passes, else why not."""
-    import skriptnd
     from skriptnd.diagnostics import DiagnosticError
     from skriptnd.interop.onnx_import import import_model
 
@@ -151,7 +152,7 @@ def run_case(case: Any, folder: Path) -> str | None:
                 given[_sanitized(name, names)] = _feed(_array(value))
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
-                got = graph.run(given)
+                got = skriptnd.run(graph, given)
             outs = list(got.values())
             for k, value in enumerate(expected):
                 why = _close(outs[k], _array(value))

@@ -67,7 +67,7 @@ def test_graph_run_keeps_one_prepared_runner_per_backend() -> None:
     graph = _compose("digits")
     x = _inputs(graph)
     first = backends.prepare(graph, "kernels")
-    graph.run(x, backend="kernels")
+    skriptnd.run(graph, x, backend="kernels")
     assert backends.prepare(graph, "kernels") is first  # no second plan
     assert backends.prepare(graph, "lower") is not first
 
@@ -94,7 +94,7 @@ def _reference(model: str) -> tuple[skriptnd.compose.ir.Graph, dict[str, np.ndar
     if model not in _REFERENCE:
         graph = _compose(model)
         x = _inputs(graph)
-        _REFERENCE[model] = graph, x, graph.run(x, backend="lower")
+        _REFERENCE[model] = graph, x, skriptnd.run(graph, x, backend="lower")
     return _REFERENCE[model]
 
 
@@ -115,7 +115,7 @@ def test_every_backend_runs_every_model_like_lower(model: str, backend: str, cac
     if backend == "onnxruntime":
         require("onnx", "onnxruntime")
     graph, x, expected = _reference(model)
-    got = graph.run(x, backend=backend, **({"cache_dir": cache} if backend == "iree" else {"threads": 1}))
+    got = skriptnd.run(graph, x, backend=backend, **({"cache_dir": cache} if backend == "iree" else {"threads": 1}))
     assert list(got) == list(expected)
     for name, value in expected.items():
         assert got[name].shape == value.shape and got[name].dtype == value.dtype, name
@@ -162,7 +162,7 @@ def test_iree_runs_the_int8_graph_bit_exactly(cache: str, tmp_path: Path) -> Non
     # the compiled integer graph: its logits are int8 TOSA values, compared exactly
     from skriptnd.backends.via_iree import IntegerRunner
 
-    probabilities = graph.run({"image": images}, backend="iree", cache_dir=cache)["probabilities"]
+    probabilities = skriptnd.run(graph, {"image": images}, backend="iree", cache_dir=cache)["probabilities"]
     expected = integer.run({"image": images})["probabilities"]
     np.testing.assert_allclose(probabilities, expected, rtol=1e-5, atol=1e-7)  # fp32 softmax after the int8 graph
     assert probabilities.argmax(axis=1).tolist() == list(range(10))
@@ -226,8 +226,8 @@ def test_iree_splits_what_does_not_legalize_and_says_so(model: str, numpy_ops: s
     x = _inputs(graph)
     if model == "yolo_head":
         x = {k: v * 4 for k, v in x.items()}  # confident detections, so that some boxes survive
-    expected = graph.run(x, backend="lower")
-    got = graph.run(x, backend="iree", cache_dir=cache)
+    expected = skriptnd.run(graph, x, backend="lower")
+    got = skriptnd.run(graph, x, backend="iree", cache_dir=cache)
     for name, value in expected.items():
         if value.dtype.kind == "f":
             np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-5)
@@ -255,7 +255,7 @@ def test_iree_refuses_a_quantized_graph_without_an_integer_form(monkeypatch: pyt
 
     monkeypatch.setattr(quantized, "lower_quantized", refuse)
     with pytest.raises(DiagnosticError) as err:
-        graph.run({"image": np.load(MODELS / "digits" / "samples" / "3.npy")}, backend="iree", cache_dir=cache)
+        skriptnd.run(graph, {"image": np.load(MODELS / "digits" / "samples" / "3.npy")}, backend="iree", cache_dir=cache)
     (diag,) = err.value.diagnostics
     assert diag.code == "E0781" and "cannot lower this operation" in diag.message and diag.span == bad.span
     assert "--via numpy" in (diag.hint or "")
@@ -307,7 +307,7 @@ def test_lstm_legalizes_only_for_a_static_length_and_not_for_numpy() -> None:
     weights = {t.name: graph.variable_source(t) for t in graph.variables}
     args = [x, weights["layer1_W"], weights["layer1_R"], weights["layer1_B"], None, None, None]
     y, h, c = run_subgraph(sg1, args[:len(layer1.inputs)])
-    expected = graph.run({"X": x}, backend="lower")
+    expected = skriptnd.run(graph, {"X": x}, backend="lower")
     np.testing.assert_allclose(h, expected["hN"][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c, expected["cN"][0], rtol=1e-5, atol=1e-6)
     steps_graph = skriptnd.load(MODELS / "lstm").compose("LSTMSteps", random_weights=True)
@@ -319,7 +319,7 @@ def test_onnxruntime_session_is_built_once_per_graph_and_threads() -> None:
     graph = _compose("digits")
     x = _inputs(graph)
     runner = backends.prepare(graph, "onnxruntime", Options(threads=1))
-    graph.run(x, backend="onnxruntime", threads=1)
+    skriptnd.run(graph, x, backend="onnxruntime", threads=1)
     assert backends.prepare(graph, "onnxruntime", Options(threads=1)) is runner
     assert runner.session.get_session_options().intra_op_num_threads == 1  # type: ignore[attr-defined]
 
@@ -400,7 +400,7 @@ def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_mode
     assert proc.returncode == 0, proc.stderr
     sknd_graph = skriptnd.load(tmp_path / "imported").compose()
     x = rng.standard_normal((1, 3, 224, 224)).astype(np.float32)
-    got = sknd_graph.run({"input": x}, backend="iree", cache_dir=cache)["output"]
+    got = skriptnd.run(sknd_graph, {"input": x}, backend="iree", cache_dir=cache)["output"]
     integer = lower_quantized(sknd_graph)
     reference = run_flatbuffer(to_flatbuffer(to_mlir(integer), profile="pro_int"),
                                integer.quantize_inputs({"input": x}), tmp_path, timeout=600)

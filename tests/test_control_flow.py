@@ -247,7 +247,7 @@ def test_scanning_and_folding_loops(model: skriptnd.Model, decompose: bool) -> N
     rng = np.random.default_rng(0)
     a, b, c, z = (real(rng, 4) for _ in range(4))
     m = real(rng, 3, 3)
-    out = graph.run({"a": a, "b": b, "c": c, "z": z, "m": m, "p": np.array(3), "k": np.array(5)})
+    out = skriptnd.run(graph, {"a": a, "b": b, "c": c, "z": z, "m": m, "p": np.array(3), "k": np.array(5)})
     # add_to_all: a scanning loop whose scan outputs form the result pack
     for name, x in zip(["y0", "y1", "y2"], [a, b, c], strict=True):
         np.testing.assert_allclose(out[name], x + z, rtol=1e-6)
@@ -270,7 +270,7 @@ def test_matpow_with_a_tensor_power(model: skriptnd.Model, decompose: bool, p: i
     rng = np.random.default_rng(p)
     zeros = np.zeros(4, np.float32)
     m = real(rng, 3, 3)
-    out = graph.run({"a": zeros, "b": zeros, "c": zeros, "z": zeros, "m": m, "p": np.array(p), "k": np.array(p)})
+    out = skriptnd.run(graph, {"a": zeros, "b": zeros, "c": zeros, "z": zeros, "m": m, "p": np.array(p), "k": np.array(p)})
     np.testing.assert_allclose(out["q"], np.linalg.matrix_power(m.astype(np.float64), p), rtol=1e-5, atol=1e-6)
     assert out["cnt"] == p * (p - 1) // 2
 
@@ -299,7 +299,7 @@ def test_while_and_do_while(model: skriptnd.Model, decompose: bool, x0: float) -
     conds = [sorted(k for k in op.subgraphs if k != "body") for op in graph.operations]
     assert conds == [["pre_cond"], ["post_cond"], ["pre_cond"], ["pre_cond"], ["pre_cond"]]
     bound = 10.0
-    out = graph.run({"x0": np.float32(x0), "bound": np.float32(bound), "n": np.array(2)})
+    out = skriptnd.run(graph, {"x0": np.float32(x0), "bound": np.float32(bound), "n": np.array(2)})
     w, k = _while(x0, bound)
     assert out["w"] == w
     assert out["dw"] == _do_while(x0, bound)  # differs from w when x0 >= bound: the body runs once
@@ -318,7 +318,7 @@ def test_loop_bodies_written_as_blocks(model: skriptnd.Model, decompose: bool) -
     rng = np.random.default_rng(7)
     a, b, c = (real(rng, 4) for _ in range(3))
     v = np.array([1.5, -2.0, 0.75], np.float32)
-    out = graph.run({"a": a, "b": b, "c": c, "v": v, "n": np.array(3), "lim": np.float32(100.0)})
+    out = skriptnd.run(graph, {"a": a, "b": b, "c": c, "v": v, "n": np.array(3), "lim": np.float32(100.0)})
     # carried value, a pack of scan outputs and the iteration index as a scan output
     np.testing.assert_allclose(out["acc"], a + b + c, rtol=1e-5, atol=1e-6)
     for name, x in zip(["f0", "f1", "f2"], [a, b, c], strict=True):
@@ -345,11 +345,11 @@ def test_tensor_count_gives_a_pack_of_dynamic_length(model: skriptnd.Model, deco
     v = np.array([1.0, 2.0, 4.0], np.float32)
     if n == 0:  # an empty pack gives layout.stack no item to take the rank from: it cannot bind
         with pytest.raises(DiagnosticError) as info:
-            graph.run({"a": a, "b": b, "c": c, "v": v, "n": np.array(n), "lim": np.float32(2.5)})
+            skriptnd.run(graph, {"a": a, "b": b, "c": c, "v": v, "n": np.array(n), "lim": np.float32(2.5)})
         (diag,) = info.value.diagnostics
         assert "operator 'stack'" in diag.notes[0].message and diag.span.line == GRAPH_LINES["part"]
         return
-    out = graph.run({"a": a, "b": b, "c": c, "v": v, "n": np.array(n), "lim": np.float32(2.5)})
+    out = skriptnd.run(graph, {"a": a, "b": b, "c": c, "v": v, "n": np.array(n), "lim": np.float32(2.5)})
     np.testing.assert_allclose(out["part"], np.stack([a, b, c])[:n] + 1, rtol=1e-6)
     # `for x : vs while t < 2.5`: stops after 1 + 2 (a condition shortening a scan too)
     assert out["run"] == 3.0 and out["runs"].tolist() == [1.0, 3.0]
@@ -369,7 +369,7 @@ def test_dynamic_if_takes_both_branches(model: skriptnd.Model, decompose: bool) 
     for positive in (True, False):
         a = np.abs(real(rng, 4)) * (1 if positive else -1)
         for c in (True, False):
-            out = graph.run({"a": a, "b": b, "c": np.array(c)})
+            out = skriptnd.run(graph, {"a": a, "b": b, "c": np.array(c)})
             np.testing.assert_allclose(out["z"], a + b if c else a * b, rtol=1e-6)
             np.testing.assert_allclose(out["zb"], a - b if not positive else a * b + 1, rtol=1e-6)
 
@@ -385,7 +385,7 @@ def test_optional_promotion_and_blocks(model: skriptnd.Model, decompose: bool) -
     assert [t.name for t in graph.outputs] == ["z", "zb", "o1", "o2", "blk", "lb"]
     rng = np.random.default_rng(5)
     a, b = real(rng, 4), real(rng, 4)
-    out = graph.run({"a": a, "b": b, "c": np.array(True)})
+    out = skriptnd.run(graph, {"a": a, "b": b, "c": np.array(True)})
     np.testing.assert_allclose(out["o1"], a * b, rtol=1e-6)
     np.testing.assert_allclose(out["o2"], -a, rtol=1e-6)
     np.testing.assert_allclose(out["blk"], (a + b) ** 2, rtol=1e-6)
@@ -500,7 +500,7 @@ def test_lstm_without_steps(lstm_model: tuple[skriptnd.Model, dict[str, np.ndarr
         assert "nn.sigmoid" in {op.op for op in all_ops(loop.subgraphs["body"])}
     else:
         assert [op.op for op in graph.operations] == ["nn.lstm"]
-    out = graph.run(data)
+    out = skriptnd.run(graph, data)
     _check_lstm(out, lstm_reference(**data), SEQ)
 
 
@@ -511,7 +511,7 @@ def test_lstm_default_states_and_weights_from_files(lstm_model: tuple[skriptnd.M
     model, data = lstm_model
     graph = model.compose("Weights", decompose=decompose)
     assert sorted(t.name for t in graph.variables) == ["B", "R", "W"]
-    out = graph.run({"X": data["X"]})
+    out = skriptnd.run(graph, {"X": data["X"]})
     zeros = np.zeros((BATCH, HIDDEN), np.float32)
     _check_lstm(out, lstm_reference(data["X"], data["W"], data["R"], data["B"], zeros, zeros), SEQ)
 
@@ -524,7 +524,7 @@ def test_lstm_with_equal_steps(lstm_model: tuple[skriptnd.Model, dict[str, np.nd
     model, data = lstm_model
     graph = model.compose("Steps", decompose=decompose)
     count = np.array(steps)
-    out = graph.run({**data, "steps": count})
+    out = skriptnd.run(graph, {**data, "steps": count})
     _check_lstm(out, lstm_reference(**data, steps=count), steps[0])
 
 
@@ -536,7 +536,7 @@ def test_lstm_per_item_counts_for_the_final_states(lstm_model: tuple[skriptnd.Mo
     model, data = lstm_model
     graph = model.compose("PerItem", decompose=decompose)
     count = np.array(steps)
-    out = graph.run({**data, "steps": count})
+    out = skriptnd.run(graph, {**data, "steps": count})
     _, hN, cN = lstm_reference(**data, steps=count)
     np.testing.assert_allclose(out["hN"], hN, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["cN"], cN, rtol=1e-5, atol=1e-5)
@@ -553,7 +553,7 @@ def test_lstm_with_jagged_steps(lstm_model: tuple[skriptnd.Model, dict[str, np.n
     graph = model.compose("Steps", decompose=decompose)
     count = np.array([SEQ, 3])
     try:
-        out = graph.run({**data, "steps": count})
+        out = skriptnd.run(graph, {**data, "steps": count})
     except DiagnosticError as err:  # expected failure: the stack of Ys, and nothing else
         (diag,) = err.diagnostics
         line = Path(diag.span.file).read_text().splitlines()[diag.span.line - 1]
@@ -577,6 +577,6 @@ graph G {
     graph = skriptnd.load(tmp_path).compose()
     for n, m in [(3, 2), (10, 5)]:
         x, y = np.linspace(-1, 1, n, dtype=np.float32), np.linspace(-1, 1, 3 * m, dtype=np.float32).reshape(m, 3)
-        out = graph.run({"x": x, "y": y})
+        out = skriptnd.run(graph, {"x": x, "y": y})
         np.testing.assert_array_equal(out["z"], np.maximum(x, 0))
         np.testing.assert_array_equal(out["w"], np.maximum(y, 0))

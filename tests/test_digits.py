@@ -72,7 +72,7 @@ MODES = [pytest.param(False, id="default"), pytest.param(True, id="decomposed")]
 
 
 def _run(graph: Graph, x: np.ndarray, decompose: bool) -> np.ndarray:
-    return np.asarray(graph.run({"image": x})["probabilities"])
+    return np.asarray(skriptnd.run(graph, {"image": x})["probabilities"])
 
 
 @pytest.fixture(scope="module", params=MODES)

@@ -115,7 +115,7 @@ def test_import_output_paths_that_cannot_be_written(tmp_path: Path) -> None:
 # -- item 10 -------------------------------------------------------------------------------------------------
 
 def _run(folder: Path, x: np.ndarray) -> dict[str, np.ndarray]:
-    return skriptnd.load(folder).compose().run({"x": x})
+    return skriptnd.run(skriptnd.load(folder).compose(), {"x": x})
 
 
 def test_two_onnx_nodes_of_the_same_name_import_and_run(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def test_written_folder_runs(tmp_path: Path) -> None:
     w = np.array([2.0, 3.0, 4.0], np.float32)
     out = write_model(ModelFolder(_graph(), {"w": w}), tmp_path / "m")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    y = skriptnd.load(out).compose().run({"x": x})["y"]
+    y = skriptnd.run(skriptnd.load(out).compose(), {"x": x})["y"]
     np.testing.assert_array_equal(y, x * w + np.array([1.0, -2.0, 0.5], np.float32))
     assert "scale: math.mul" in (out / "main.sknd").read_text()
 

@@ -566,7 +566,7 @@ def test_end_to_end_through_the_public_api(tmp_path: Path, decompose: bool) -> N
         "boxes": random_boxes(2, 8, "CORNERS", integral=False),
         "scores": rng.uniform(0, 1, (2, 3, 8)).astype(np.float32),
     }
-    out = graph.run(inputs)
+    out = skriptnd.run(graph, inputs)
     assert set(out) == {t.name for t in graph.outputs}
     for t in graph.outputs:
         arr = out[t.name]

@@ -70,7 +70,7 @@ def test_a_bool_attention_mask_compiles_and_matches(tmp_path: Path, cache: str) 
     runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
     assert not runner.split, runner.plan  # type: ignore[attr-defined]  # one module, nothing left to numpy
     got = runner.run({"x": x, "mask": mask})
-    expected = graph.run({"x": x, "mask": mask})
+    expected = skriptnd.run(graph, {"x": x, "mask": mask})
     scores = x @ x.transpose(0, 1, 3, 2) + np.where(mask, 0.0, -np.inf)[:, None, None, :]
     p = np.exp(scores - scores.max(-1, keepdims=True))
     by_hand = (p / p.sum(-1, keepdims=True)) @ x
@@ -89,7 +89,7 @@ def test_int64_token_ids_are_a_compiled_input(tmp_path: Path, cache: str) -> Non
     got = runner.run({"ids": ids})["e"]
     table = graph.variable_source(graph.variables[0])
     np.testing.assert_array_equal(got, table[ids])
-    np.testing.assert_array_equal(got, graph.run({"ids": ids})["e"])
+    np.testing.assert_array_equal(got, skriptnd.run(graph, {"ids": ids})["e"])
 
 
 def test_int64_values_outside_int32_are_a_diagnostic(tmp_path: Path, cache: str) -> None:
@@ -97,6 +97,6 @@ def test_int64_values_outside_int32_are_a_diagnostic(tmp_path: Path, cache: str)
     graph = _graph(tmp_path, EMBEDDING)
     ids = np.array([[0, 2 ** 40, 3, 3, 1, 7, 2, 5]], np.int64)
     with pytest.raises(DiagnosticError) as err:
-        graph.run({"ids": ids}, backend="iree", cache_dir=cache)
+        skriptnd.run(graph, {"ids": ids}, backend="iree", cache_dir=cache)
     assert err.value.diagnostics[0].code == "E0789"
     assert "int32" in err.value.diagnostics[0].message and "ids" in err.value.diagnostics[0].message

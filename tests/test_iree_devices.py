@@ -128,7 +128,7 @@ def test_missing_device_is_a_located_diagnostic_before_any_compile(device: str, 
     graph = compose("transformer")
     x = np.zeros([int(d) for d in graph.inputs[0].shape], np.float32)
     with pytest.raises(DiagnosticError) as err:
-        graph.run({graph.inputs[0].name: x}, backend="iree", device=device, cache_dir=str(tmp_path))
+        skriptnd.run(graph, {graph.inputs[0].name: x}, backend="iree", device=device, cache_dir=str(tmp_path))
     (diag,) = err.value.diagnostics
     assert diag.code == "E0786" and f"--device {parse(device)}" in diag.message
     assert f"'{device}' driver could not create one" in diag.message and "--device cpu" in (diag.hint or "")

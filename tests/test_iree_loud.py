@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import skriptnd
 from skriptnd.backends import Options
 from skriptnd.diagnostics import DiagnosticError
 
@@ -172,8 +173,8 @@ def test_a_correct_module_passes_its_self_check_once(layernorm_matmul: Path, tmp
     assert "passed (1 verdict(s) cached with the module(s)" in again.plan[-1]
     x = np.random.default_rng(5).standard_normal((2, 10, 32)).astype(np.float32)
     graph = _compose(layernorm_matmul)
-    np.testing.assert_allclose(graph.run({"x": x}, backend="iree", cache_dir=cache)["y"],  # type: ignore[attr-defined]
-                               graph.run({"x": x}, backend="numpy")["y"], rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(skriptnd.run(graph, {"x": x}, backend="iree", cache_dir=cache)["y"],  # type: ignore[attr-defined]
+                               skriptnd.run(graph, {"x": x}, backend="numpy")["y"], rtol=1e-4, atol=1e-4)  # type: ignore[attr-defined]
     assert calls[0] == 1
 
 
@@ -213,7 +214,7 @@ def test_a_miscompiled_module_is_a_located_diagnostic_and_the_verdict_is_cached(
     runner = backends.prepare(_compose(layernorm_matmul), "iree", Options(cache_dir=cache, verify=False))
     assert "self-check: off" in runner.plan[-1]
     x = np.random.default_rng(5).standard_normal((2, 10, 32)).astype(np.float32)
-    assert not np.allclose(runner.run({"x": x})["y"], graph.run({"x": x}, backend="numpy")["y"], atol=1e-2)
+    assert not np.allclose(runner.run({"x": x})["y"], skriptnd.run(graph, {"x": x}, backend="numpy")["y"], atol=1e-2)
 
 
 def test_a_miscompiled_first_operation_is_located_too(layernorm_matmul: Path, tmp_path: Path,

@@ -50,7 +50,7 @@ LAYERS: list[set[str]] = [
 LEVEL = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 
 #: (importing file, imported part): imports that still break the rule, to be removed (issue 24); empty when done
-KNOWN: set[tuple[str, str]] = {("compose/ir.py", "backends")}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def _imports(path: Path, root: Path = PACKAGE, within: str = "skriptnd") -> list[tuple[str, int]]:

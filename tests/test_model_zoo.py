@@ -1,6 +1,6 @@
 """The model zoo (models/resnet18, mobilenetv2, lstm, transformer, yolo_head) against onnxruntime.
 
-Each model runs through skriptnd (`skriptnd.load(folder).compose(...)`, `graph.run(...)`: stdlib
+Each model runs through skriptnd (`skriptnd.load(folder).compose(...)`, `skriptnd.run(graph, ...)`: stdlib
 operators on compiled @lower plans, intrinsics on native kernels) with weights written by the
 model's own `make_weights.py` into a temporary copy of the model folder, so the tensor files go
 through the same path as a user's. The reference is an independent implementation of the same
@@ -184,7 +184,7 @@ def test_resnet18_structure(resnet18: tuple[skriptnd.Model, dict[str, np.ndarray
 def test_resnet18_matches_onnxruntime(resnet18: tuple[skriptnd.Model, dict[str, np.ndarray]], ort: Any) -> None:
     model, params = resnet18
     x = np.random.default_rng(1).standard_normal((1, 3, 64, 64)).astype(np.float32)
-    actual = model.compose(attribs={"height": 64, "width": 64}).run({"input": x})["output"]
+    actual = skriptnd.run(model.compose(attribs={"height": 64, "width": 64}), {"input": x})["output"]
     reference = resnet18_onnx(params)
     expected = reference.run(ort, {"input": x}, {"logits": reference.logits})["logits"]
     _assert_close(actual, expected)
@@ -217,7 +217,7 @@ def test_mobilenetv2_matches_onnxruntime(mobilenetv2: tuple[skriptnd.Model, dict
                                          ort: Any) -> None:
     model, params = mobilenetv2
     x = np.random.default_rng(2).standard_normal((1, 3, 64, 64)).astype(np.float32)
-    actual = model.compose(attribs={"height": 64, "width": 64}).run({"input": x})["output"]
+    actual = skriptnd.run(model.compose(attribs={"height": 64, "width": 64}), {"input": x})["output"]
     reference = mobilenetv2_onnx(params, _make_weights("mobilenetv2").blocks())
     expected = reference.run(ort, {"input": x}, {"logits": reference.logits})["logits"]
     _assert_close(actual, expected)
@@ -244,7 +244,7 @@ def test_lstm_matches_onnxruntime(lstm: tuple[skriptnd.Model, dict[str, np.ndarr
                                   ort: Any, decompose: bool) -> None:
     model, params = lstm
     graph = model.compose("LSTM", attribs={"seq": SEQ, "batch": BATCH}, decompose=decompose)
-    actual = graph.run({"X": lstm_input})
+    actual = skriptnd.run(graph, {"X": lstm_input})
     reference = lstm_onnx(params, with_steps=False)
     expected = reference.run(ort, {"X": lstm_input}, {"Y": reference.Y, "hN": reference.hN, "cN": reference.cN})
     for name in ("Y", "hN", "cN"):
@@ -258,7 +258,7 @@ def test_lstm_steps_matches_onnxruntime(lstm: tuple[skriptnd.Model, dict[str, np
     sequence_lens gives the same final states and zeros past the end of Y."""
     model, params = lstm
     graph = model.compose("LSTMSteps", attribs={"seq": SEQ, "batch": BATCH})
-    actual = graph.run({"X": lstm_input, "steps": np.full(BATCH, steps, np.int64)})
+    actual = skriptnd.run(graph, {"X": lstm_input, "steps": np.full(BATCH, steps, np.int64)})
     reference = lstm_onnx(params, with_steps=True)
     expected = reference.run(ort, {"X": lstm_input, "steps": np.full(BATCH, steps, np.int32)},
                              {"Y": reference.Y, "hN": reference.hN, "cN": reference.cN})
@@ -284,7 +284,7 @@ def test_transformer_matches_onnxruntime(transformer: tuple[skriptnd.Model, dict
     model, params = transformer
     tokens = np.random.default_rng(4).standard_normal((2, 16, 64)).astype(np.float32)
     graph = model.compose(attribs={"batch": 2, "seq": 16}, decompose=decompose)
-    actual = graph.run({"tokens": tokens})["output"]
+    actual = skriptnd.run(graph, {"tokens": tokens})["output"]
     reference = transformer_onnx(params, heads=4)
     expected = reference.run(ort, {"tokens": tokens}, {"output": reference.output})["output"]
     _assert_close(actual, expected)
@@ -351,7 +351,7 @@ def test_yolo_head_matches_onnxruntime(yolo_head: tuple[skriptnd.Model, dict[str
                                        batch: int, decompose: bool) -> None:
     model, params = yolo_head
     features = np.random.default_rng(5).standard_normal((batch, 32, 8, 8)).astype(np.float32)
-    actual = model.compose(attribs={"batch": batch}, decompose=decompose).run({"features": features})
+    actual = skriptnd.run(model.compose(attribs={"batch": batch}, decompose=decompose), {"features": features})
     reference = yolo_head_onnx(params, batch)
     expected = reference.run(ort, {"features": features},
                              {"boxes": reference.boxes, "scores": reference.scores, "selected": reference.selected})

@@ -28,7 +28,7 @@ def check(tmp_path: Path, body: str, inputs: dict[str, np.ndarray], weights: dic
             + "".join(f"    {line.strip()}\n" for line in body.strip().splitlines()) + "}\n")
     src = write_graph(tmp_path / "nnef", text, weights)
     out = import_nnef(src, tmp_path / "sknd")
-    got = skriptnd.load(out).compose().run(dict(inputs))
+    got = skriptnd.run(skriptnd.load(out).compose(), dict(inputs))
     want = reference(src, list(inputs.values()))
     for name, expected in zip(outputs, want, strict=True):
         actual = np.asarray(got[name])

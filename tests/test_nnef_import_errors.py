@@ -135,7 +135,7 @@ def test_input_shapes_override(tmp_path: Path) -> None:
     src = write_graph(tmp_path / "m", CONV, {"conv/w": _rand(3, 2, 3, 3)})
     out = import_nnef(src, tmp_path / "out", input_shapes={"x": [2, 2, 9, 7]})
     x = _rand(2, 2, 9, 7)
-    y = skriptnd.load(out).compose().run({"x": x})["y"]
+    y = skriptnd.run(skriptnd.load(out).compose(), {"x": x})["y"]
     assert y.shape == (2, 3, 9, 7)
     # the oracle on the same graph written with the new shape
     ref = write_graph(tmp_path / "ref", CONV.replace("[1, 2, 6, 6]", "[2, 2, 9, 7]"), {"conv/w": np.zeros(0)})
@@ -152,7 +152,7 @@ def test_names_that_are_not_skriptnd_identifiers_are_renamed(tmp_path: Path) -> 
     text = (out / "main.sknd").read_text()
     assert "type -> type_" in text and "nn ->" not in text  # a module name is a valid tensor name
     x = _rand(2)
-    np.testing.assert_array_equal(skriptnd.load(out).compose().run({"nn": x})["type_"], -x)
+    np.testing.assert_array_equal(skriptnd.run(skriptnd.load(out).compose(), {"nn": x})["type_"], -x)
 
 
 def test_outputs_that_are_declarations(tmp_path: Path) -> None:
@@ -161,6 +161,6 @@ def test_outputs_that_are_declarations(tmp_path: Path) -> None:
                                       "    c = constant(shape = [2], value = [1.5]);\n"
                                       "    y = add(x, v);\n}\n", {"v": _rand(2)})
     x = _rand(2)
-    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "out")).compose(), {"x": x})
     for name, want in zip(["v", "c", "y"], reference(src, [x]), strict=True):
         np.testing.assert_allclose(got[name], want, rtol=1e-6)

@@ -37,7 +37,7 @@ def _run(tmp_path: Path, text: str, inputs: dict[str, np.ndarray], outputs: list
          weights: dict | None = None) -> Path:
     src = write_graph(tmp_path / "nnef", text, weights or {})
     out = import_nnef(src, tmp_path / "sknd")
-    got = skriptnd.load(out).compose().run(inputs)
+    got = skriptnd.run(skriptnd.load(out).compose(), inputs)
     for name, want in zip(outputs, reference(src, list(inputs.values())), strict=True):
         np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
     return out

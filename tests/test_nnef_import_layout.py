@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_nnef_import import RNG, _rand, check
 
+import skriptnd
+
 
 @pytest.mark.parametrize("body", [
     "y = reshape(x, shape = [2, -1]);",
@@ -169,7 +171,6 @@ def test_float16_weights_are_copied_and_read(tmp_path: Path) -> None:
     # the nnef runtime cannot load 16-bit floats (it aborts), so the oracle here is numpy
     from nnef_oracle import write_graph
 
-    import skriptnd
     from skriptnd.interop.nnef_import import import_nnef
     w = RNG.standard_normal((3, 4)).astype(np.float16)
     src = write_graph(tmp_path / "m", "graph G( x ) -> ( y )\n{\n  x = external(shape = [2, 4]);\n"
@@ -177,7 +178,7 @@ def test_float16_weights_are_copied_and_read(tmp_path: Path) -> None:
     out = import_nnef(src, tmp_path / "out")
     assert (out / "main.G.w.dat").read_bytes() == (src / "w.dat").read_bytes()
     x = _rand(2, 4)
-    np.testing.assert_allclose(skriptnd.load(out).compose().run({"x": x})["y"], x @ w.astype(np.float32).T,
+    np.testing.assert_allclose(skriptnd.run(skriptnd.load(out).compose(), {"x": x})["y"], x @ w.astype(np.float32).T,
                                rtol=1e-5, atol=1e-6)
 
 

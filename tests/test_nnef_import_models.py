@@ -100,7 +100,7 @@ def _compare(tmp_path: Path, text: str, shapes: dict, input_shape: tuple[int, ..
     graph = skriptnd.load(out).compose()
     [arg] = [t.name for t in graph.inputs]
     assert arg == "image"  # a standard module's name is a valid tensor name: kept
-    got = graph.run({arg: x})
+    got = skriptnd.run(graph, {arg: x})
     want = reference(src, [x])[0]
     actual = next(iter(got.values()))
     assert actual.shape == want.shape

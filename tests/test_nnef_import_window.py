@@ -61,8 +61,8 @@ def test_conv_border_modes_as_explicit_pad(tmp_path: Path, border: str) -> None:
     src = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
                       "  w = variable(shape = [3, 2, 3, 3], label = 'w');\n"
                       f"  y = conv(x, w, 0.0, padding = [(1, 1), (2, 0)], border = '{border}');\n}}\n", {"w": w})
-    got = skriptnd.load(import_nnef(src, tmp_path / "b_out")).compose().run({"x": x})["y"]
-    want = skriptnd.load(out).compose().run({"x": x})["y"]
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "b_out")).compose(), {"x": x})["y"]
+    want = skriptnd.run(skriptnd.load(out).compose(), {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -88,7 +88,7 @@ def test_depthwise_deconv_with_channel_multiplier(tmp_path: Path) -> None:
             "  y = deconv(x, w, b, stride = [2, 2], groups = %d);\n}\n")
     src = write_graph(tmp_path / "zero", text % 0, {"w": w, "b": b})
     explicit = write_graph(tmp_path / "three", text % 3, {"w": w, "b": b})
-    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "out")).compose(), {"x": x})["y"]
     np.testing.assert_allclose(got, reference(explicit, [x])[0], rtol=1e-4, atol=1e-5)
 
 
@@ -123,7 +123,7 @@ def test_pool_border_reflect_equals_explicit_pad(tmp_path: Path) -> None:
                          "  y = avg_pool(p, size = [1, 1, 3, 3], padding = [(0,0),(0,0),(0,0),(0,0)]);\n}\n")
     src = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 5, 5]);\n"
                       "  y = avg_pool(x, size = [1, 1, 3, 3], border = 'reflect', padding = []);\n}\n")
-    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "out")).compose(), {"x": x})["y"]
     np.testing.assert_allclose(got, reference(padded, [x])[0], rtol=1e-5, atol=1e-6)
 
 
@@ -171,7 +171,7 @@ def test_debox_normalize(tmp_path: Path) -> None:
             "  y = debox(x, size = [1, 1, 3, 2], stride = [1, 1, 2, 1], padding = [], normalize = %s);\n}\n")
     plain = write_graph(tmp_path / "plain", text % "false")
     src = write_graph(tmp_path / "norm", text % "true")
-    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "out")).compose(), {"x": x})["y"]
     np.testing.assert_allclose(got, reference(plain, [x])[0] / 6.0, rtol=1e-5, atol=1e-6)
 
 
@@ -183,7 +183,7 @@ def test_max_pool_with_unused_index(tmp_path: Path) -> None:
                       f"  y, i = max_pool_with_index(x, {pool});\n}}\n")
     ref = write_graph(tmp_path / "b", "graph G( x ) -> ( y )\n{\n  x = external(shape = [1, 2, 6, 6]);\n"
                       f"  y = max_pool(x, {pool});\n}}\n")
-    got = skriptnd.load(import_nnef(src, tmp_path / "out")).compose().run({"x": x})["y"]
+    got = skriptnd.run(skriptnd.load(import_nnef(src, tmp_path / "out")).compose(), {"x": x})["y"]
     np.testing.assert_allclose(got, reference(ref, [x])[0], rtol=1e-6)
 
 

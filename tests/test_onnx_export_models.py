@@ -3,7 +3,7 @@
 Each model of ``models/`` is composed with its weights (the zoo's from its ``make_weights.py``, written
 into a temporary copy of the folder; alexnet has none and gets seeded random weights), exported to
 ONNX (which runs ``onnx.checker.check_model(full_check=True)``), and run in onnxruntime; the outputs
-must match ``graph.run`` (rtol 1e-4 relative to the largest magnitude; integer outputs exactly).
+must match ``skriptnd.run`` (rtol 1e-4 relative to the largest magnitude; integer outputs exactly).
 The CLI writes the same file atomically; a graph with operations ONNX cannot express is one located
 diagnostic per operation, exit 1, and nothing is written.
 """
@@ -67,7 +67,7 @@ def _check(graph: Any, feeds: dict[str, np.ndarray], **kwargs: Any) -> Any:
 
     model = to_onnx(graph, variables=_frozen(graph), **kwargs)
     got = run_onnx(model, feeds)
-    expected = graph.run(feeds)
+    expected = skriptnd.run(graph, feeds)
     for i in range(len(graph.outputs)):
         name = graph.output_name(i)
         assert_close(got[name], expected[name])
@@ -138,7 +138,7 @@ def test_cli_writes_a_checked_model(tmp_path: Path, ort: Any) -> None:
     assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [3, 1, 8, 8]
     graph = skriptnd.load(MODELS / "digits").compose(attribs={"batch": 3})
     feeds = _inputs(graph, seed=5)
-    assert_close(run_onnx(model, feeds)["probabilities"], graph.run(feeds)["probabilities"])
+    assert_close(run_onnx(model, feeds)["probabilities"], skriptnd.run(graph, feeds)["probabilities"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.onnx"]  # no temporary left behind
 
 
@@ -198,7 +198,7 @@ def test_stateful_graph_is_refused(tmp_path: Path) -> None:
 
 def test_digits_int8_is_a_qdq_graph_matching_the_integer_graph(ort: Any) -> None:
     """@quantize -> QuantizeLinear/DequantizeLinear; onnxruntime's answer equals the integer TOSA graph
-    that `graph.run` executes (up to float rounding of the softmax) on 64 random images."""
+    that `skriptnd.run` executes (up to float rounding of the softmax) on 64 random images."""
     graph = skriptnd.load(MODELS / "digits_int8").compose(attribs={"batch": 64})
     from skriptnd.interop.onnx_export import to_onnx
 
@@ -209,7 +209,7 @@ def test_digits_int8_is_a_qdq_graph_matching_the_integer_graph(ort: Any) -> None
     assert len(int8) >= 3  # the three filters are stored as int8
     x = np.random.default_rng(0).random([64, 1, 8, 8]).astype(np.float32)
     got = run_onnx(model, {"image": x})["probabilities"]
-    expected = np.asarray(graph.run({"image": x})["probabilities"])
+    expected = np.asarray(skriptnd.run(graph, {"image": x})["probabilities"])
     np.testing.assert_allclose(got, expected, atol=1e-6)
     assert (got.argmax(1) == expected.argmax(1)).all()
 
@@ -247,8 +247,8 @@ def test_external_data_beyond_the_size_limit(tmp_path: Path, monkeypatch: pytest
                for i in onnx.load(str(out), load_external_data=False).graph.initializer)
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     feeds = _inputs(graph)
-    assert_close(session.run(None, feeds)[0], graph.run(feeds)["probabilities"])
-    assert_close(run_onnx(model, feeds)["probabilities"], graph.run(feeds)["probabilities"])
+    assert_close(session.run(None, feeds)[0], skriptnd.run(graph, feeds)["probabilities"])
+    assert_close(run_onnx(model, feeds)["probabilities"], skriptnd.run(graph, feeds)["probabilities"])
 
 
 def _control_flow_model(tmp_path: Path) -> skriptnd.Model:
@@ -285,7 +285,7 @@ def test_control_flow_as_onnx_if_and_loop(name: str, tmp_path: Path, ort: Any) -
     for i in range(4):  # both branches, zero and several iterations
         feeds = {k: np.asarray(v, np.float32) if np.asarray(v).dtype == np.float64 else np.asarray(v)
                  for k, v in CONTROL_FEEDS[name](rng, i).items()}
-        got, expected = run_onnx(model, feeds), graph.run(feeds)
+        got, expected = run_onnx(model, feeds), skriptnd.run(graph, feeds)
         for out in expected:
             assert_close(got[out], expected[out])
 

@@ -1,5 +1,5 @@
 """Per-operator ONNX export tests: small graphs written as .sknd text, composed, exported
-(``onnx.checker`` full check included), run in onnxruntime and compared with ``graph.run``
+(``onnx.checker`` full check included), run in onnxruntime and compared with ``skriptnd.run``
 (rtol 1e-4 relative to the largest magnitude; int and bool results exactly). Hypothesis varies the
 attributes that change the ONNX mapping (paddings, strides, dilations, groups, axes, keepdims...).
 """
@@ -61,7 +61,7 @@ def check(graph: Any, feeds: dict[str, np.ndarray] | None = None, opset: int = 1
     feeds = feeds if feeds is not None else feeds_for(graph)
     model = to_onnx(graph, opset=opset)
     got = run_onnx(model, feeds)
-    expected = graph.run(feeds)
+    expected = skriptnd.run(graph, feeds)
     for i in range(len(graph.outputs)):
         name = graph.output_name(i)
         assert_close(got[name], expected[name], rtol)
@@ -557,7 +557,7 @@ def test_quantize_block_of_a_small_graph(tmp_path: Path) -> None:
     assert [n.op_type for n in model.graph.node].count("QuantizeLinear") == 2
     x = np.array([[0.3, -0.7, 1.2]], np.float32)
     got = run_onnx(model, {"x": x})["y"]
-    assert_close(got, g.run({"x": x})["y"])
+    assert_close(got, skriptnd.run(g, {"x": x})["y"])
 
 
 # -- image -------------------------------------------------------------------------------------
@@ -582,7 +582,7 @@ def test_resize(mode: str, transform: str, rounding: str, sizes: tuple[int, int,
     out = list(dims)
     size = list(sizes[:len(axes)])
     # skriptnd itself cannot compose ALIGNED resizing to size 1 yet (image.sknd's `size <= 1 ? 0.0 :
-    # real(s - 1) / real(size - 1)` evaluates the division for every item: E0502), graph.run included
+    # real(s - 1) / real(size - 1)` evaluates the division for every item: E0502), skriptnd.run included
     assume(transform != "ALIGNED" or min(size) > 1)
     for a, n in zip(axes, size, strict=True):
         out[a] = n

@@ -51,7 +51,7 @@ def _ort(model: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
 
 def _sknd(model: Any, inputs: dict[str, np.ndarray], folder: Path) -> list[np.ndarray]:
     path = skriptnd.import_model(model, folder)
-    result = skriptnd.load(path).compose().run(inputs)
+    result = skriptnd.run(skriptnd.load(path).compose(), inputs)
     return list(result.values())
 
 
@@ -403,7 +403,7 @@ def test_dynamic_batch_becomes_an_attribute(tmp_path: Path) -> None:
     path = skriptnd.import_model(model, tmp_path / "m")
     assert "batch: int = 1;" in (path / "main.sknd").read_text()
     x = rand(5, 3)
-    y = skriptnd.load(path).compose(attribs={"batch": 5}).run({"x": x})["y"]
+    y = skriptnd.run(skriptnd.load(path).compose(attribs={"batch": 5}), {"x": x})["y"]
     np.testing.assert_array_equal(y, np.maximum(x, 0))
     fixed = skriptnd.import_model(model, tmp_path / "f", input_shapes={"x": [4, 3]})
     assert "x: real[4, 3];" in (fixed / "main.sknd").read_text()
@@ -452,7 +452,7 @@ def test_missing_external_data(tmp_path: Path) -> None:
     src = _save(model, tmp_path / "m.onnx", save_as_external_data=True, location="weights.bin", size_threshold=0)
     ok = skriptnd.import_model(src, tmp_path / "ok")
     x = rand(4096)
-    np.testing.assert_allclose(skriptnd.load(ok).compose().run({"x": x})["y"], _ort(_model(
+    np.testing.assert_allclose(skriptnd.run(skriptnd.load(ok).compose(), {"x": x})["y"], _ort(_model(
         [node("Add", ["x", "w"])], {"x": x}, ["y"], {"w": __import__("onnx").numpy_helper.to_array(
             __import__("onnx").load(str(src)).graph.initializer[0])}), {"x": x})[0], rtol=1e-6)
     (tmp_path / "weights.bin").unlink()

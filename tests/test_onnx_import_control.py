@@ -186,7 +186,7 @@ def test_round_trip_of_exported_control_flow(name: str, tmp_path: Path) -> None:
         feeds = {k: np.asarray(v, np.float32) if np.asarray(v).dtype == np.float64 else np.asarray(v)
                  for k, v in CONTROL_FEEDS[name](rng, i).items()}
         expected = _ort(model, feeds)
-        actual = list(composed.run(feeds).values())
+        actual = list(skriptnd.run(composed, feeds).values())
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected, strict=True):
             _compare(a, e)

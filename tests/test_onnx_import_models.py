@@ -62,7 +62,7 @@ def test_imported_model_matches_onnxruntime(name: str, tmp_path: Path) -> None:
     builder, inputs, outputs = _reference(name)
     model = builder.model(inputs, outputs)
     path = skriptnd.import_model(model, tmp_path / name)
-    actual = skriptnd.load(path).compose().run(inputs)
+    actual = skriptnd.run(skriptnd.load(path).compose(), inputs)
     expected = builder.run(ort, inputs, outputs)
     for key in outputs:
         _close(actual[key], expected[key])
@@ -185,7 +185,7 @@ def test_pytorch_export_imports(make: Any, shape: tuple, tmp_path: Path) -> None
     x = torch.randn(*shape)
     src = _export(net, x, tmp_path / "model.onnx")
     path = skriptnd.import_model(src, tmp_path / "m")
-    actual = skriptnd.load(path).compose().run({"x": x.numpy()})["y"]
+    actual = skriptnd.run(skriptnd.load(path).compose(), {"x": x.numpy()})["y"]
     expected = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0]
     _close(actual, expected)
     with torch.no_grad():
@@ -211,7 +211,7 @@ def test_pytorch_dynamic_batch_with_input_shape(tmp_path: Path) -> None:
     assert err.value.diagnostics[0].code == "E0808" and "--input-shape" in (err.value.diagnostics[0].hint or "")
     assert not (tmp_path / "dynamic").exists()
     path = skriptnd.import_model(src, tmp_path / "m", input_shapes={"x": [3, 10, 32]})
-    actual = skriptnd.load(path).compose().run({"x": x.numpy()})["y"]
+    actual = skriptnd.run(skriptnd.load(path).compose(), {"x": x.numpy()})["y"]
     _close(actual, ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0])
 
 
@@ -225,7 +225,7 @@ def test_stacked_lstm_sequence_model(tmp_path: Path) -> None:
     outputs = {"Y": builder.Y, "hN": builder.hN, "cN": builder.cN}
     path = skriptnd.import_model(builder.model(inputs, outputs), tmp_path / "m")
     assert (path / "main.sknd").read_text().count("nn.lstm(") == 2
-    actual = skriptnd.load(path).compose().run(inputs)
+    actual = skriptnd.run(skriptnd.load(path).compose(), inputs)
     expected = builder.run(ort, inputs, outputs)
     for key in outputs:
         _close(actual[key], expected[key])

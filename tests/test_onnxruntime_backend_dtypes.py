@@ -53,6 +53,6 @@ def test_int64_inputs_and_gather_elements_through_our_onnx_export(tmp_path: Path
     graph = skriptnd.load(import_model(model, tmp_path / "m")).compose()
     assert {t.dtype for t in graph.inputs} == {"int"}
     assert any(op.op == "ops.index.gather_elements" for op in graph.operations)
-    got = graph.run(feeds, backend="onnxruntime")["y"]
+    got = skriptnd.run(graph, feeds, backend="onnxruntime")["y"]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(graph.run(feeds)["y"], expected, rtol=1e-6, atol=1e-6)  # and numpy agrees
+    np.testing.assert_allclose(skriptnd.run(graph, feeds)["y"], expected, rtol=1e-6, atol=1e-6)  # and numpy agrees

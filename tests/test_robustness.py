@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import skriptnd
 from skriptnd.syntax.parser import MAX_NESTING, MAX_OPERATORS, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -303,12 +304,11 @@ def test_relu_assert_message_has_no_stray_quote(tmp_path: Path) -> None:
 
 
 def test_unknown_input_through_the_api_is_located_too() -> None:
-    import skriptnd
     from skriptnd.diagnostics import DiagnosticError
 
     graph = skriptnd.load(DIGITS).compose()
     with pytest.raises(DiagnosticError) as caught:
-        graph.run({"image": np.load(SAMPLE), "imag": np.load(SAMPLE)})
+        skriptnd.run(graph, {"image": np.load(SAMPLE), "imag": np.load(SAMPLE)})
     d = caught.value.diagnostics[0]
     assert d.code == "E0711" and "has no input 'imag'" in d.message and d.hint == "did you mean 'image'?"
     assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 11, 9)  # `image: real[...]`

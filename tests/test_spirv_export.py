@@ -96,7 +96,8 @@ def graph_inputs(graph: object, seed: int = 1) -> dict[str, np.ndarray]:
 
 
 def module_inputs(graph: object, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    from skriptnd.tosa.integer.lower import has_quantization, lower_quantized
+    from skriptnd.compose.quantization import has_quantization
+    from skriptnd.tosa.integer.lower import lower_quantized
 
     if has_quantization(graph):
         return lower_quantized(graph).quantize_inputs(inputs)
@@ -107,7 +108,7 @@ def assert_runs_like_sknd(graph: object, program: TosaProgram, exact: bool, name
     """``program`` (read from a module) computes what ``sknd run`` computes for ``graph`` (outputs in order;
     ``named``: the module's interface names are the graph's input/output names)."""
     inputs = graph_inputs(graph)
-    expected = graph.run(inputs)
+    expected = skriptnd.run(graph, inputs)
     got = program.run(module_inputs(graph, inputs))
     if named:
         assert program.input_names == [t.name for t in graph.inputs]

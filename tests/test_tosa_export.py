@@ -58,7 +58,7 @@ def test_digits_mlir_is_accepted_and_matches_sknd_run(tmp_path: Path, tools: Non
     graph = skriptnd.load(DIGITS).compose()
     for sample in ("3.npy", "7.npy"):
         x = np.load(SAMPLES / sample).astype(np.float32).reshape(1, 1, 8, 8)
-        expected = np.asarray(graph.run({"image": x})["probabilities"])
+        expected = np.asarray(skriptnd.run(graph, {"image": x})["probabilities"])
         got = run_flatbuffer(fb, [x], tmp_path)
         np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)
 
@@ -70,7 +70,7 @@ def test_flatbuffer_option_batch_attribute(tmp_path: Path, tools: None) -> None:
     assert "tensor<2x1x8x8xf32>" in mlir.read_text()
     graph = skriptnd.load(DIGITS).compose(attribs={"batch": 2})
     x = np.stack([np.load(SAMPLES / f"{i}.npy").astype(np.float32).reshape(1, 8, 8) for i in (1, 2)])
-    expected = np.asarray(graph.run({"image": x})["probabilities"])
+    expected = np.asarray(skriptnd.run(graph, {"image": x})["probabilities"])
     np.testing.assert_allclose(run_flatbuffer(fb, [x], tmp_path).reshape(expected.shape), expected,
                                rtol=1e-4, atol=1e-7)
 

@@ -181,7 +181,7 @@ def test_weights_are_resource_blobs_with_the_exact_bytes(tmp_path: Path) -> None
 def test_resource_and_inline_forms_compute_the_same(tmp_path: Path) -> None:
     require_oracle()
     x = np.load(DIGITS / "samples" / "5.npy").astype(np.float32).reshape(1, 1, 8, 8)
-    expected = np.asarray(skriptnd.load(DIGITS).compose().run({"image": x})["probabilities"])
+    expected = np.asarray(skriptnd.run(skriptnd.load(DIGITS).compose(), {"image": x})["probabilities"])
     for form in ([], ["--inline-constants"]):
         mlir, fb = tmp_path / "d.mlir", tmp_path / "d.tosa"
         sknd("export", str(DIGITS), "--tosa-mlir", str(mlir), *form)
@@ -211,5 +211,5 @@ def test_digits_compiles_and_runs_with_iree(batch: int, tmp_path: Path) -> None:
     samples = sorted((DIGITS / "samples").glob("*.npy"))
     for i in range(0, 4, batch):
         x = np.stack([np.load(p).astype(np.float32).reshape(1, 8, 8) for p in samples[i:i + batch]])
-        expected = np.asarray(graph.run({"image": x})["probabilities"])
+        expected = np.asarray(skriptnd.run(graph, {"image": x})["probabilities"])
         np.testing.assert_allclose(iree_run(vmfb, [x]).reshape(expected.shape), expected, rtol=1e-4, atol=1e-7)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import skriptnd
 import skriptnd.model
 from skriptnd.tosa.mlir.export import to_mlir
 
@@ -48,7 +49,7 @@ def test_numpy_peak_memory_does_not_hold_a_tiled_weight(tmp_path, left):
     w = graph.variable_source(graph.variables[0])
     tracemalloc.start()  # planning included: constant operators (a TILE of the weight) are folded then
     try:
-        got = graph.run({"x": x})["z"]
+        got = skriptnd.run(graph, {"x": x})["z"]
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

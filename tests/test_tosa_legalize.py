@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
+import skriptnd
 import skriptnd.model
 from skriptnd.backends import kernels_for
 from skriptnd.diagnostics import DiagnosticError
@@ -336,7 +337,7 @@ def test_digits_end_to_end():
     """The whole digits graph run op by op through the legalized subgraphs matches the executor."""
     graph = skriptnd.model.load(ROOT / "models" / "digits").compose(random_weights=True)
     image = np.random.default_rng(3).uniform(0, 1, (1, 1, 8, 8)).astype(np.float32)
-    ref = graph.run({"image": image})["probabilities"]
+    ref = skriptnd.run(graph, {"image": image})["probabilities"]
     values = {graph.inputs[0]: image}
     for op in graph.operations:
         args = []

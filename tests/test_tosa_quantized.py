@@ -610,7 +610,7 @@ def test_int8_mlir_compiles_and_runs_with_iree(tmp_path: Path) -> None:
 
 
 def test_graph_run_of_a_quantized_model_runs_the_integer_graph(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Graph.run does what `sknd run`'s default backend does: the integer TOSA graph."""
+    """skriptnd.run does what `sknd run`'s default backend does: the integer TOSA graph."""
     from skriptnd.tosa.integer import lower as quantized
 
     graph = skriptnd.load(MODEL).compose()
@@ -619,5 +619,5 @@ def test_graph_run_of_a_quantized_model_runs_the_integer_graph(monkeypatch: pyte
     lowered: list[str] = []
     original = quantized.lower_quantized
     monkeypatch.setattr(quantized, "lower_quantized", lambda g, *a, **k: lowered.append(g.name) or original(g, *a, **k))
-    np.testing.assert_array_equal(graph.run({"image": x})["probabilities"], expected)
+    np.testing.assert_array_equal(skriptnd.run(graph, {"image": x})["probabilities"], expected)
     assert lowered == [graph.name] and int(expected.argmax()) == 3

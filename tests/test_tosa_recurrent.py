@@ -86,7 +86,7 @@ def test_loop_subgraphs_equal_lower_for_two_stacked_layers(k4: None) -> None:
     w = {t.name: graph.variable_source(t) for t in graph.variables}
     y1, h1, c1 = run_subgraph(sg1, [x, w["layer1_W"], w["layer1_R"], w["layer1_B"]])
     y2, h2, c2 = run_subgraph(sg2, [y1, w["layer2_W"], w["layer2_R"], w["layer2_B"]])
-    expected = graph.run({"X": x}, backend="lower")
+    expected = skriptnd.run(graph, {"X": x}, backend="lower")
     for got, want in ((y2, expected["Y"]), (np.stack([h1, h2]), expected["hN"]), (np.stack([c1, c2]), expected["cN"])):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
@@ -107,7 +107,7 @@ def test_loop_legalization_equals_lower(seq: int, batch: int, width: int, hidden
     w = {t.name: graph.variable_source(t) for t in graph.variables}
     y1, h1, c1 = run_subgraph(sg1, [x, w["layer1_W"], w["layer1_R"], w["layer1_B"]])
     y2, _, _ = run_subgraph(sg2, [y1, w["layer2_W"], w["layer2_R"], w["layer2_B"]])
-    expected = graph.run({"X": x}, backend="lower")
+    expected = skriptnd.run(graph, {"X": x}, backend="lower")
     np.testing.assert_allclose(y2, expected["Y"], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(h1, expected["hN"][0], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(c1, expected["cN"][0], rtol=1e-4, atol=1e-6)
@@ -125,7 +125,7 @@ def test_exported_program_runs_on_the_numpy_tosa_interpreter(k4: None) -> None:
     assert len(loops) == 2 and all(len(o.inputs) == 5 for o in loops)  # (t, h, c, X·Wᵀ+B, Y): Rᵀ is in the body
     assert all(any(a.shape[-2:] == (32, 128) for a in o.attrs["body_graph"].constants.values()) for o in loops)
     x = _x(graph)
-    expected = graph.run({"X": x}, backend="lower")
+    expected = skriptnd.run(graph, {"X": x}, backend="lower")
     for got, name in zip(program([x]), ("Y", "hN", "cN"), strict=True):
         np.testing.assert_allclose(got, expected[name], rtol=1e-4, atol=1e-6)
 
@@ -146,7 +146,7 @@ def test_exported_mlir_compiles_and_runs_in_iree(k4: None, tmp_path: Path) -> No
     module = rt.load_vm_flatbuffer_file(str(tmp_path / "lstm.vmfb"), driver="local-sync")
     x = _x(graph)
     got = [np.asarray(r) for r in module.main(x)]
-    expected = graph.run({"X": x}, backend="lower")
+    expected = skriptnd.run(graph, {"X": x}, backend="lower")
     for value, name in zip(got, ("Y", "hN", "cN"), strict=True):
         np.testing.assert_allclose(value, expected[name], rtol=1e-4, atol=1e-6)
 
@@ -160,7 +160,7 @@ def test_flatbuffer_runs_in_the_tosa_reference_model(k4: None, tmp_path: Path) -
     graph = _compose(seq=9, batch=2)
     x = _x(graph)
     y = run_flatbuffer(to_flatbuffer(_mlir(graph)), [x], tmp_path, timeout=300)
-    np.testing.assert_allclose(y, graph.run({"X": x}, backend="lower")["Y"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(y, skriptnd.run(graph, {"X": x}, backend="lower")["Y"], rtol=1e-4, atol=1e-6)
 
 
 def test_operation_by_operation_mlir_writes_the_loop_too(k4: None, tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_operation_by_operation_mlir_writes_the_loop_too(k4: None, tmp_path: Pat
     assert mlir.count('"tosa.while_loop"') == 2
     x = _x(graph)
     y = run_flatbuffer(to_flatbuffer(mlir), [x], tmp_path, timeout=300)
-    np.testing.assert_allclose(y, graph.run({"X": x}, backend="lower")["Y"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(y, skriptnd.run(graph, {"X": x}, backend="lower")["Y"], rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("budget", [0, 20])
@@ -198,7 +198,7 @@ def test_iree_backend_compiles_the_graph_as_one_module(k4: None, budget: int, tm
     program = runner.modules[0].source.program  # type: ignore[attr-defined]
     assert sum(o.name == "WHILE_LOOP" for o in program.ops) == (2 if budget == 0 else 0)
     x = _x(graph)
-    got, expected = runner.run({"X": x}), graph.run({"X": x}, backend="lower")
+    got, expected = runner.run({"X": x}), skriptnd.run(graph, {"X": x}, backend="lower")
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-4, atol=1e-6)
 

@@ -176,8 +176,7 @@ def test_the_iree_cache_refuses_a_folder_others_can_write(tmp_path: Path) -> Non
     assert stat.S_IMODE(entry.folder.stat().st_mode) == 0o700
 
 
-@pytest.mark.parametrize(("module", "folder"), [("skriptnd.tosa.legalize.composite", "sknd_tosa_legalize_stdlib"),
-                                                ("skriptnd.interop.onnx_export.walk", "sknd_onnx_export_stdlib")])
+@pytest.mark.parametrize(("module", "folder"), [("skriptnd.compose.stdlib", "sknd_stdlib_program")])
 def test_the_standard_library_program_never_imports_from_the_shared_temp_folder(
         module: str, folder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Expanding a composite loads a program importing every standard module; its entry is named in the
@@ -192,9 +191,9 @@ def test_the_standard_library_program_never_imports_from_the_shared_temp_folder(
     planted.parent.mkdir()
     planted.write_text("operator exp { @input { x: real; } @output { y: real; } @lower { y = x; } }\n")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    owner._stdlib_program.cache_clear()
+    owner.stdlib_program.cache_clear()
     try:
-        program = owner._stdlib_program()
+        program = owner.stdlib_program()
         assert program.modules["math"].path.resolve() == (stdlib_dir() / "math.sknd").resolve()
     finally:
-        owner._stdlib_program.cache_clear()
+        owner.stdlib_program.cache_clear()

@@ -90,7 +90,7 @@ def test_an_nnef_link_inside_the_folder_is_fine(tmp_path: Path) -> None:
     src = write_graph(tmp_path / "m", NNEF.format(label="w"), {"store/w": SECRET})
     (src / "w.dat").symlink_to("store/w.dat")
     out = import_nnef(src, tmp_path / "out")
-    got = skriptnd.load(out).compose().run({"x": np.ones(4, np.float32)})["y"]
+    got = skriptnd.run(skriptnd.load(out).compose(), {"x": np.ones(4, np.float32)})["y"]
     np.testing.assert_array_equal(got, SECRET + 1)
 
 
@@ -220,7 +220,7 @@ def test_a_variable_file_of_the_wrong_shape_is_refused_from_its_header(tmp_path:
     monkeypatch.setattr(tensor_file, "_read_exactly", lambda fh, n: reads.append(n) or real(fh, n))
     graph = skriptnd.load(folder).compose()
     with pytest.raises(DiagnosticError) as err:
-        graph.run({"x": np.ones(4, np.float32)})
+        skriptnd.run(graph, {"x": np.ones(4, np.float32)})
     assert err.value.diagnostics[0].code == "E0703" and "[4096, 4096]" in err.value.diagnostics[0].message
     assert reads == [128]
 
@@ -282,7 +282,7 @@ def test_onnx_external_data_inside_the_folder_is_read_by_its_dims(tmp_path: Path
     src = _onnx_with_external(tmp_path, "w.bin")
     (src.parent / "w.bin").write_bytes(SECRET.tobytes())
     out = skriptnd.import_model(src, tmp_path / "ok")
-    np.testing.assert_array_equal(skriptnd.load(out).compose().run({"x": np.zeros(4, np.float32)})["y"], SECRET)
+    np.testing.assert_array_equal(skriptnd.run(skriptnd.load(out).compose(), {"x": np.zeros(4, np.float32)})["y"], SECRET)
     (src.parent / "w.bin").write_bytes(SECRET.tobytes()[:10])
     proc = _sknd("import", str(src), "-o", str(tmp_path / "short"))
     assert proc.returncode == 1 and "E0802" in proc.stderr and "holds 10 bytes" in proc.stderr, proc.stderr

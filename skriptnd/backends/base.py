@@ -1,4 +1,4 @@
-"""What a backend is: a named way to run a composed graph (`sknd run --via NAME`, `Graph.run(backend=...)`).
+"""What a backend is: a named way to run a composed graph (`sknd run --via NAME`, `skriptnd.run(graph, inputs, backend=...)`).
 
 A :class:`Backend` prepares a graph once into a :class:`Runner` (compiling, loading weights, building the
 execution plan) and the runner then runs it on inputs any number of times; the registry
@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+
+from skriptnd.compose.ir import Graph
 
 #: Progress callback: (operations done, operations in all), for the CLI's progress bar.
 Progress = Callable[[int, int], None]
@@ -94,5 +96,5 @@ class Backend(ABC):
         return None
 
     @abstractmethod
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         """Prepare ``graph`` (compile, load weights); raises DiagnosticError for what it cannot run."""

@@ -23,9 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import Options, canonical, get, prepare
-from skriptnd.backends.base import Runner
+from skriptnd.backends.base import Options, Progress, Runner
 from skriptnd.backends.iree_devices import parse as parse_device
+from skriptnd.backends.registry import canonical, get, prepare
+from skriptnd.backends.via_onnxruntime import OnnxRuntimeRunner
+from skriptnd.compose.ir import Graph
+from skriptnd.diagnostics import DiagnosticError
 
 REFERENCE = "onnxruntime"
 
@@ -123,7 +126,7 @@ PRE_AVX512_CORES = {"prescott", "core2", "penryn", "dunnington", "nehalem", "san
                     "barcelona", "bobcat", "bulldozer", "piledriver", "steamroller", "excavator", "zen"}
 
 
-def blas_note(coretype: str | None, isa: list[str], pools: Any) -> str | None:
+def blas_note(coretype: str | None, isa: list[str], pools: list[dict[str, object]] | None) -> str | None:
     """Why numpy may be slow here: ``OPENBLAS_CORETYPE`` forcing pre-AVX-512 kernels on an AVX-512 CPU.
     skriptnd cannot change it at run time (OpenBLAS reads it when numpy loads) and does not override a
     setting someone made on purpose (it also works around CPU-detection problems): it says so. Measured
@@ -160,13 +163,11 @@ def _deviation(got: Mapping[str, Any], expected: Mapping[str, Any]) -> float:
 class OnnxFileRunner(Runner):
     """The onnxruntime reference from a supplied .onnx file (inputs and outputs matched by position)."""
 
-    def __init__(self, graph: Any, path: str, threads: int | None) -> None:
-        from skriptnd.backends.via_onnxruntime import OnnxRuntimeRunner
-
+    def __init__(self, graph: Graph, path: str, threads: int | None) -> None:
         self._runner = OnnxRuntimeRunner(graph, path, threads, [f"onnxruntime on {path}"])
         self.plan = self._runner.plan
 
-    def run(self, inputs: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
         return self._runner.run(inputs)
 
 
@@ -184,7 +185,7 @@ class _OnnxFile:
 Entry = str | tuple[str, str, Options] | tuple[str, Runner]
 
 
-def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
+def bench(graph: Graph, backends: list[Entry], inputs: Mapping[str, Any], *, threads: int | None = None,
           reference: str | None = REFERENCE, onnx_file: str | None = None, rounds: int = 10, per_turn: int = 3,
           options: Options | None = None, model: str = "", gap: float | None = None,
           progress: Callable[[str, int, int], None] | None = None) -> Report:
@@ -236,8 +237,6 @@ def bench(graph: Any, backends: list[Entry], inputs: Mapping[str, Any], *, threa
                     runner = prepare(graph, *entry)
                 out = runner.run(inputs)
             except Exception as err:  # a backend that cannot run this graph is a row with its reason
-                from skriptnd.diagnostics import DiagnosticError
-
                 message = err.diagnostics[0].message if isinstance(err, DiagnosticError) else str(err)
                 results[name] = Result(name, None, error=f"{type(err).__name__}: {message}"[:500])
                 continue

@@ -29,9 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.tosa.integer import mlir as integer_mlir
+from skriptnd.tosa.integer.lower import IntegerGraph
+from skriptnd.tosa.legalize import run_subgraph
+from skriptnd.tosa.program.build import Program
 
 register_codes({"E0785": "compiled module disagrees with the numpy backend"})
 
@@ -220,7 +225,7 @@ class ProgramCheck:
     """How a module compiled from a TOSA program is checked: the program on numpy's TOSA operators is the
     reference; ``sources``: the graph operations the program's operators come from (``Op.origin``)."""
 
-    def __init__(self, program: Any, sources: Sequence[Any], compile: Compile) -> None:
+    def __init__(self, program: Program, sources: Sequence[Any], compile: Compile) -> None:
         self.program, self.sources, self.compile = program, list(sources), compile
         self.steps: list[float | None] | None = None
 
@@ -232,8 +237,6 @@ class ProgramCheck:
 
     def prefix(self, k: int) -> Any:
         """The program computing operator ``k``'s value: the operators it needs, their constants."""
-        from skriptnd.tosa.program.build import Program
-
         ops = self.program.ops
         keep = _ancestors(ops, ops[k].output)
         used = {i for j in keep for i in ops[j].inputs}
@@ -259,7 +262,7 @@ class IntegerCheck:
     """How the module of a @quantize graph's integer TOSA graph (skriptnd.tosa.integer.lower) is checked: that
     graph on numpy's TOSA operators is the reference (bit-exact but for one step of a quantized output)."""
 
-    def __init__(self, integer: Any, graph: Any, compile: Compile) -> None:
+    def __init__(self, integer: IntegerGraph, graph: Graph, compile: Compile) -> None:
         self.integer, self.graph, self.compile = integer, graph, compile
         self.sg = integer.subgraph()
         self.steps = []
@@ -268,20 +271,15 @@ class IntegerCheck:
             self.steps.append(float(np.max(qv.qp.scale)) if qv is not None and qv.qp is not None else None)
 
     def reference(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        from skriptnd.tosa.legalize import run_subgraph
-
         return [np.asarray(a) for a in run_subgraph(self.sg, arrays)]
 
     def candidates(self, output: int) -> list[int]:
         return _ancestors(self.sg.ops, self.sg.outputs[output])
 
     def probe(self, k: int, arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        from skriptnd.tosa.integer.mlir import to_mlir
-        from skriptnd.tosa.legalize import run_subgraph
-
         value = self.sg.ops[k].output
         (expected,) = run_subgraph(self.integer.subgraph([value]), arrays)
-        (got,) = self.compile(to_mlir(self.integer, outputs=[value]))(arrays)
+        (got,) = self.compile(integer_mlir.to_mlir(self.integer, outputs=[value]))(arrays)
         return got, np.asarray(expected)
 
     def locate(self, k: int) -> tuple[str, Span | None, str]:

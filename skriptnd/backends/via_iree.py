@@ -2,7 +2,7 @@
 ``Options.target`` names another CPU or a target triple), or for a GPU (``Options.device``: cuda, vulkan,
 hip; skriptnd.backends.iree_devices), and run by the IREE runtime.
 
-A float graph is planned as for the numpy backend (skriptnd.execute.tosa_backend): batch norms folded, and
+A float graph is planned as for the numpy backend (skriptnd.backends.tosa_programs): batch norms folded, and
 every run of operations that legalizes (skriptnd.tosa.legalize) spliced into one simplified TOSA program
 (filters re-laid out once, NCHW ↔ NHWC transpose pairs cancelled). Each program is written as TOSA MLIR
 (skriptnd.tosa.mlir.program) and compiled into one IREE module; a fully legalizing graph is one module.
@@ -22,15 +22,16 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import iree_devices, register
+from skriptnd.backends import iree_devices
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
-from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
+from skriptnd.backends.iree_cache import MODULE, PARAMS, cache_root, content_key, lookup_or_build
 from skriptnd.backends.iree_check import (
     RELATIVE,
     IntegerCheck,
@@ -42,9 +43,25 @@ from skriptnd.backends.iree_check import (
     write_verdict,
 )
 from skriptnd.backends.iree_defaults import DATA_TILING, default_flags
+from skriptnd.backends.registry import register
+from skriptnd.backends.tosa_programs import PROGRAM_OP, TosaKernels, compile_segments
+from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.execute.executor import KERNELS, Kernel
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN
+from skriptnd.tosa.integer import lower as quantized
+from skriptnd.tosa.integer import mlir as integer_mlir
+from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
+from skriptnd.tosa.legalize.tensor import conv_for_compilers
+from skriptnd.tosa.mlir import export
+from skriptnd.tosa.mlir import program as program_mlir
+from skriptnd.tosa.mlir import regions as mlir_regions
+from skriptnd.tosa.mlir import text as mlir_text
+from skriptnd.tosa.mlir.program import NotCompilable, check_compilable, program_to_mlir
+from skriptnd.tosa.program import patch_matmul as conv_as_matmul
+from skriptnd.tosa.program.build import Program
 
 #: The input flag of every compilation.
 INPUT_FLAGS = ("--iree-input-type=tosa",)
@@ -121,7 +138,7 @@ def flags_reason(options: Options) -> str:
     return default_flags(options.target or "host")[1]
 
 
-def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
+def _refusal(graph: Graph, diags: list[Diagnostic]) -> DiagnosticError:
     """E0781 at the first thing keeping the graph from compiling, the others as notes."""
     first = diags[0]
     message = first.message.replace("is not legalized to TOSA", "does not legalize to TOSA")
@@ -135,11 +152,8 @@ def _refusal(graph: Any, diags: list[Diagnostic]) -> DiagnosticError:
              "sknd compose MODEL --tosa lists what legalizes")])
 
 
-def graph_mlir(graph: Any) -> tuple[str, Any]:
+def graph_mlir(graph: Graph) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
-    from skriptnd.tosa.integer import lower as quantized
-    from skriptnd.tosa.integer import mlir as integer_mlir
-
     try:
         integer = quantized.lower_quantized(graph)
     except DiagnosticError as err:
@@ -147,14 +161,12 @@ def graph_mlir(graph: Any) -> tuple[str, Any]:
     return integer_mlir.to_mlir(integer), integer
 
 
-def _compile(mlir: str, flags: list[str], folder: Any, label: str = "", hint: str | None = None,
+def _compile(mlir: str, flags: list[str], folder: str | Path, label: str = "", hint: str | None = None,
              log: Path | None = None) -> None:
     """Run iree-compile on ``mlir`` into ``folder``; while it runs, report ``label`` and the seconds so far
     to the caller's status line (base.compile_status) about every :data:`STATUS_INTERVAL` seconds. A failure
     is E0782 with the compiler's ``error:`` lines, its whole stderr (often megabytes of MLIR dump) written to
     ``log``."""
-    from skriptnd.backends.iree_cache import MODULE, PARAMS
-
     source = os.path.join(folder, "model.mlir")
     with open(source, "w", encoding="utf-8") as f:
         f.write(mlir)
@@ -224,8 +236,6 @@ def compiler_errors(stderr: str) -> str:
 
 def compile_log(options: Options, key: str) -> Path:
     """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
-    from skriptnd.backends.iree_cache import cache_root
-
     return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
 
 
@@ -251,7 +261,7 @@ def _config(driver: str, threads: int | None) -> Any:
     return _CONFIGS[key]
 
 
-def open_device(options: Options, graph: Any = None) -> Any:
+def open_device(options: Options, graph: Graph = None) -> Any:
     """The runtime configuration of ``options.device``, opened before anything is compiled: a machine without
     the device (no GPU, no driver library) gets a located E0786 naming it and the driver's reason at once."""
     device = iree_devices.parse(options.device)
@@ -283,17 +293,11 @@ def _target_name(options: Options) -> str:
 class ProgramSource:
     """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
 
-    def __init__(self, program: Any, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
+    def __init__(self, program: Program, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
         self.program, self.inputs, self.comment = program, inputs, comment
 
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
-
-        from skriptnd.tosa.mlir import export
-        from skriptnd.tosa.mlir import program as program_mlir
-        from skriptnd.tosa.mlir import regions as mlir_regions
-        from skriptnd.tosa.mlir import text as mlir_text
-        from skriptnd.tosa.program import patch_matmul as conv_as_matmul
 
         for module in (program_mlir, export, mlir_regions, mlir_text, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
@@ -305,12 +309,10 @@ class ProgramSource:
             yield memoryview(a.reshape(-1).view(np.uint8))
 
     def mlir(self) -> str:
-        from skriptnd.tosa.mlir.program import program_to_mlir
-        from skriptnd.tosa.program.patch_matmul import convs_as_matmuls
-
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
-        return program_to_mlir(convs_as_matmuls(self.program, self.inputs), self.inputs, comment=self.comment,
-                               bool_as_i8=True)
+        # looked up at call time (module attribute): tests substitute a miscompiling version
+        patched = conv_as_matmul.convs_as_matmuls(self.program, self.inputs)
+        return program_to_mlir(patched, self.inputs, comment=self.comment, bool_as_i8=True)
 
 
 class TextSource:
@@ -331,8 +333,6 @@ class IreeModule:
     def __init__(self, source: ProgramSource | TextSource | str, options: Options, label: str = "",
                  load: bool = True, ops: int | None = None) -> None:
         import iree.runtime as rt
-
-        from skriptnd.backends.iree_cache import cache_root, content_key, lookup_or_build
 
         if isinstance(source, str):
             source = TextSource(source)
@@ -426,7 +426,7 @@ class IreeModule:
         """Compiles the prefix programs of a bisection the way this module was (unchecked modules)."""
         inputs = self.source.inputs if isinstance(self.source, ProgramSource) else None
 
-        def compile(prefix: Any) -> IreeModule:
+        def compile(prefix: Program | str) -> IreeModule:
             if isinstance(prefix, str):
                 return IreeModule(prefix, self.options)
             return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix"), self.options)
@@ -434,7 +434,7 @@ class IreeModule:
         return compile
 
 
-def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options) -> str:
+def self_check(modules: list[IreeModule], run: Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]], graph: Graph, options: Options) -> str:
     """Check every module without a verdict by running the graph (``run(inputs)``) on seeded inputs
     (skriptnd.backends.iree_check.seeded_inputs) before the first real result; the plan line saying what
     happened. E0785 when a module disagrees with numpy (now, or in a cached verdict)."""
@@ -480,7 +480,7 @@ def self_check(modules: list[IreeModule], run: Any, graph: Any, options: Options
 class IntegerRunner(Runner):
     """A graph with @quantize entries: its whole integer TOSA graph as one IREE module."""
 
-    def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
+    def __init__(self, graph: Graph, options: Options, load: bool = True) -> None:
         if load:
             open_device(options, graph)
         mlir, self.integer = graph_mlir(graph)
@@ -511,7 +511,7 @@ _PROGRAM_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "in
 _INT32 = np.iinfo(np.int32)
 
 
-def _boundary_input(t: Any, a: Any, dtype: np.dtype) -> np.ndarray:
+def _boundary_input(t: Tensor, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     a = np.asarray(a)
     if dtype == np.int32 and a.size and (a.min() < _INT32.min or a.max() > _INT32.max):
         raise DiagnosticError([Diagnostic(
@@ -522,7 +522,7 @@ def _boundary_input(t: Any, a: Any, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def _run_module(op: Any, args: list[Any]) -> list[Any]:
+def _run_module(op: Operation, args: list[Any]) -> list[Any]:
     module: IreeModule = op.attribs["module"]
     dtypes = op.attribs["dtypes"]
     results = module.checked([_boundary_input(t, a, d) for t, a, d in zip(op.inputs, args, dtypes, strict=True)])
@@ -532,14 +532,11 @@ def _run_module(op: Any, args: list[Any]) -> list[Any]:
 
 class IreeKernels:
     """The kernel mapping of the iree backend on skriptnd's Executor: at plan time, every run of operations
-    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.execute.tosa_backend), and
+    that legalizes becomes a TOSA program (as for the numpy backend, skriptnd.backends.tosa_programs), and
     each program is written as MLIR and compiled by IREE (one module per run); what does not legalize or
     compile runs on numpy (native kernels, else @lower) and the plan says so."""
 
     def __init__(self, options: Options, graph_name: str = "", load: bool = True) -> None:
-        from skriptnd.execute.executor import KERNELS
-        from skriptnd.execute.tosa_backend import TosaKernels
-
         self.options, self.graph_name, self.load = options, graph_name, load
         self._numpy = TosaKernels(KERNELS)
         self.plan: list[str] = []
@@ -547,18 +544,13 @@ class IreeKernels:
         self.numpy_ops: list[Any] = []  # graph operations left to numpy
         self.compiled_ops = 0
 
-    def compile_segments(self, operations: list[Any], known: Any, keep: set[int]) -> list[Any]:
+    def compile_segments(self, operations: list[Any], known: Callable[[Tensor], np.ndarray | None], keep: set[int]) -> list[Any]:
         from dataclasses import replace
-
-        from skriptnd.execute.tosa_backend import PROGRAM_OP, compile_segments
-        from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
-        from skriptnd.tosa.legalize.tensor import conv_for_compilers
-        from skriptnd.tosa.mlir.program import NotCompilable, check_compilable
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
 
-        def extra(op: Any) -> Any:
+        def extra(op: Operation) -> Any:
             """The compiler's own forms: recurrences unrolled within the budget, a grouped convolution as one
             depthwise convolution and a sum (one dispatch, not three per group: a cold compile of ResNeXt-50
             went from minutes to tens of seconds; conv_for_compilers)."""
@@ -595,7 +587,7 @@ class IreeKernels:
             self.plan.append(f"IREE: {what}; {module.describe()}")
         return result
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: Kernel | None = None) -> Any:
         return self[name]
 
     def __getitem__(self, name: str) -> Any:
@@ -605,9 +597,7 @@ class IreeKernels:
 class IreeGraphRunner(Runner):
     """A float graph on the Executor with :class:`IreeKernels` (compiled when prepared, not on the first run)."""
 
-    def __init__(self, graph: Any, options: Options, load: bool = True) -> None:
-        from skriptnd.backends.executor_runner import ExecutorRunner
-
+    def __init__(self, graph: Graph, options: Options, load: bool = True) -> None:
         if load:
             open_device(options, graph)  # before compiling: no device, no minutes of compiling for nothing
         self.kernels = IreeKernels(options, graph.name, load)
@@ -642,7 +632,7 @@ class IreeBackend(Backend):
                          "weights in a parameter archive)", requires=("iree.compiler", "iree.runtime"),
                          devices=tuple(iree_devices.KINDS))
 
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         if has_quantization(graph):
             return IntegerRunner(graph, options)
         return IreeGraphRunner(graph, options)

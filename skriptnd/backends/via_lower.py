@@ -3,12 +3,12 @@ for intrinsics. A graph with @quantize entries runs with fake quantization."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Runner
-from skriptnd.backends.executor_runner import ExecutorRunner, fake_quantized, has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.kernel_maps import kernels_for
+from skriptnd.backends.registry import register
+from skriptnd.compose.ir import Graph
+from skriptnd.compose.quantization import fake_quantize, has_quantization
 
 
 @register
@@ -16,8 +16,8 @@ class LowerBackend(Backend):
     def __init__(self) -> None:
         super().__init__("lower", "every standard operator on its @lower formulas (the reference semantics)")
 
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         quantized = has_quantization(graph)
         kernels, optimize = kernels_for("lower")
-        return ExecutorRunner(fake_quantized(graph) if quantized else graph, kernels, optimize,
+        return ExecutorRunner(fake_quantize(graph) if quantized else graph, kernels, optimize,
                               [f"{graph.name}: @lower formulas" + (", fake quantization" if quantized else "")])

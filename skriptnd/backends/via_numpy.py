@@ -7,18 +7,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Progress, Runner
-from skriptnd.backends.executor_runner import ExecutorRunner, has_quantization
+from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.kernel_maps import kernels_for
+from skriptnd.backends.registry import register
+from skriptnd.compose.ir import Graph
+from skriptnd.compose.quantization import has_quantization
+from skriptnd.tosa.integer import lower as quantized
 
 
 class IntegerRunner(Runner):
     """A quantized graph as its integer TOSA graph on the numpy TOSA operators."""
 
-    def __init__(self, graph: Any) -> None:
-        from skriptnd.tosa.integer import lower as quantized
-
+    def __init__(self, graph: Graph) -> None:
         self.integer = quantized.lower_quantized(graph)
         self.plan = [f"running the integer TOSA graph of {graph.name} ({len(self.integer.ops)} TOSA operations)"]
 
@@ -32,7 +33,7 @@ class NumpyBackend(Backend):
         super().__init__("numpy", "TOSA programs on numpy (BLAS) for what legalizes, native kernels or @lower "
                          "for the rest; @quantize graphs in integer TOSA (the default, no dependencies)")
 
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         if has_quantization(graph):
             return IntegerRunner(graph)
         kernels, optimize = kernels_for("numpy")

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from skriptnd import hostcpu
-from skriptnd.backends import register
 from skriptnd.backends.base import Backend, Options, Progress, Runner
-from skriptnd.backends.executor_runner import has_quantization
+from skriptnd.backends.registry import register
+from skriptnd.compose.ir import Graph
+from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.source import NO_SPAN
 
@@ -45,8 +46,8 @@ def session(model: bytes | str, threads: int | None = None, unfused_qdq: bool = 
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
 
 
-def to_onnx_bytes(graph: Any) -> bytes:
-    try:
+def to_onnx_bytes(graph: Graph) -> bytes:
+    try:  # lazy: the exporter imports onnx, an optional heavy dependency
         from skriptnd.interop.onnx_export import to_onnx
     except ImportError:
         raise DiagnosticError([Diagnostic(code="E0780", span=NO_SPAN, message="the onnxruntime backend needs the "
@@ -71,7 +72,7 @@ def input_dtype(onnx_type: str, ours: str) -> Any:
 
 
 class OnnxRuntimeRunner(Runner):
-    def __init__(self, graph: Any, model: bytes | str, threads: int | None, plan: list[str],
+    def __init__(self, graph: Graph, model: bytes | str, threads: int | None, plan: list[str],
                  unfused_qdq: bool = False) -> None:
         try:
             self.session = session(model, threads, unfused_qdq)
@@ -102,7 +103,7 @@ class OnnxRuntimeBackend(Backend):
         super().__init__("onnxruntime", "the graph's ONNX export on onnxruntime (CPU)",
                          requires=("onnx", "onnxruntime"))
 
-    def prepare(self, graph: Any, options: Options) -> Runner:
+    def prepare(self, graph: Graph, options: Options) -> Runner:
         model = to_onnx_bytes(graph)
         plan = [f"{graph.name}: its ONNX export ({len(model) / 1e6:.1f} MB) on onnxruntime (CPU)"]
         unfused = has_quantization(graph) and keep_qdq_unfused()

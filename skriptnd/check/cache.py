@@ -25,9 +25,11 @@ from typing import Any
 
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.source import Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.cache import cache_dir, load_entry, store
 from skriptnd.untrusted import UnsafeFile, read_regular
+from skriptnd.version import __version__
 
 Check = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
 
@@ -37,8 +39,6 @@ _VERSION = b"composition-check 1\0"
 @lru_cache(maxsize=1)
 def _checker_fingerprint() -> bytes:
     """The package version and the source of every module composing a definition may run."""
-    from skriptnd.version import __version__
-
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256(_VERSION + __version__.encode())
     files = [*package.glob("*.py"), *(p for sub in ("semantics", "compose", "syntax", "check")
@@ -111,7 +111,7 @@ def cached_check(program: Program, module: LoadedModule, definition: ast.Definit
     original = program.resolve_operator
     had_own = "resolve_operator" in vars(program)
 
-    def recording(name: str, from_module: LoadedModule, span: Any = None) -> Any:
+    def recording(name: str, from_module: LoadedModule, span: Span | None = None) -> Any:
         lookups[from_module.name, name] = None
         return original(name, from_module, span)
 

@@ -23,13 +23,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from skriptnd.compose.composer import Composer, _Frame
+from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, Severity, register_codes
-from skriptnd.semantics.binding import ASSERTION_HOOKS, Binder
+from skriptnd.semantics.binding import ASSERTION_HOOKS, Binder, Site, bind
+from skriptnd.semantics.evaluate import EvalError, evaluate
 from skriptnd.semantics.modules import LoadedModule, Program
+from skriptnd.semantics.values import GUARD_STACK, Pack, TensorValue, guards_suspended, recording
 from skriptnd.source import NO_SPAN
 from skriptnd.syntax import ast
+
+if TYPE_CHECKING:
+    import sympy
 
 register_codes({
     "E0611": "assertion holds only under a condition on graph attributes",
@@ -57,13 +64,15 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
         return {}  # composed with plain ints: sympy is not even imported
     import sympy
 
-    from skriptnd.semantics.symbolic import SymInt
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     return {decl.name: SymInt(_SAMPLE * (k + 1), sympy.Symbol(decl.name, integer=True))
             for k, decl in enumerate(undefaulted)}
 
 
-def condition_text(condition: Any) -> str:
+def condition_text(condition: sympy.Basic) -> str:
     """A sympy condition in SkriptND syntax: `c == 2 && n > 0`."""
     import sympy
 
@@ -85,8 +94,9 @@ _TRIALS = (1, 2, 3, 4, 8)
 
 def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
     """value with every symbolic extent replaced by its value under assignment."""
-    from skriptnd.semantics.symbolic import SymInt
-    from skriptnd.semantics.values import Pack, TensorValue
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     if isinstance(value, SymInt):
         result = value.expr.xreplace(assignment)
@@ -100,9 +110,6 @@ def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
 
 def _holds_for(binder: Binder, a: ast.Assertion, assignment: dict[Any, int]) -> bool | None:
     """The assertion's value with the symbols replaced by assignment; None if it cannot be told."""
-    from skriptnd.semantics.evaluate import EvalError, evaluate
-    from skriptnd.semantics.values import Pack, guards_suspended
-
     env = {k: _substituted(v, assignment) for k, v in binder.env.items()}
     try:
         with guards_suspended():
@@ -160,8 +167,6 @@ class _Judge:
         condition = path if holds else sympy.simplify(sympy.Not(path))
         counter: dict[Any, int] | None = None
         if holds:
-            from skriptnd.semantics.values import GUARD_STACK
-
             outer = GUARD_STACK[-1] if GUARD_STACK else None
             context = [g for g in outer or () if g not in guards]
             counter = _counterexample(binder, a, sorted(path.free_symbols, key=str), self.assumed, context)
@@ -196,14 +201,10 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     docstring); nothing for an operator, or for a graph of a module that is not the one composed."""
     if definition.kind != "graph":
         return []
-    from skriptnd.compose.composer import Composer
-
     symbolic = _symbolic_attribs(definition)
     if symbolic is None:
         return []
     composer = Composer(program)
-    from skriptnd.semantics.values import recording
-
     judge = _Judge(set(symbolic))
     try:
         with recording(), _judging(judge):
@@ -228,9 +229,9 @@ def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs
     spreads, expressions, `~`): those operators are checked where they are invoked."""
     import sympy
 
-    from skriptnd.semantics.evaluate import EvalError, evaluate
-    from skriptnd.semantics.symbolic import SymInt
-    from skriptnd.semantics.values import TensorValue
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     symbols: dict[str, Any] = dict(attribs)
     inputs: list[Any] = []
@@ -298,11 +299,6 @@ def check_operator(program: Program, module: LoadedModule, definition: ast.Defin
     inputs = _operator_inputs(definition, dtypes, attribs)
     if inputs is None:
         return []
-    from skriptnd.compose.composer import Composer, _Frame
-    from skriptnd.compose.ir import Graph, Tensor
-    from skriptnd.semantics.binding import Site, bind
-    from skriptnd.semantics.values import recording
-
     judge = _OperatorJudge(definition)
     composer = Composer(program, atomic=lambda *_: True)
     graph = Graph(name=definition.name, program=program)

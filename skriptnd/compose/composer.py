@@ -10,14 +10,28 @@ branches and loops become operations with subgraphs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skriptnd.compose.control import ControlFlow
+from skriptnd.compose.frame import (
+    INT_TENSOR_RANGE,
+    NUMPY_DTYPES,
+    AtomicPolicy,
+    _as_value,
+    _compose_blocks,
+    _error,
+    _fits,
+    _Frame,
+    _params,
+    _split_dims,
+    decompose_all,
+    default_atomic,
+)
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
-from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.diagnostics import DiagnosticError, Note, register_codes
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.modules import LoadedModule, Program
@@ -26,110 +40,17 @@ from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_type
 
-NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
-#: The values an int tensor may hold: TOSA's int32, what every backend computes in (compile-time values,
-#: attributes and extents, are Python ints of any size; a tensor's are not).
-INT_TENSOR_RANGE = (-(2 ** 31), 2 ** 31 - 1)
+if TYPE_CHECKING:
+    import sympy
+
+    from skriptnd.semantics.symbolic import SymInt
 
 register_codes({"E0610": "graph output does not have its declared type"})
 
-#: Decides whether an invocation stays one operation: (qualified name, module, definition).
-AtomicPolicy = Callable[[str, LoadedModule, ast.Definition], bool]
 
+class Composer(ControlFlow):
+    """Composes a program's graphs and expands operations (see the module's docstring)."""
 
-def default_atomic(name: str, module: LoadedModule, definition: ast.Definition) -> bool:
-    """Standard operators stay atomic (they run on kernels); so do operators without @compose."""
-    return module.is_stdlib or not _compose_blocks(definition, "compose")
-
-
-def decompose_all(name: str, module: LoadedModule, definition: ast.Definition) -> bool:
-    """Go down to operators with @lower (or intrinsics): nothing with @compose stays atomic."""
-    return not _compose_blocks(definition, "compose")
-
-
-def _compose_blocks(defn: ast.Definition, kind: str) -> list[ast.Stmt]:
-    return [s for b in defn.blocks if isinstance(b, ast.ComposeBlock) and b.kind == kind for s in b.items]
-
-
-def _params(defn: ast.Definition, kind: str) -> list[ast.ParamDecl]:
-    return [d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items]
-
-
-
-def _fits(dtype: str, values: Sequence[Any], what: str, span: Span) -> None:
-    """E0502 at span when an int tensor would hold a value outside INT_TENSOR_RANGE (it could not run)."""
-    if dtype != "int":
-        return
-    low, high = INT_TENSOR_RANGE
-    for v in values:
-        if isinstance(v, int) and not isinstance(v, bool) and not low <= v <= high:
-            raise _error("E0502", f"{what} holds {v}, outside the range of an int tensor ({low} to {high}, "
-                         "32 bits)", span)
-
-
-def _error(code: str, message: str, span: Span, hint: str | None = None, notes: tuple[Note, ...] = ()) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code=code, message=message, span=span, hint=hint, notes=notes)])
-
-
-@dataclass
-class _Frame:
-    """The composition state of one definition body."""
-
-    module: LoadedModule
-    definition: ast.Definition
-    env: dict[str, Any]  # compile-time symbols
-    dtypes: dict[str, str]
-    scope: str  # label prefix, '' or 'conv1.'
-    tensors: dict[str, Value] = field(default_factory=dict)
-    graph: Graph | None = None
-
-    def child(self, scope: str | None = None) -> _Frame:
-        """A nested block: sees everything here, its assignments stay local (may shadow)."""
-        return _Frame(self.module, self.definition, self.env, self.dtypes,
-                      self.scope if scope is None else scope, dict(self.tensors), self.graph)
-
-    def values(self) -> dict[str, Any]:
-        """Compile-time view: symbols, and tensors as TensorValues (for ?x, x.shape, x.rank)."""
-        out = dict(self.env)
-        for name, value in self.tensors.items():
-            out[name] = _as_value(value)
-        return out
-
-
-def _as_value(value: Value) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return Pack([TensorValue(t.dtype, _dims(t)) for t in value])
-    return TensorValue(value.dtype, _dims(value))
-
-
-def _dims(t: Tensor) -> tuple[Any, ...]:
-    """A tensor's extents for binding: a dynamic one is a symbolic extent (semantics.symbolic)
-    whose sample value is its upper bound, so output shapes come out as expressions in the
-    dynamic input extents, with upper bounds (§3.1)."""
-    if not t.dynamic:
-        return t.shape
-    from skriptnd.semantics.symbolic import SymInt, symbol
-
-    bounds = t.bounds or (None,) * t.rank
-    symbolic = t.symbolic or (None,) * t.rank
-    return tuple(d if d is not None else SymInt(b if b is not None else 1,
-                                                e if e is not None else symbol(f"{t.name}_{i}"))
-                 for i, (d, b, e) in enumerate(zip(t.shape, bounds, symbolic, strict=True)))
-
-
-def _split_dims(shape: tuple[Any, ...]) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None,
-                                                 tuple[Any, ...] | None]:
-    """Output extents as (shape with None for dynamic ones, their upper bounds, their expressions)."""
-    if not any(hasattr(d, "expr") for d in shape):
-        return shape, None, None
-    return (tuple(None if hasattr(d, "expr") else d for d in shape),
-            tuple(int(d) if hasattr(d, "expr") else None for d in shape),
-            tuple(d.expr if hasattr(d, "expr") else None for d in shape))
-
-
-class Composer:
     def __init__(self, program: Program, atomic: AtomicPolicy | None = None) -> None:
         self.program = program
         self.atomic = atomic or default_atomic
@@ -259,7 +180,9 @@ class Composer:
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
-        from skriptnd.semantics.symbolic import symbol
+        from skriptnd.semantics.symbolic import (
+            symbol,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+        )
 
         names = [i.value.id if isinstance(i.value, ast.Name) and i.pack is None else None
                  for i in decl.type.shape or ()]
@@ -314,7 +237,12 @@ class Composer:
         computes from the dynamic input extents (`floor(s/2)`), symbolically."""
         import sympy
 
-        from skriptnd.semantics.symbolic import SymInt, expression, symbol, vanishes
+        from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+            SymInt,
+            expression,
+            symbol,
+            vanishes,
+        )
 
         env = dict(binder.env)
         env.update({name: SymInt(1, symbol(name)) for name in dynamic})
@@ -528,7 +456,7 @@ class Composer:
                          "to an operator here", expr.span)
         return self._constant(frame, value, expr.span)
 
-    def _constant(self, frame: _Frame, value: Any, span: Span) -> Tensor:
+    def _constant(self, frame: _Frame, value: bool | int | float | str, span: Span) -> Tensor:
         dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
             "real" if isinstance(value, float) else "str"
         _fits(dtype, [value], "an int value passed to an operator", span)
@@ -650,7 +578,7 @@ class Composer:
         raise _error("E0403", f"output '{decl.name}' of operator '{definition.name}' is declared with shape "
                      f"[{declared}] but its @compose produces [{shown}]", decl.span)
 
-    def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: Any) -> Value:
+    def _input_default(self, frame: _Frame, decl: ast.ParamDecl, bound: TensorValue | Pack | None) -> Value:
         value = self._eval(frame, decl.default, f"the default of input '{decl.name}'")  # type: ignore[arg-type]
 
         def filled(name: str, tensor: TensorValue, item: Any) -> Tensor:
@@ -666,203 +594,6 @@ class Composer:
         if isinstance(bound, TensorValue):
             return filled(decl.name, bound, value)
         return None
-
-    # ------------------------------------------------------------ control flow
-
-    def _static_condition(self, frame: _Frame, cond: ast.Expr) -> bool | None:
-        """The value of a compile-time condition, or None when it depends on tensor data."""
-        if isinstance(cond, ast.Call | ast.BlockExpr):
-            return None
-        if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
-            return None
-        try:
-            value = evaluate(cond, frame.values(), frame.dtypes)
-        except EvalError:
-            return None
-        if isinstance(value, bool):
-            return value
-        return None
-
-    def _if(self, frame: _Frame, node: ast.IfExpr, count: int, names: list[str], label: str) -> list[Value]:
-        for cond, branch in node.branches:
-            decided = self._static_condition(frame, cond)
-            if decided is None:
-                return self._dynamic_if(frame, node, count, label)
-            if decided:
-                return self._branch(frame, branch, count, names, label)
-        return self._branch(frame, node.orelse, count, names, label)
-
-    def _branch(self, frame: _Frame, branch: ast.Expr, count: int, names: list[str], label: str) -> list[Value]:
-        if isinstance(branch, ast.Call | ast.BlockExpr) and branch.label:
-            label = frame.scope + branch.label  # §2.10: an explicit label overrides the auto-generated one
-        return self._rhs(frame, branch, count, names, label)
-
-    def _subgraph(self, frame: _Frame, name: str, body: ast.Expr, params: Mapping[str, Tensor],
-                  scope: str) -> Graph:
-        """A branch or loop body as its own graph; outer tensors are captured by reference."""
-        graph = Graph(name=name, inputs=list(params.values()))
-        inner = frame.child(scope)
-        inner.graph = graph
-        inner.tensors.update(params)
-        results = self._rhs(inner, body, 0, [], scope.rstrip("."))
-        for value in results:
-            if isinstance(value, list):
-                graph.outputs.extend(value)
-            elif value is not None:
-                graph.outputs.append(value)
-        return graph
-
-    def _dynamic_if(self, frame: _Frame, node: ast.IfExpr, count: int, label: str) -> list[Value]:
-        scope = (label or self._fresh(frame.scope, "if")) + "."
-        subgraphs: dict[str, Graph] = {}
-        for k, (cond, branch) in enumerate(node.branches):
-            subgraphs[f"cond{k}"] = self._subgraph(frame, f"cond{k}", cond, {}, scope)
-            subgraphs[f"then{k}"] = self._subgraph(frame, f"then{k}", branch, {}, scope)
-        subgraphs["else"] = self._subgraph(frame, "else", node.orelse, {}, scope)
-        reference = subgraphs["then0"].outputs
-        for key, g in subgraphs.items():
-            if key.startswith(("then", "else")) and [(t.dtype, t.shape) for t in g.outputs] != \
-                    [(t.dtype, t.shape) for t in reference]:
-                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes",
-                             node.span)
-        outputs: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in reference]
-        op = Operation(op="if", definition=None, inputs=[], outputs=outputs, label=scope.rstrip("."),
-                       subgraphs=subgraphs, span=node.span)
-        assert frame.graph is not None
-        frame.graph.operations.append(op)
-        return outputs
-
-    def _loop(self, frame: _Frame, node: ast.LoopExpr, count: int, names: list[str], label: str) -> list[Value]:
-        scans = {s.name: self._operand(frame, s.pack) for s in node.scans}
-        for s in node.scans:
-            if not isinstance(scans[s.name], list):
-                raise _error("E0304", f"'for {s.name} : ...' needs a pack of tensors", s.span)
-        lengths = {len(v) for v in scans.values()}  # type: ignore[arg-type]
-        if len(lengths) > 1:
-            raise _error("E0406", "the scanned packs of a loop must have the same length", node.span)
-        static_count: int | None = lengths.pop() if lengths else None
-        count = node.count.count if node.count is not None else None
-        count_span = node.count.span if node.count is not None else node.span
-        if count is not None and self._is_null(frame, count):
-            # `do..(steps)` with an omitted optional `steps` (§2.4.1): no explicit count, the loop
-            # runs over its packs (nn.lstm_loop without steps)
-            count = None
-            if not scans and node.pre_cond is None and node.post_cond is None:
-                raise _error("E0503", "the iteration count of this loop is null, and it has no 'for' clause and "
-                             "no condition to stop it", count_span)
-        if count is not None:
-            given = self._static_count(frame, count)
-            if given is not None:
-                static_count = given if static_count is None else min(static_count, given)
-            elif node.unroll:
-                raise _error("E0503", "'unroll' needs a compile-time iteration count", count_span)
-            # else a dynamic (tensor) count: the scanned packs' length, if any, stays the upper bound
-            # of the iterations (§2.10.1), and so of the scan outputs' length
-        if node.unroll:
-            if static_count is None:
-                raise _error("E0503", "'unroll' needs a compile-time iteration count or scanned packs", node.span)
-            return self._unroll(frame, node, scans, static_count, label)
-        return self._dynamic_loop(frame, node, scans, static_count, label, count)
-
-    def _is_null(self, frame: _Frame, expr: ast.Expr) -> bool:
-        """Whether expr is null at compile time (an omitted optional input or attribute)."""
-        if isinstance(expr, ast.Name) and expr.id in frame.tensors:
-            return frame.tensors[expr.id] is None
-        try:
-            return evaluate(expr, frame.values(), frame.dtypes) is None
-        except EvalError:
-            return False
-
-    def _static_count(self, frame: _Frame, expr: ast.Expr) -> int | None:
-        if isinstance(expr, ast.Name) and isinstance(frame.tensors.get(expr.id), Tensor):
-            return None
-        try:
-            value = evaluate(expr, frame.values(), frame.dtypes)
-        except EvalError:
-            return None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def _unroll(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], n: int, label: str) -> list[Value]:
-        carried: list[Value] = [self._carried_init(frame, c) for c in node.carried]
-        scan_outputs: list[list[Tensor]] = []
-        base = label or frame.scope + self._fresh(frame.scope, "loop")
-        for i in range(n):
-            inner = frame.child(f"{base}.{i}.")
-            for c, value in zip(node.carried, carried, strict=True):
-                inner.tensors[c.name] = value
-            for name, pack in scans.items():
-                inner.tensors[name] = pack[i]  # type: ignore[index]
-            if node.count is not None and node.count.index is not None:
-                inner.tensors[node.count.index] = self._constant(inner, i, node.span)
-            results = self._rhs(inner, node.body, 0, [], f"{base}.{i}")
-            for c, value in zip(node.carried, results, strict=False):  # a new tensor per step (§2.10.1)
-                if isinstance(value, Tensor) and value.name.startswith("%"):
-                    value.name = f"{base}.{i}.{c.name}"
-            carried = results[:len(node.carried)]
-            for k, value in enumerate(results[len(node.carried):]):
-                if len(scan_outputs) <= k:
-                    scan_outputs.append([])
-                if isinstance(value, Tensor):
-                    scan_outputs[k].append(value)
-        return [*carried, *scan_outputs]
-
-    def _carried_init(self, frame: _Frame, c: ast.Carried) -> Value:
-        value = self._operand(frame, c.value)
-        if c.type is not None and isinstance(value, Tensor) and value.kind == "constant" and value.shape == () \
-                and c.type.shape:
-            binder = Binder(signature(frame.definition), Site())
-            binder.env, binder.dtypes = frame.values(), frame.dtypes
-            decl = ast.ParamDecl(name=c.name, type=c.type, span=c.span)
-            shape, _ = binder.output_shape(decl, None)
-            dtype = binder.resolve_dtype(c.type.name)
-            filled = self._new_tensor(frame, "%const", dtype, shape, "constant")
-            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
-                filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
-            return filled
-        return value
-
-    def _dynamic_loop(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], static_count: int | None,
-                      label: str, count: ast.Expr | None) -> list[Value]:
-        scope = (label or self._fresh(frame.scope, "loop")) + "."
-        initial = [self._carried_init(frame, c) for c in node.carried]
-        params: dict[str, Tensor] = {}
-        for c, value in zip(node.carried, initial, strict=True):
-            if not isinstance(value, Tensor):
-                raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
-            params[c.name] = self._new_tensor(frame, scope + c.name, value.dtype, value.shape, "input")
-        for name, pack in scans.items():
-            first = pack[0]  # type: ignore[index]
-            params[name] = self._new_tensor(frame, scope + name, first.dtype, first.shape, "input")
-        if node.count is not None and node.count.index is not None:
-            params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
-        subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
-        for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
-            if cond is not None:
-                subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
-        body_out = subgraphs["body"].outputs
-        n_carried = len(node.carried)
-        if len(body_out) < n_carried:
-            raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
-                         node.span)
-        finals: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in body_out[:n_carried]]
-        bound = static_count
-        scan_outs: list[Value] = []
-        for t in body_out[n_carried:]:
-            if bound is None:
-                raise _error("E0411", "a loop without a compile-time bound on its iterations cannot have scan "
-                             "outputs", node.span)
-            scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
-        count_input: list[Value] = []
-        if count is not None:
-            count_input = [self._operand(frame, count)]
-        op = Operation(op="loop", definition=None,
-                       inputs=[*initial, *[v for v in scans.values()], *count_input],
-                       outputs=[*finals, *scan_outs], label=scope.rstrip("."), subgraphs=subgraphs, span=node.span,
-                       attribs={"carried": n_carried, "scans": len(scans), "has_count": bool(count_input),
-                                "max_iterations": bound})
-        assert frame.graph is not None
-        frame.graph.operations.append(op)
-        return [*finals, *scan_outs]
 
     # ------------------------------------------------------------ quantization and tensors
 
@@ -906,14 +637,18 @@ class Composer:
         return tensor
 
 
-def _sym(expr: Any) -> Any:
-    from skriptnd.semantics.symbolic import SymInt
+def _sym(expr: sympy.Expr) -> Any:
+    from skriptnd.semantics.symbolic import (
+        SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     return SymInt(1, expr)
 
 
-def _same_extent(a: Any, b: Any) -> bool:
-    from skriptnd.semantics.symbolic import identical
+def _same_extent(a: int | SymInt, b: int | SymInt) -> bool:
+    from skriptnd.semantics.symbolic import (
+        identical,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+    )
 
     return identical(a, b)
 
@@ -924,4 +659,5 @@ def compose(program: Program, graph: str | None = None, attribs: Mapping[str, An
     return Composer(program, atomic).compose(graph, attribs)
 
 
-__all__ = ["AtomicPolicy", "Composer", "compose", "decompose_all", "default_atomic", "NO_SPAN"]
+__all__ = ["INT_TENSOR_RANGE", "NUMPY_DTYPES", "AtomicPolicy", "Composer", "compose", "decompose_all", "default_atomic",
+           "NO_SPAN"]

@@ -3,6 +3,9 @@
 Plain dataclasses compared by identity: a Tensor is one value in the graph, however many
 names refer to it. Operations keep their Binding (attributes, symbols, output shapes) so the
 executor can build the @lower plan or pick a kernel without redoing the semantic work.
+
+A graph does not run itself (as an ONNX model does not: a session runs it): the backends, above the IR, run
+it (``skriptnd.run(graph, inputs)``, skriptnd.backends).
 """
 
 from __future__ import annotations
@@ -94,17 +97,6 @@ class Graph:
             if d.name == self.name:
                 return d.name_span if d.name_span is not NO_SPAN else d.span
         return NO_SPAN
-
-    def run(self, inputs: dict[str, Any], backend: str = "numpy", **options: Any) -> dict[str, Any]:
-        """Execute the graph on numpy inputs (by input name); returns the outputs by name.
-
-        ``backend``: a name of skriptnd.backends (numpy, the default; kernels, lower, iree, onnxruntime),
-        ``options``: its :class:`skriptnd.backends.Options` (threads=, target=, device=, ...). The prepared backend
-        is kept on the graph, so later runs do no planning or compiling. The backends sit above the IR:
-        imported here, at call time, never at import time."""
-        from skriptnd.backends import Options, run
-
-        return run(self, inputs, backend, Options(**options) if options else None)
 
     @property
     def variables(self) -> list[Tensor]:

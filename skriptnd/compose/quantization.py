@@ -26,9 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.semantics.binding import Site, bind
+from skriptnd.semantics.values import TensorValue
 from skriptnd.source import NO_SPAN, Span
 
 register_codes({"E0760": "unsupported quantization parameters"})
@@ -84,7 +87,7 @@ def _fail(message: str, t: Tensor | None = None, hint: str | None = None) -> Dia
                                        hint=hint)])
 
 
-def _values(v: Any) -> list[Any]:
+def _values(v: object) -> list[Any]:
     if isinstance(v, list | tuple):
         return list(v)
     return [v]
@@ -199,7 +202,7 @@ def _min_max_params(qp: QParams, rank: int) -> tuple[np.ndarray, np.ndarray, np.
 NUMPY_INT = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
 
 
-def quantize(x: Any, qp: QParams) -> np.ndarray:
+def quantize(x: npt.ArrayLike, qp: QParams) -> np.ndarray:
     """The integers the quantize operator computes for real ``x`` (storage encoding, dtype ``qp.dtype``):
     the operator's @lower formula with ``round`` half away from zero. zero_point_linear_quantize divides
     the float32 input by the attribute's double value in float64 (as the @lower evaluator does for a
@@ -222,7 +225,7 @@ def quantize(x: Any, qp: QParams) -> np.ndarray:
     return (q + qp.offset).astype(NUMPY_INT[qp.dtype])
 
 
-def dequantize(q: Any, qp: QParams) -> np.ndarray:
+def dequantize(q: npt.ArrayLike, qp: QParams) -> np.ndarray:
     """The real value the quantize operator outputs for the integers ``q`` (storage encoding), by the
     operator's own formula in float32: ``real(q - zp) * scale``, or for min_max_linear_quantize
     ``(q + p) / r * (max - min) + min``. Equals ``(q - zero_point) * scale`` up to float rounding."""
@@ -249,9 +252,6 @@ def has_quantization(graph: Graph) -> bool:
 
 
 def _quantize_operation(graph: Graph, t: Tensor, out: Tensor) -> Operation:
-    from skriptnd.semantics.binding import Site, bind
-    from skriptnd.semantics.values import TensorValue
-
     program = graph.program
     found = None
     if program is not None and program.main is not None:
@@ -298,7 +298,7 @@ def fake_quantize(graph: Graph) -> Graph:
         if t.kind not in ("input", "variable", "constant"):
             pending[id(t)] = make(t)
 
-    def sub_value(v: Any) -> Any:
+    def sub_value(v: Value) -> Any:
         if isinstance(v, list):
             return [sub_value(x) for x in v]
         return subst.get(id(v), v) if v is not None else None

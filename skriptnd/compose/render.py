@@ -64,7 +64,7 @@ def to_text(graph: Graph, indent: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: object) -> Any:
     if isinstance(v, tuple):
         return [_json_value(x) for x in v]
     if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):

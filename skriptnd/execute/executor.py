@@ -16,11 +16,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from skriptnd.compose.composer import NUMPY_DTYPES
+from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.execute.optimize import optimize_operations
+from skriptnd.lower import LoweringError, compile_lowering
+from skriptnd.semantics.binding import Site, bind
 from skriptnd.semantics.intrinsics import operator_kind
+from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
 
 register_codes({
@@ -29,6 +34,8 @@ register_codes({
     "E0713": "error while running an operation",
 })
 
+#: A value while a graph runs: an array, a list of arrays for a tensor pack, None for an omitted input.
+RunValue = np.ndarray | list[np.ndarray] | None
 #: A kernel computes an operation's outputs from its input arrays (lists for tensor packs).
 Kernel = Callable[[Operation, list[Any]], list[Any]]
 KERNELS: dict[str, Kernel] = {}
@@ -44,13 +51,6 @@ def kernel(name: str) -> Callable[[Kernel], Kernel]:
     return register
 
 
-def default_kernels() -> Mapping[str, Kernel]:
-    """The default backend: TOSA programs, native kernels for what does not legalize, else @lower."""
-    from skriptnd.execute.tosa_backend import TosaKernels
-
-    return TosaKernels(KERNELS)
-
-
 def _span(op: Operation) -> Span:
     return op.span if isinstance(op.span, Span) else NO_SPAN
 
@@ -59,8 +59,9 @@ def _span(op: Operation) -> Span:
 class Executor:
     graph: Graph
     variables: Mapping[str, np.ndarray] = field(default_factory=dict)
-    #: The default is the TOSA backend (skriptnd.backends: numpy)
-    kernels: Mapping[str, Kernel] = field(default_factory=lambda: default_kernels())
+    #: The kernel mapping, handed in by the backend that runs the graph (skriptnd.backends.kernel_maps: the
+    #: numpy backend's maps to TOSA programs); the default: the native kernels, else @lower
+    kernels: Mapping[str, Kernel] = field(default_factory=lambda: KERNELS)
     #: Called after each top-level operation with (operations done, operations in all): progress bars.
     on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
@@ -90,13 +91,11 @@ class Executor:
         self._constants = {}
         keep = {id(t) for t in self.graph.outputs} | {id(t) for t in self.graph.updates.values()}
         if self.optimize and not self.graph.updates:
-            from skriptnd.execute.optimize import optimize_operations
-
             operations, constants = optimize_operations(operations, self.graph, self.variables)
             self._constants = {id(t): t.value for t in constants}
             self._release(operations)
         segmenter = getattr(self.kernels, "compile_segments", None)
-        if segmenter is not None:  # a backend compiling runs of operations (see tosa_backend)
+        if segmenter is not None:  # a backend compiling runs of operations (e.g. skriptnd.backends.tosa_programs)
             operations = segmenter(operations, self._known, keep)
             self._release(operations)
         last: dict[int, int] = {}
@@ -266,8 +265,6 @@ class Executor:
                 values[id(t)] = a
             self._run_graph(plan, values)
             return _regroup(op.outputs, [values[id(t)] for t in plan.outputs])
-        from skriptnd.lower import LoweringError
-
         try:
             results = plan.run(args)
             fused = op.attribs.get("fused_relu")  # see skriptnd.execute.optimize
@@ -297,9 +294,6 @@ class Executor:
         key = (id(op), actual)
         special = self._specials.get(key)
         if special is None:
-            from skriptnd.semantics.binding import Site, bind
-            from skriptnd.semantics.values import Pack, TensorValue
-
             def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
                 return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
 
@@ -330,11 +324,7 @@ class Executor:
 
     def _plan(self, op: Operation) -> Any:
         if operator_kind(op.definition) == "composite" and self.graph.program is not None:
-            from skriptnd.compose.composer import Composer
-
             return Composer(self.graph.program).expand(op)
-        from skriptnd.lower import compile_lowering
-
         return compile_lowering(op.definition, op.binding)
 
     def _run_if(self, op: Operation, values: dict[int, Any]) -> None:
@@ -444,7 +434,7 @@ def _get(values: dict[int, Any], v: Value) -> Any:
     return values[id(v)]
 
 
-def _put(values: dict[int, Any], out: Value, result: Any) -> None:
+def _put(values: dict[int, Any], out: Value, result: RunValue) -> None:
     if out is None:
         return
     if isinstance(out, list):
@@ -456,7 +446,7 @@ def _put(values: dict[int, Any], out: Value, result: Any) -> None:
         values[id(out)] = result
 
 
-def _shape_of(a: Any) -> Any:
+def _shape_of(a: RunValue) -> Any:
     """The shape of an argument value: a tuple, a tuple of tuples for a pack, None for null."""
     if a is None:
         return None
@@ -486,7 +476,7 @@ def _describe(t: Tensor) -> str:
     return concrete
 
 
-def _check_input(t: Tensor, array: Any) -> np.ndarray:
+def _check_input(t: Tensor, array: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(array)
     expected = NUMPY_DTYPES.get(t.dtype)
     kind = {"real": "f", "int": "iu", "bool": "b"}.get(t.dtype, "")

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from skriptnd.compose.ir import Operation
-from skriptnd.execute.executor import kernel
+from skriptnd.execute.executor import RunValue, kernel
 
 __all__ = ["keys_cubic"]
 
@@ -58,7 +58,7 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
-def _pack(v: Any) -> list[Any]:
+def _pack(v: RunValue | tuple[np.ndarray, ...]) -> list[Any]:
     return list(v) if isinstance(v, list | tuple) else [v]
 
 

@@ -55,7 +55,7 @@ FAST_KERNELS = ("nn.conv", "nn.linear", "linalg.matmul", "nn.max_pool", "nn.sum_
 # ============================================================================ helpers
 
 
-def _ints(v: Any) -> list[int] | None:
+def _ints(v: object) -> list[int] | None:
     try:
         return [int(x) for x in v]
     except TypeError:
@@ -78,7 +78,7 @@ def _arguments(op: Operation, args: list[Any], count: int) -> list[Any] | None:
     return list(args) + [None] * (count - len(args))
 
 
-def _sym(op: Operation, name: str, default: Any = None) -> Any:
+def _sym(op: Operation, name: str, default: object = None) -> Any:
     """An attribute or `@using` symbol of the bound operation."""
     env = op.binding.env if op.binding is not None else {}
     value = env.get(name)
@@ -108,7 +108,7 @@ def _windowed(x: np.ndarray, axes: list[int], offset: list[int], stride: list[in
     return buf
 
 
-def _window_plan(xshape: Any, axes: list[int], offset: list[int], stride: list[int], fd: list[int],
+def _window_plan(xshape: tuple[int, ...], axes: list[int], offset: list[int], stride: list[int], fd: list[int],
                  out: list[int]) -> tuple[list[int], tuple[slice, ...], tuple[slice, ...]] | None:
     """The padded buffer of _windowed: (its shape, the part of x copied, where it goes), None when
     the windows only read x itself."""
@@ -386,7 +386,7 @@ def _pool_params(op: Operation, x: np.ndarray) -> tuple[list[int], ...] | None:
     return axes, size, stride, dilation, fd, offset, out
 
 
-def _tap_reduce(x: np.ndarray, params: tuple[list[int], ...], fill: float, ufunc: Any) -> np.ndarray:
+def _tap_reduce(x: np.ndarray, params: tuple[list[int], ...], fill: float, ufunc: np.ufunc) -> np.ndarray:
     axes, size, stride, dilation, fd, offset, out = params
     buf = _windowed(x, axes, offset, stride, fd, out, fill)
     if ufunc is np.maximum and len(axes) > 1:

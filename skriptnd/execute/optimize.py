@@ -27,6 +27,9 @@ from typing import Any
 import numpy as np
 
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.semantics.binding import Site, bind
+from skriptnd.semantics.values import TensorValue
+from skriptnd.source import NO_SPAN, Span
 
 __all__ = ["optimize_operations", "fold_batch_norm"]
 
@@ -56,7 +59,7 @@ def _value(t: Value, variables: Mapping[str, np.ndarray]) -> np.ndarray | None:
     return None
 
 
-def _sym(op: Operation, name: str, default: Any = None) -> Any:
+def _sym(op: Operation, name: str, default: object = None) -> Any:
     env = op.binding.env if op.binding is not None else {}
     value = env.get(name)
     if value is None:
@@ -80,10 +83,6 @@ def _foldable_conv(op: Operation, variables: Mapping[str, np.ndarray]) -> bool:
 
 def _rebind(conv: Operation, filter_: Tensor, bias: Tensor) -> Operation | None:
     """The convolution bound anew with (filter_, bias) as its arguments."""
-    from skriptnd.semantics.binding import Site, bind
-    from skriptnd.semantics.values import TensorValue
-    from skriptnd.source import NO_SPAN, Span
-
     x = conv.inputs[0]
     assert isinstance(x, Tensor)
     attribs = {k: v for k, v in conv.attribs.items() if v is not None}

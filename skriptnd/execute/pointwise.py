@@ -50,7 +50,7 @@ def _sym(op: Operation, name: str) -> Any:
     return value
 
 
-def _ints(v: Any) -> list[int] | None:
+def _ints(v: object) -> list[int] | None:
     try:
         return [int(x) for x in v]
     except (TypeError, ValueError):
@@ -82,7 +82,7 @@ def _axes(op: Operation, rank: int, default: list[int]) -> tuple[int, ...] | Non
 # ============================================================================ element-wise
 
 
-def _binary(ufunc: Any) -> Any:
+def _binary(ufunc: np.ufunc) -> Any:
     def run(op: Operation, args: list[Any]) -> list[Any] | Any:
         if len(args) != 2 or not _real(*args) or _sym(op, "lhs_align") is not None \
                 or _sym(op, "rhs_align") is not None:
@@ -97,7 +97,7 @@ def _binary(ufunc: Any) -> Any:
     return run
 
 
-def _unary(ufunc: Any) -> Any:
+def _unary(ufunc: np.ufunc) -> Any:
     def run(op: Operation, args: list[Any]) -> list[Any] | Any:
         if len(args) != 1 or not _real(*args):
             return NotImplemented

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from skriptnd.compose.ir import Operation
-from skriptnd.execute.executor import kernel
+from skriptnd.execute.executor import RunValue, kernel
 
 __all__ = ["RECURRENT_KERNELS", "lstm_sequence", "regroup"]
 
@@ -55,11 +55,11 @@ _ORDER = (0, 1, 3, 2)
 _SCALE = np.array([0.5, 0.5, 0.5, 1.0], dtype=np.float32)
 
 
-def _real(a: Any, ndim: int) -> bool:
+def _real(a: object, ndim: int) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == _F32 and a.ndim == ndim
 
 
-def _state(a: Any, b: int, n: int) -> np.ndarray | None | bool:
+def _state(a: np.ndarray | None, b: int, n: int) -> np.ndarray | None | bool:
     """An initial state: None (omitted: the default 0.0), the array, or False (not handled)."""
     if a is None:
         return None
@@ -68,7 +68,7 @@ def _state(a: Any, b: int, n: int) -> np.ndarray | None | bool:
     return False
 
 
-def _count(steps: Any, s: int, per_item: bool, b: int) -> int | None:
+def _count(steps: np.ndarray | None, s: int, per_item: bool, b: int) -> int | None:
     """The number of steps run: s without `steps`, else min(s, count) for the (equal) count(s);
     None when the kernel declines (not an integer array of the right shape, counts that differ
     after clamping, or no step at all)."""
@@ -146,7 +146,7 @@ def lstm_sequence(X: np.ndarray, W: np.ndarray, R: np.ndarray, B: np.ndarray, h0
     return Y, Y[k - 1].copy(), cell
 
 
-def _weights(X: Any, W: Any, R: Any, B: Any) -> tuple[int, int, int, int] | None:
+def _weights(X: RunValue, W: RunValue, R: RunValue, B: RunValue) -> tuple[int, int, int, int] | None:
     """(s, b, c, n) when X [s, b, c], W [4n, c], R [4n, n], B [4n] are float32 arrays, else None."""
     if not (_real(X, 3) and _real(W, 2) and _real(R, 2) and _real(B, 1)):
         return None

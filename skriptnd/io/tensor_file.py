@@ -39,6 +39,7 @@ from enum import IntEnum
 from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from skriptnd.diagnostics import Diagnostic, register_codes
 from skriptnd.fileio import write_atomic
@@ -349,7 +350,7 @@ def _item_type_of(dtype: np.dtype[Any], quantized: bool, name: str) -> tuple[Ite
     return item_type, bits
 
 
-def encode_tensor(array: Any, *, quantized: bool = False, name: str = "<tensor>") -> bytes:
+def encode_tensor(array: npt.ArrayLike, *, quantized: bool = False, name: str = "<tensor>") -> bytes:
     """The bytes of a version 1.0 tensor file holding `array` (any array-like).
 
     With `quantized`, integer items are tagged as quantized (item type qint/quint)."""
@@ -376,7 +377,7 @@ def encode_tensor(array: Any, *, quantized: bool = False, name: str = "<tensor>"
     return header + payload
 
 
-def write_tensor(path_or_file: _PathOrFile, array: Any, *, quantized: bool = False) -> None:
+def write_tensor(path_or_file: _PathOrFile, array: npt.ArrayLike, *, quantized: bool = False) -> None:
     """Write `array` as a tensor file to a path (atomically) or to a binary file object.
 
     A path is replaced only once the whole file is written and synced (temporary file in the same

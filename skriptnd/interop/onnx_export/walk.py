@@ -7,42 +7,14 @@ ONNX without a converter of their own; the direct converters exist where ONNX ha
 
 from __future__ import annotations
 
-import tempfile
-from functools import lru_cache
-from pathlib import Path
-
-from skriptnd.compose.composer import Composer
 from skriptnd.compose.ir import Operation
+from skriptnd.compose.stdlib import expand, stdlib_kinds
 from skriptnd.interop.onnx_export.control import convert_if, convert_loop
 from skriptnd.interop.onnx_export.core import CONVERTERS, Context, Results, Unsupported
-from skriptnd.resources import STDLIB_MODULES, stdlib_dir
-from skriptnd.semantics.intrinsics import operator_kind
-from skriptnd.semantics.modules import Program, load_program, stdlib_module
-
-
-@lru_cache(maxsize=1)
-def _stdlib_program() -> Program:
-    """A program importing every standard module (what expanding a stdlib composite needs)."""
-    # the imports resolve in the standard library's own folder: a model folder in the shared temporary
-    # folder would let another user's sknd_onnx_export_stdlib/math.sknd stand in for the standard one
-    entry = Path(tempfile.gettempdir()) / "sknd_onnx_export_stdlib" / "main.sknd"
-    text = "".join(f"import {m};\n" for m in STDLIB_MODULES)
-    return load_program(entry, sources={entry: text}, model_dir=stdlib_dir())
-
-
-@lru_cache(maxsize=1)
-def _kinds() -> dict[str, str]:
-    kinds = {}
-    for name in STDLIB_MODULES:
-        module = stdlib_module(name)
-        assert module is not None
-        for d in module.definitions:
-            kinds[f"{name}.{d.name}"] = operator_kind(d)
-    return kinds
 
 
 def is_composite(op: Operation) -> bool:
-    return _kinds().get(op.op) == "composite"
+    return stdlib_kinds().get(op.op) == "composite"
 
 
 def bind_outputs(ctx: Context, op: Operation, results: Results) -> None:
@@ -98,7 +70,7 @@ def convert(ctx: Context, op: Operation, depth: int = 0) -> None:
 
 def _through_components(ctx: Context, op: Operation, depth: int, reason: str | None) -> None:
     try:
-        graph = Composer(_stdlib_program()).expand(op)
+        graph = expand(op)
     except Exception as e:  # noqa: BLE001 - any composition failure means: no ONNX mapping this way
         raise Unsupported(reason or f"cannot expand its @compose ({type(e).__name__}: {e})") from None
     ctx.keep.append(graph)

@@ -78,7 +78,7 @@ from skriptnd.tosa.ops import OPS
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
-__all__ = ["IntegerGraph", "has_quantization", "lower_quantized", "rescale_parameters"]
+__all__ = ["IntegerGraph", "lower_quantized", "rescale_parameters"]
 
 #: TOSA operators that only move, select or compare values: exact on quantized integers.
 TRANSPARENT = {"RESHAPE", "TRANSPOSE", "SLICE", "PAD", "TILE", "CONCAT", "IDENTITY", "MAX_POOL2D", "CLAMP"}

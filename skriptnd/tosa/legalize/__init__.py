@@ -31,9 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from skriptnd.compose.ir import Graph, Operation
-from skriptnd.resources import STDLIB_MODULES
-from skriptnd.semantics.intrinsics import operator_kind
-from skriptnd.semantics.modules import stdlib_module
+from skriptnd.compose.stdlib import stdlib_kinds
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
 from skriptnd.tosa.legalize.composite import composite_rule
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
@@ -43,17 +41,7 @@ __all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "
            "run_subgraph", "coverage"]
 
 
-def _stdlib_kinds() -> dict[str, str]:
-    kinds = {}
-    for name in STDLIB_MODULES:
-        module = stdlib_module(name)  # shared with skriptnd.load: no second parse
-        assert module is not None, f"the standard module {name} does not parse"
-        for d in module.definitions:
-            kinds[f"{name}.{d.name}"] = operator_kind(d)
-    return kinds
-
-
-_KINDS = _stdlib_kinds()
+_KINDS = stdlib_kinds()
 #: Composite stdlib operators: they legalize through their components when no direct rule applies.
 COMPOSITES = sorted(k for k, v in _KINDS.items() if v == "composite")
 

@@ -6,35 +6,15 @@ become subgraph constants."""
 
 from __future__ import annotations
 
-import tempfile
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from skriptnd.compose.composer import Composer
 from skriptnd.compose.ir import Operation, Tensor
-from skriptnd.resources import STDLIB_MODULES, stdlib_dir
-from skriptnd.semantics.modules import Program, load_program
+from skriptnd.compose.stdlib import expand
 from skriptnd.tosa.legalize.core import Legalizer, Rule, Subgraph, TosaOp
 
 _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
-
-
-@lru_cache(maxsize=1)
-def _stdlib_program() -> Any:
-    """A program importing every standard module (what expanding a stdlib composite needs)."""
-    # the imports resolve in the standard library's own folder: a model folder in the shared temporary
-    # folder would let another user's sknd_tosa_legalize_stdlib/math.sknd stand in for the standard one
-    entry = Path(tempfile.gettempdir()) / "sknd_tosa_legalize_stdlib" / "main.sknd"
-    text = "".join(f"import {m};\n" for m in STDLIB_MODULES)
-    return load_program(entry, sources={entry: text}, model_dir=stdlib_dir())
-
-
-def expand(op: Operation, program: Program | None = None) -> Any:
-    """The composed graph of ``op``'s own @compose (its components as operations)."""
-    return Composer(program or _stdlib_program()).expand(op)
 
 
 class CompositeError(Exception):

@@ -1,4 +1,8 @@
-"""The TOSA backend of the executor: standard operations run as compiled TOSA programs.
+"""The TOSA side of the numpy backend: standard operations run as compiled TOSA programs.
+
+The executor (skriptnd.execute) knows no TOSA: it runs the kernel mapping it is handed, and calls the
+mapping's ``compile_segments`` hook at plan time when it has one. :class:`TosaKernels` is that mapping for
+the numpy and iree backends (skriptnd.backends.kernel_maps hands it to the executor).
 
 At plan time (Executor.prepare) every maximal run of consecutive operations that legalize
 (skriptnd.tosa.legalize) becomes one ``tosa.program`` operation: their TOSA subgraphs spliced into a
@@ -20,6 +24,9 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.execute.executor import flat_tensors, read_keys
 from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS
 from skriptnd.source import NO_SPAN, Span
+from skriptnd.tosa.legalize import legalize, run_subgraph
+from skriptnd.tosa.ops import TosaError, TosaUnpredictable
+from skriptnd.tosa.program.build import Builder, ProgramError
 
 PROGRAM_OP = "tosa.program"
 Kernel = Callable[[Operation, list[Any]], Any]
@@ -28,8 +35,6 @@ Kernel = Callable[[Operation, list[Any]], Any]
 def _subgraph(op: Operation, extra: Callable[[Operation], Any] | None = None) -> Any:
     """The operation's TOSA subgraph if it can join a program (legalize refuses control flow;
     programs have no pack outputs); ``extra``: a backend's own legalization, tried first."""
-    from skriptnd.tosa.legalize import legalize
-
     if any(isinstance(v, list) for v in op.outputs):
         return None
     if extra is not None:
@@ -46,8 +51,6 @@ def compile_segments(operations: list[Operation], known: Callable[[Tensor], np.n
     ``known(t)``: a tensor's plan-time value (variables, constants) or None; ``keep``: ids of tensors
     that must stay visible (graph outputs, @update values); ``extra``: a backend's own legalization of
     some operations (e.g. unrolled recurrences for a compiler), tried before the TABLE's rules."""
-    from skriptnd.tosa.program.build import Builder
-
     last_use: dict[int, int] = {}
     #: items of packs that may be shorter at run time (the scan outputs of loops, §2.10.1)
     dynamic_items: set[int] = set()
@@ -122,8 +125,6 @@ def _source(op: Operation) -> Operation:
 
 
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:
-    from skriptnd.tosa.program.build import ProgramError
-
     try:
         return op.attribs["program"](args)
     except ProgramError as err:  # located at the standard operation the failing TOSA operator implements
@@ -155,16 +156,12 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
     compiled into programs), else the native kernel of ``fallback``, else NotImplemented (@lower)."""
 
     def run(op: Operation, args: list[Any]) -> Any:
-        from skriptnd.tosa.legalize import legalize, run_subgraph
-
         entry = cache.get(id(op))
         if entry is None or entry[0] is not op:
             entry = (op, legalize(op)[0])
             cache[id(op)] = entry
         subgraph = entry[1]
         if subgraph is not None and _composed_shapes(op, args):
-            from skriptnd.tosa.ops import TosaError, TosaUnpredictable
-
             try:
                 return run_subgraph(subgraph, args)
             except (TosaError, TosaUnpredictable) as err:  # the executor locates it at the operation
@@ -194,7 +191,7 @@ class TosaKernels(Mapping[str, Kernel]):
             return self._fallback[name]
         return self._runner
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: Kernel | None = None) -> Any:
         return self[name]
 
     def __iter__(self) -> Iterator[str]:

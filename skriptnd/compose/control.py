@@ -1,0 +1,218 @@
+"""Control flow in composition (spec §2.10.1): compile-time `if`s eliminated, `unroll` loops expanded,
+dynamic branches and loops made operations with subgraphs.
+
+:class:`ControlFlow` is the part of :class:`skriptnd.compose.composer.Composer` that composes `if` and
+`do` expressions; the composer derives from it and provides what it calls back (``_rhs``, ``_operand``,
+``_constant``, ``_fresh``, ``_new_tensor``): a seam of the composer, in its own module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from skriptnd.compose.frame import NUMPY_DTYPES, _error, _Frame
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.semantics.binding import Binder, Site, signature
+from skriptnd.semantics.evaluate import EvalError, evaluate
+from skriptnd.syntax import ast
+
+
+class ControlFlow:
+    """Composing `if` and `do` (§2.10.1); a base of Composer (see the module's docstring)."""
+
+    def _static_condition(self, frame: _Frame, cond: ast.Expr) -> bool | None:
+        """The value of a compile-time condition, or None when it depends on tensor data."""
+        if isinstance(cond, ast.Call | ast.BlockExpr):
+            return None
+        if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
+            return None
+        try:
+            value = evaluate(cond, frame.values(), frame.dtypes)
+        except EvalError:
+            return None
+        if isinstance(value, bool):
+            return value
+        return None
+
+    def _if(self, frame: _Frame, node: ast.IfExpr, count: int, names: list[str], label: str) -> list[Value]:
+        for cond, branch in node.branches:
+            decided = self._static_condition(frame, cond)
+            if decided is None:
+                return self._dynamic_if(frame, node, count, label)
+            if decided:
+                return self._branch(frame, branch, count, names, label)
+        return self._branch(frame, node.orelse, count, names, label)
+
+    def _branch(self, frame: _Frame, branch: ast.Expr, count: int, names: list[str], label: str) -> list[Value]:
+        if isinstance(branch, ast.Call | ast.BlockExpr) and branch.label:
+            label = frame.scope + branch.label  # §2.10: an explicit label overrides the auto-generated one
+        return self._rhs(frame, branch, count, names, label)
+
+    def _subgraph(self, frame: _Frame, name: str, body: ast.Expr, params: Mapping[str, Tensor],
+                  scope: str) -> Graph:
+        """A branch or loop body as its own graph; outer tensors are captured by reference."""
+        graph = Graph(name=name, inputs=list(params.values()))
+        inner = frame.child(scope)
+        inner.graph = graph
+        inner.tensors.update(params)
+        results = self._rhs(inner, body, 0, [], scope.rstrip("."))
+        for value in results:
+            if isinstance(value, list):
+                graph.outputs.extend(value)
+            elif value is not None:
+                graph.outputs.append(value)
+        return graph
+
+    def _dynamic_if(self, frame: _Frame, node: ast.IfExpr, count: int, label: str) -> list[Value]:
+        scope = (label or self._fresh(frame.scope, "if")) + "."
+        subgraphs: dict[str, Graph] = {}
+        for k, (cond, branch) in enumerate(node.branches):
+            subgraphs[f"cond{k}"] = self._subgraph(frame, f"cond{k}", cond, {}, scope)
+            subgraphs[f"then{k}"] = self._subgraph(frame, f"then{k}", branch, {}, scope)
+        subgraphs["else"] = self._subgraph(frame, "else", node.orelse, {}, scope)
+        reference = subgraphs["then0"].outputs
+        for key, g in subgraphs.items():
+            if key.startswith(("then", "else")) and [(t.dtype, t.shape) for t in g.outputs] != \
+                    [(t.dtype, t.shape) for t in reference]:
+                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes",
+                             node.span)
+        outputs: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in reference]
+        op = Operation(op="if", definition=None, inputs=[], outputs=outputs, label=scope.rstrip("."),
+                       subgraphs=subgraphs, span=node.span)
+        assert frame.graph is not None
+        frame.graph.operations.append(op)
+        return outputs
+
+    def _loop(self, frame: _Frame, node: ast.LoopExpr, count: int, names: list[str], label: str) -> list[Value]:
+        scans = {s.name: self._operand(frame, s.pack) for s in node.scans}
+        for s in node.scans:
+            if not isinstance(scans[s.name], list):
+                raise _error("E0304", f"'for {s.name} : ...' needs a pack of tensors", s.span)
+        lengths = {len(v) for v in scans.values()}  # type: ignore[arg-type]
+        if len(lengths) > 1:
+            raise _error("E0406", "the scanned packs of a loop must have the same length", node.span)
+        static_count: int | None = lengths.pop() if lengths else None
+        count = node.count.count if node.count is not None else None
+        count_span = node.count.span if node.count is not None else node.span
+        if count is not None and self._is_null(frame, count):
+            # `do..(steps)` with an omitted optional `steps` (§2.4.1): no explicit count, the loop
+            # runs over its packs (nn.lstm_loop without steps)
+            count = None
+            if not scans and node.pre_cond is None and node.post_cond is None:
+                raise _error("E0503", "the iteration count of this loop is null, and it has no 'for' clause and "
+                             "no condition to stop it", count_span)
+        if count is not None:
+            given = self._static_count(frame, count)
+            if given is not None:
+                static_count = given if static_count is None else min(static_count, given)
+            elif node.unroll:
+                raise _error("E0503", "'unroll' needs a compile-time iteration count", count_span)
+            # else a dynamic (tensor) count: the scanned packs' length, if any, stays the upper bound
+            # of the iterations (§2.10.1), and so of the scan outputs' length
+        if node.unroll:
+            if static_count is None:
+                raise _error("E0503", "'unroll' needs a compile-time iteration count or scanned packs", node.span)
+            return self._unroll(frame, node, scans, static_count, label)
+        return self._dynamic_loop(frame, node, scans, static_count, label, count)
+
+    def _is_null(self, frame: _Frame, expr: ast.Expr) -> bool:
+        """Whether expr is null at compile time (an omitted optional input or attribute)."""
+        if isinstance(expr, ast.Name) and expr.id in frame.tensors:
+            return frame.tensors[expr.id] is None
+        try:
+            return evaluate(expr, frame.values(), frame.dtypes) is None
+        except EvalError:
+            return False
+
+    def _static_count(self, frame: _Frame, expr: ast.Expr) -> int | None:
+        if isinstance(expr, ast.Name) and isinstance(frame.tensors.get(expr.id), Tensor):
+            return None
+        try:
+            value = evaluate(expr, frame.values(), frame.dtypes)
+        except EvalError:
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _unroll(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], n: int, label: str) -> list[Value]:
+        carried: list[Value] = [self._carried_init(frame, c) for c in node.carried]
+        scan_outputs: list[list[Tensor]] = []
+        base = label or frame.scope + self._fresh(frame.scope, "loop")
+        for i in range(n):
+            inner = frame.child(f"{base}.{i}.")
+            for c, value in zip(node.carried, carried, strict=True):
+                inner.tensors[c.name] = value
+            for name, pack in scans.items():
+                inner.tensors[name] = pack[i]  # type: ignore[index]
+            if node.count is not None and node.count.index is not None:
+                inner.tensors[node.count.index] = self._constant(inner, i, node.span)
+            results = self._rhs(inner, node.body, 0, [], f"{base}.{i}")
+            for c, value in zip(node.carried, results, strict=False):  # a new tensor per step (§2.10.1)
+                if isinstance(value, Tensor) and value.name.startswith("%"):
+                    value.name = f"{base}.{i}.{c.name}"
+            carried = results[:len(node.carried)]
+            for k, value in enumerate(results[len(node.carried):]):
+                if len(scan_outputs) <= k:
+                    scan_outputs.append([])
+                if isinstance(value, Tensor):
+                    scan_outputs[k].append(value)
+        return [*carried, *scan_outputs]
+
+    def _carried_init(self, frame: _Frame, c: ast.Carried) -> Value:
+        value = self._operand(frame, c.value)
+        if c.type is not None and isinstance(value, Tensor) and value.kind == "constant" and value.shape == () \
+                and c.type.shape:
+            binder = Binder(signature(frame.definition), Site())
+            binder.env, binder.dtypes = frame.values(), frame.dtypes
+            decl = ast.ParamDecl(name=c.name, type=c.type, span=c.span)
+            shape, _ = binder.output_shape(decl, None)
+            dtype = binder.resolve_dtype(c.type.name)
+            filled = self._new_tensor(frame, "%const", dtype, shape, "constant")
+            if not any(hasattr(d, "expr") for d in shape):  # symbolic when checking: no values
+                filled.value = np.full(shape, value.value, dtype=NUMPY_DTYPES.get(dtype, object))
+            return filled
+        return value
+
+    def _dynamic_loop(self, frame: _Frame, node: ast.LoopExpr, scans: dict[str, Value], static_count: int | None,
+                      label: str, count: ast.Expr | None) -> list[Value]:
+        scope = (label or self._fresh(frame.scope, "loop")) + "."
+        initial = [self._carried_init(frame, c) for c in node.carried]
+        params: dict[str, Tensor] = {}
+        for c, value in zip(node.carried, initial, strict=True):
+            if not isinstance(value, Tensor):
+                raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
+            params[c.name] = self._new_tensor(frame, scope + c.name, value.dtype, value.shape, "input")
+        for name, pack in scans.items():
+            first = pack[0]  # type: ignore[index]
+            params[name] = self._new_tensor(frame, scope + name, first.dtype, first.shape, "input")
+        if node.count is not None and node.count.index is not None:
+            params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
+        subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
+        for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
+            if cond is not None:
+                subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
+        body_out = subgraphs["body"].outputs
+        n_carried = len(node.carried)
+        if len(body_out) < n_carried:
+            raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
+                         node.span)
+        finals: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in body_out[:n_carried]]
+        bound = static_count
+        scan_outs: list[Value] = []
+        for t in body_out[n_carried:]:
+            if bound is None:
+                raise _error("E0411", "a loop without a compile-time bound on its iterations cannot have scan "
+                             "outputs", node.span)
+            scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
+        count_input: list[Value] = []
+        if count is not None:
+            count_input = [self._operand(frame, count)]
+        op = Operation(op="loop", definition=None,
+                       inputs=[*initial, *[v for v in scans.values()], *count_input],
+                       outputs=[*finals, *scan_outs], label=scope.rstrip("."), subgraphs=subgraphs, span=node.span,
+                       attribs={"carried": n_carried, "scans": len(scans), "has_count": bool(count_input),
+                                "max_iterations": bound})
+        assert frame.graph is not None
+        frame.graph.operations.append(op)
+        return [*finals, *scan_outs]
