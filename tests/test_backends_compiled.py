@@ -357,6 +357,39 @@ def test_iree_data_tiling_is_off_where_it_miscompiles(monkeypatch: pytest.Monkey
     assert tiling(Options()) and "data tiling on" in flags_reason(Options())
 
 
+def test_iree_compiles_a_pointwise_conv_with_hardswish_before_a_global_average_pool(tmp_path: Path) -> None:
+    """MobileNetV3's last stage: a 1x1 convolution (160 -> 960 channels over 7x7), HardSwish and a global
+    average pool. With data tiling IREE fuses HardSwish's product into the pool's reduction, so the
+    convolution's dispatch returns two results and unpacks a 56 x 192 f32 tile (43 KiB) on the stack:
+    over iree-compile's default 32 KiB limit ("exceeded stack allocation limit", issue 30), so the default
+    flags raise it (skriptnd.backends.iree_defaults.STACK_LIMIT). Checked against onnxruntime on the ONNX
+    graph the model is imported from; data tiling is forced on, as on the AVX2 hosts where it failed."""
+    require("iree.compiler", "iree.runtime", "onnx", "onnxruntime")
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((960, 160, 1, 1)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(960).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"]), helper.make_node("HardSwish", ["c"], ["h"]),
+         helper.make_node("GlobalAveragePool", ["h"], ["y"])], "hardswish_pool",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 160, 7, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 960, 1, 1])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    path = tmp_path / "hardswish_pool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    skriptnd.import_model(path, tmp_path / "model")
+    x = rng.standard_normal((1, 160, 7, 7)).astype(np.float32)
+    (expected,) = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    options = Options(threads=1, cache_dir=str(tmp_path / "cache"), flags=("--iree-opt-data-tiling",))
+    runner = backends.prepare(skriptnd.load(tmp_path / "model").compose(), "iree", options)
+    assert not runner.split  # type: ignore[attr-defined]
+    (got,) = runner.run({"x": x}).values()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_iree_runs_a_quantized_resnet18_bit_exactly_like_the_tosa_reference_model(tmp_path: Path,
                                                                                   cache: str) -> None:
     """ResNet-18 quantized by onnxruntime's own quantizer (QDQ, int8, per-channel weights), imported with
