@@ -9,16 +9,28 @@ of magnitude 1.9, and ConvNeXt-T's logits were off by 1.4e-2; the same graphs ar
 without AVX-512 (the AVX2 hosts this project measures on, generic targets, other architectures); where it is
 off, ``sknd run -v`` says why. The self-check of every newly compiled module (skriptnd.backends.iree_check)
 catches what this list does not know.
+
+Both sets raise iree-compile's stack limit for one dispatch from 32 KiB to 64 KiB
+(:data:`STACK_LIMIT`). With data tiling, a matmul whose bias-and-activation epilogue has two results (a
+1x1 convolution followed by hardswish and a global average pool: IREE fuses hardswish's product into the
+pool's reduction, so the matmul's dispatch writes both x and clamp(x/6 + 1/2, 0, 1)) unpacks one result
+tile on the stack; IREE sizes that tile by ``--iree-llvmcpu-matmul-tile-bytes`` and lets it grow to a whole
+matrix dimension (49 x 960 here: a 56 x 192 f32 tile, 43 KiB), over the 32 KiB default. MobileNetV3,
+EfficientNet and DeepLabV3-MobileNetV3 failed to compile for it (issue 30). IREE's task workers get a
+128 KiB stack (``--task_worker_stack_size`` of the runtime), so 64 KiB stays well within it; the inline
+(``local-sync``) driver runs dispatches on the caller's thread, whose stack is larger.
 """
 
 from __future__ import annotations
 
 import platform
 
+#: The per-dispatch stack limit (IREE's default is 32 KiB): see the module docstring.
+STACK_LIMIT = "--iree-llvmcpu-stack-allocation-limit=65536"
 #: With data tiling: IREE packs matmul operands for its micro-kernels (the fast path on AVX2).
-DATA_TILING = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all")
+DATA_TILING = ("--iree-opt-data-tiling", "--iree-llvmcpu-enable-ukernels=all", STACK_LIMIT)
 #: Without: IREE's default codegen; micro-kernels stay on for what they cover without packing.
-NO_DATA_TILING = ("--iree-opt-data-tiling=false", "--iree-llvmcpu-enable-ukernels=all")
+NO_DATA_TILING = ("--iree-opt-data-tiling=false", "--iree-llvmcpu-enable-ukernels=all", STACK_LIMIT)
 
 #: LLVM x86 CPU names whose feature set includes AVX-512 (``--target NAME``).
 AVX512_CPUS = frozenset({

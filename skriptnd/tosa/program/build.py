@@ -262,7 +262,7 @@ class Builder:
 
     def splice(self, subgraph: Subgraph, args: Sequence[Any]) -> list[str]:
         """Add a legalized subgraph whose inputs are ``args`` (program value names, lists for
-        packs, None for omitted optionals); returns the names of its outputs."""
+        packs, None for omitted optionals); returns the names of its outputs, a pack's items in order."""
         ints = getattr(subgraph, "int_values", set())
         env: dict[str, str] = {}
         for local, arg in zip(subgraph.inputs, args, strict=True):
@@ -274,7 +274,8 @@ class Builder:
             env[local] = self.constant(value)
         for o in subgraph.ops:
             env[o.output] = self.emit(o.name, [env[i] for i in o.inputs], dict(o.attrs))
-        return [self.emit(WIDEN, [env[o]], {}) if o in ints else env[o] for o in subgraph.outputs]
+        flat = [n for o in subgraph.outputs for n in (o if isinstance(o, list) else [o])]  # a pack: its items
+        return [self.emit(WIDEN, [env[o]], {}) if o in ints else env[o] for o in flat]
 
     def emit(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
         consts = self.program.constants
