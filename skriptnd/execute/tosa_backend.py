@@ -26,12 +26,10 @@ Kernel = Callable[[Operation, list[Any]], Any]
 
 
 def _subgraph(op: Operation, extra: Callable[[Operation], Any] | None = None) -> Any:
-    """The operation's TOSA subgraph if it can join a program (legalize refuses control flow;
-    programs have no pack outputs); ``extra``: a backend's own legalization, tried first."""
+    """The operation's TOSA subgraph if it can join a program (legalize refuses control flow; a pack
+    output's items become program values in line); ``extra``: a backend's own legalization, tried first."""
     from ..tosa.legalize import legalize
 
-    if any(isinstance(v, list) for v in op.outputs):
-        return None
     if extra is not None:
         sg = extra(op)
         if sg is not None:

@@ -257,7 +257,8 @@ class Builder:
 
     def splice(self, subgraph: Any, args: Sequence[Any]) -> list[str]:
         """Add a legalized subgraph whose inputs are ``args`` (program value names, lists for
-        packs, None for omitted optionals); returns the names of its outputs."""
+        packs, None for omitted optionals); returns the names of its outputs, a pack's items in line
+        (as :func:`skriptnd.execute.executor.flat_tensors` lists an operation's outputs)."""
         ints = getattr(subgraph, "int_values", set())
         env: dict[str, str] = {}
         for local, arg in zip(subgraph.inputs, args, strict=True):
@@ -269,7 +270,8 @@ class Builder:
             env[local] = self.constant(value)
         for o in subgraph.ops:
             env[o.output] = self.emit(o.name, [env[i] for i in o.inputs], dict(o.attrs))
-        return [self.emit(WIDEN, [env[o]], {}) if o in ints else env[o] for o in subgraph.outputs]
+        flat = [n for o in subgraph.outputs for n in (o if isinstance(o, list) else [o])]
+        return [self.emit(WIDEN, [env[o]], {}) if o in ints else env[o] for o in flat]
 
     def emit(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
         consts = self.program.constants
@@ -403,9 +405,8 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     are the graph's, in order; ``variables`` by name; static-length recurrent layers legalize through
     skriptnd.tosa.legalize.recurrent (a WHILE_LOOP, or unrolled within ``unroll_budget`` steps). The caller
     has checked that every operation legalizes (skriptnd.tosa.export.check_exportable). None when the graph
-    has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
-    between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
-    write it operation by operation."""
+    keeps SkriptND int (int64) values between operations (the program's NARROW / WIDEN edges, which TOSA
+    has no type for): the exporters then write it operation by operation."""
     from .legalize import graph_constant, legalize
     from .legalize.recurrent import RecurrentLegalizer
 
@@ -422,15 +423,14 @@ def graph_program(graph: Any, variables: dict[str, Any], *, unroll_budget: int =
     for t in graph.inputs:
         names[id(t)] = builder.input()
     for k, op in enumerate(graph.operations):
-        if any(isinstance(v, list) for v in op.outputs):
-            return None
         sg = recurrent(op) or legalize(op)[0]
         if sg is None:
             return None
         builder.origin = k
         args = [None if v is None else [name_of(t) for t in v] if isinstance(v, list) else name_of(v)
                 for v in op.inputs]
-        for t, name in zip(op.outputs, builder.splice(sg, args), strict=True):
+        flat = [t for v in op.outputs for t in (v if isinstance(v, list) else [v])]
+        for t, name in zip(flat, builder.splice(sg, args), strict=True):
             names[id(t)] = name
     for t in graph.outputs:
         builder.output(name_of(t))
