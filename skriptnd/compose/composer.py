@@ -24,6 +24,7 @@ from ..semantics.modules import LoadedModule, Program
 from ..semantics.values import Pack, TensorValue
 from ..source import NO_SPAN, Span
 from ..syntax.printer import format_type
+from . import int_ranges
 from .ir import Graph, Operation, Tensor, Value
 
 NUMPY_DTYPES = {"real": np.float32, "int": np.int64, "bool": np.bool_}
@@ -211,6 +212,7 @@ class Composer:
             if new is not None and new is not frame.tensors.get(decl.name):
                 graph.updates[decl.name] = new
         self._quantize(frame, definition)
+        int_ranges.annotate(graph)
         return graph
 
     def _graph_inputs(self, frame: _Frame, binder: Binder, graph: Graph) -> set[str]:
