@@ -172,7 +172,7 @@ def _dtype_reason(op: Any) -> str | None:
                 if v.dtype != "int":
                     return f"{v.dtype} index tensor {v.name!r}"
             elif v is not None and v.dtype != "real" and not (name in _ANY_VALUES and v.dtype == "bool") and not (
-                    name == "layout.gather" and v.dtype in ("int", "bool")):
+                    name in ("layout.gather", "layout.gather_nd") and v.dtype in ("int", "bool")):
                 return f"{v.dtype} tensor {v.name!r} (TOSA GATHER takes fp32 values here)"
         return None
     if any(t.dtype == "int" for t in ins + outs):
