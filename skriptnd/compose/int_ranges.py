@@ -103,7 +103,9 @@ def _result(op: Operation) -> Range | None:
     if name == "layout.cast" and ins and ins[0] is not None and ins[0].dtype == "int":
         return _of(ins[0])
     if name in _INDEX_RESULT and ins and ins[0] is not None:
-        return 0, max(int(np.prod([d or 0 for d in ins[0].shape], dtype=np.int64)) - 1, 0)
+        if any(d is None for d in ins[0].shape):  # a dynamic extent: no static bound
+            return None
+        return 0, max(int(np.prod(ins[0].shape, dtype=np.int64)) - 1, 0)
     if name in _AMONG_INPUTS:
         positions = _AMONG_INPUTS[name]
         picked = ins if positions is None else [op.inputs[i] for i in positions if i < len(op.inputs)]
