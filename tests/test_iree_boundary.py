@@ -50,6 +50,13 @@ graph G {
 }
 """
 
+_CAUSAL = ", ".join("true" if j <= i else "false" for i in range(8) for j in range(8))
+CAUSAL_ATTENTION = MASKED_ATTENTION.replace(
+    "@constant { ", f"@constant {{ causal: bool[1, 1, 8, 8] = [{_CAUSAL}]; ").replace(
+    "keep = layout.reshape{shape=[1, 1, 1, 8]}(mask);",
+    "keep = layout.reshape{shape=[1, 1, 1, 8]}(mask); both = math.and(causal, keep);").replace(
+    "bias = math.select(keep, zero, ninf);", "bias = math.select(both, zero, ninf);")
+
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -78,6 +85,23 @@ def test_a_bool_attention_mask_compiles_and_matches(tmp_path: Path, cache: str) 
     np.testing.assert_allclose(got["z"], expected["z"], rtol=1e-4, atol=1e-5)
     assert got["keep"].dtype == np.bool_
     np.testing.assert_array_equal(got["keep"], mask.reshape(1, 1, 1, 8))
+
+
+def test_a_bool_constant_causal_mask_compiles_and_matches(tmp_path: Path, cache: str) -> None:
+    """GPT-2's causal mask: a bool constant (not a splat) inside the module is i8 cast to i1, as a bool
+    argument is (an i1 constant failed under data tiling: 'iree_codegen.load_from_buffer')."""
+    require("iree.compiler", "iree.runtime")
+    graph = _graph(tmp_path, CAUSAL_ATTENTION)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2, 8, 16)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 1, 1, 0, 1]], bool)
+    runner = backends.prepare(graph, "iree", Options(cache_dir=cache))
+    assert not runner.split, runner.plan  # type: ignore[attr-defined]
+    got = runner.run({"x": x, "mask": mask})
+    keep = np.tril(np.ones((8, 8), bool)) & mask[:, None, None, :]
+    scores = x @ x.transpose(0, 1, 3, 2) + np.where(keep, 0.0, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    np.testing.assert_allclose(got["z"], (p / p.sum(-1, keepdims=True)) @ x, rtol=1e-4, atol=1e-5)
 
 
 def test_int64_token_ids_are_a_compiled_input(tmp_path: Path, cache: str) -> None:

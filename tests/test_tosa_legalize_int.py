@@ -65,6 +65,9 @@ def test_int_casts() -> None:
 def test_gather_of_int_and_bool_values() -> None:
     check({"x": "int[5,3]", "i": "int[2,4]"}, "layout.gather{axis=0}(x, i)", "int", low=0, high=5)
     check({"x": "bool[5,3]", "i": "int[4]"}, "layout.gather{axis=1}(x, i)", "bool", low=0, high=3)
+    # gather_nd (a dynamo export's attention mask): index pairs in [0, 3) fit both indexed extents
+    check({"x": "int[4,3,2]", "i": "int[5,2]"}, "layout.gather_nd(x, i)", "int", low=0, high=3)
+    check({"x": "bool[4,3,2]", "i": "int[2,5,2]"}, "layout.gather_nd(x, i)", "bool", low=0, high=3)
 
 
 @pytest.mark.parametrize(("inputs", "expr"), [({"x": "int[3]", "y": "int[3]"}, "math.add(x, y)"),

@@ -323,6 +323,29 @@ graph G {
     np.testing.assert_allclose(out, 2 * np.exp(x) + x, rtol=1e-6)
 
 
+def test_a_pack_output_joins_the_program(tmp_path: Path) -> None:
+    """layout.split's pack of outputs (GPT-2's QKV split) is spliced in line: one program, not three."""
+    (tmp_path / "main.sknd").write_text("""import math;
+import layout;
+graph G {
+    @input { x: real[2, 6]; }
+    @output { z: real[2, 2]; }
+    @compose {
+        a = math.exp(x);
+        [p, q, r] = layout.split{axis=1, sizes=[2, 1, 3]}(a);
+        s = layout.slice{axes=[1], begin=[0], end=[2]}(r);
+        z = math.sub(p, s);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    x = np.random.default_rng(7).standard_normal((2, 6)).astype(F32)
+    executor = Executor(graph)
+    out = executor.run({"x": x})["z"]
+    assert [s[1].op for s in executor._program or []] == ["tosa.program"]
+    np.testing.assert_allclose(out, np.exp(x[:, :2]) - np.exp(x[:, 3:5]), rtol=1e-6)
+
+
 def test_program_ops_are_plain_tosa() -> None:
     graph = skriptnd.load(ROOT / "models" / "digits").compose()
     executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables}, kernels=kernels_for("numpy")[0])

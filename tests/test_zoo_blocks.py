@@ -35,12 +35,7 @@ BACKENDS = ["numpy", "iree", "onnxruntime"]
 TOLERANCE = 1e-3
 
 #: (block, backend) -> why it fails today; strict: a case that starts passing fails until the mark goes.
-XFAIL = {
-    ("ci_bert_block", "iree"): "issue 30: compiles and is right, but split: the importer's negative-index wrap "
-                               "before a Gather is an int math.add, which stays on numpy (int32 could wrap)",
-    ("ci_gpt2_block", "iree"): "issue 30: compiles and is right, but split: the importer's negative-index wrap "
-                               "before a Gather is an int math.add, which stays on numpy (int32 could wrap)",
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 
 def _require_iree() -> None:
@@ -138,10 +133,26 @@ def test_block_through_backend(block: str, backend: str, imported: dict, iree_ca
     options = Options(threads=1, cache_dir=iree_cache if backend == "iree" else None)
     runner = prepare(graph, backend, options)
     if backend == "iree":  # every operation compiled: no quiet fallback of a part of the graph to numpy
-        assert "operations compiled by IREE" in runner.plan[0], runner.plan[:3]
+        assert "operations compiled by IREE" in runner.plan[0], [p for p in runner.plan if p.startswith("numpy")]
     outputs = runner.run(feeds)
     reference = _reference(block)
     assert len(outputs) == len(reference)
     for (name, actual), expected in zip(outputs.items(), reference.values(), strict=True):
         error = _relative_error(actual, expected)
         assert error <= TOLERANCE, f"{block} --via {backend}: output {name} off by {error:.2e} of its max"
+
+
+@pytest.mark.parametrize("block", ["ci_bert_block", "ci_gpt2_block"])
+def test_text_block_is_one_compiled_module(block: str, imported: dict, iree_cache: str) -> None:
+    """The Hugging Face text blocks compile whole under --via iree: one IREE module holding every
+    operation, int64 token ids and masks included (the importer's wrap of negative gather indices is an
+    int add whose range fits int32, GPT-2's QKV split a pack-output operation, its causal mask a bool
+    constant), and nothing left on numpy."""
+    _require_iree()
+    graph = imported[block]
+    runner = prepare(graph, "iree", Options(threads=1, cache_dir=iree_cache))
+    count = len(graph.operations)
+    assert runner.plan[0].startswith(f"{graph.name}: all {count} operations compiled by IREE"), runner.plan[:3]
+    assert len(runner.modules) == 1 and not runner.split
+    assert not [line for line in runner.plan if line.startswith("numpy:")], runner.plan
+    assert any(op.op == "math.add" and op.outputs[0].dtype == "int" for op in graph.operations)

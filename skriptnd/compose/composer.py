@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from skriptnd.compose import int_ranges
 from skriptnd.compose.control import ControlFlow
 from skriptnd.compose.frame import (
     INT_TENSOR_RANGE,
@@ -132,6 +133,7 @@ class Composer(ControlFlow):
             if new is not None and new is not frame.tensors.get(decl.name):
                 graph.updates[decl.name] = new
         self._quantize(frame, definition)
+        int_ranges.annotate(graph)
         return graph
 
     def _graph_inputs(self, frame: _Frame, binder: Binder, graph: Graph) -> set[str]:

@@ -33,6 +33,8 @@ class Tensor:
     #: For dynamic extents: their sympy expressions in the graph's dynamic input extents (§3.1)
     symbolic: tuple[Any, ...] | None = None
     declared: str | None = None  # the declared type of a graph input, e.g. 'real[batch, 1, 8, 8]'
+    #: int tensors: an interval holding every value @lower can compute (skriptnd.compose.int_ranges), or None
+    value_range: tuple[int, int] | None = None
 
     @property
     def rank(self) -> int:

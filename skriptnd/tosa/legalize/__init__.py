@@ -22,19 +22,31 @@ comparisons, SELECT, rounding built from FLOOR, NaN handling as the spec's ``x >
 fp32 rounding where an identity or approximation is used (sqrt = 1/rsqrt, atan polynomial, ...).
 
 Types: ``real`` is fp32 and ``bool`` is bool in TOSA. SkriptND ``int`` is 64-bit and TOSA integers
-are at most 32-bit, so ``int`` tensors only map where they are indices (argmax results, gather /
-scatter indices, shape constants), which are int32 inside the subgraph (``Subgraph.int_values``).
+are at most 32-bit, so ``int`` tensors map as int32 (``Subgraph.int_values``; checked to fit where they
+enter a program) where no value can wrap: indices (argmax results, gather / scatter indices), comparisons,
+SELECT, MIN / MAX, data movement, and add / sub / mul whose result range (skriptnd.compose.int_ranges)
+fits int32.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from skriptnd.compose import int_ranges
 from skriptnd.compose.ir import Graph, Operation
 from skriptnd.compose.stdlib import stdlib_kinds
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
 from skriptnd.tosa.legalize.composite import composite_rule
-from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, TosaOp, graph_constant, run_subgraph
+from skriptnd.tosa.legalize.core import (
+    I32_MAX,
+    I32_MIN,
+    Builder,
+    Rule,
+    Subgraph,
+    TosaOp,
+    graph_constant,
+    run_subgraph,
+)
 from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 
 __all__ = ["graph_constant", "TABLE", "NOT_LEGALIZABLE", "COMPOSITES", "Rule", "Subgraph", "TosaOp", "Builder", "legalize",
@@ -87,16 +99,44 @@ def _flat(values: list[Any]) -> list[Any]:
 
 
 #: Operators that map for SkriptND int tensors as TOSA int32 (the program NARROWs int inputs and WIDENs int
-#: results, checking the range): those that cannot overflow, i.e. comparisons, SELECT, data movement, casts
-#: to bool/real. Integer ADD/SUB/MUL could wrap in int32 where @lower's int64 does not: they stay on numpy.
-_INT_OPS = {*elementwise.CMP, "math.iden", "math.select", "layout.reshape", "layout.flatten", "layout.unflatten",
-            "layout.squeeze", "layout.unsqueeze", "layout.transpose", "layout.concat", "layout.split",
-            "layout.stack", "layout.unstack", "layout.slice", "layout.tile", "layout.broadcast"}
+#: results, checking the range): those that cannot overflow, i.e. comparisons, SELECT, MIN/MAX/CLAMP (as
+#: SELECTs), data movement, casts to bool/real. Integer add/sub/mul map where their result provably fits
+#: int32 (:func:`_arithmetic_reason`); elsewhere they could wrap where @lower's int64 does not: numpy.
+_INT_OPS = {*elementwise.CMP, "math.iden", "math.select", "math.min", "math.max", "math.clamp", "layout.reshape",
+            "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze", "layout.transpose",
+            "layout.concat", "layout.split", "layout.stack", "layout.unstack", "layout.slice", "layout.tile",
+            "layout.broadcast"}
+_INT32 = (I32_MIN, I32_MAX)
+
+
+def _int32_range(t: Any) -> tuple[int, int]:
+    """What an int operand of a compiled operation can hold: its analysed range (skriptnd.compose.int_ranges)
+    within int32, as every int value inside a program is (checked where it enters, exact where computed)."""
+    r = t.value_range
+    if r is None or r[1] < I32_MIN or r[0] > I32_MAX:
+        return _INT32
+    return max(r[0], I32_MIN), min(r[1], I32_MAX)
+
+
+def _arithmetic_reason(op: Any, ins: list[Any]) -> str | None:
+    """None where int32 add/sub/mul of the operands' ranges cannot wrap (then TOSA ADD/SUB/MUL computes
+    exactly @lower's int64 result), else why the operation stays on numpy."""
+    if len(ins) != 2 or any(t.dtype != "int" for t in ins):
+        return f"{op.op} of {' and '.join(t.dtype for t in ins)} tensors"
+    lo, hi = int_ranges.ARITHMETIC[op.op](_int32_range(ins[0]), _int32_range(ins[1]))
+    if I32_MIN <= lo and hi <= I32_MAX:
+        return None
+    known = ", ".join(f"{t.name!r} in [{r[0]}, {r[1]}]" if (r := t.value_range) else f"{t.name!r} unbounded"
+                      for t in ins)
+    return (f"int {op.op.split('.')[1]} could wrap in int32 (TOSA's integers; SkriptND int is 64-bit): "
+            f"{known} (skriptnd.compose.int_ranges)")
 
 
 def _int_reason(op: Operation, ins: list[Any], outs: list[Any]) -> str | None:
     name = op.op
     bad = next(t for t in ins + outs if t.dtype == "int")
+    if name in int_ranges.ARITHMETIC:
+        return _arithmetic_reason(op, ins)
     if name == "layout.cast":
         src, dst = op.inputs[0].dtype, op.outputs[0].dtype
         ok = src == dst or (src == "int" and dst in ("bool", "real")) or (src == "bool" and dst == "int")
@@ -131,7 +171,7 @@ def _dtype_reason(op: Operation) -> str | None:
                 if v.dtype != "int":
                     return f"{v.dtype} index tensor {v.name!r}"
             elif v is not None and v.dtype != "real" and not (name in _ANY_VALUES and v.dtype == "bool") and not (
-                    name == "layout.gather" and v.dtype in ("int", "bool")):
+                    name in ("layout.gather", "layout.gather_nd") and v.dtype in ("int", "bool")):
                 return f"{v.dtype} tensor {v.name!r} (TOSA GATHER takes fp32 values here)"
         return None
     if any(t.dtype == "int" for t in ins + outs):

@@ -1,7 +1,8 @@
 """Element-wise operators: math.* unary/binary/ternary/n-ary and the nn activations.
 
-Only fp32 ``real`` and ``bool`` tensors map, and SkriptND ``int`` (64-bit) for the comparisons and SELECT,
-as TOSA int32 (skriptnd.tosa.legalize._INT_OPS): integer arithmetic could overflow int32 where @lower does not. Sequences are built so that they agree
+Only fp32 ``real`` and ``bool`` tensors map, and SkriptND ``int`` (64-bit) for the comparisons, SELECT and
+MIN / MAX / CLAMP, as TOSA int32 (skriptnd.tosa.legalize._INT_OPS), and for ADD / SUB / MUL where a range
+analysis proves that int32 cannot overflow (skriptnd.compose.int_ranges). Sequences are built so that they agree
 exactly with @lower where TOSA has the primitive (comparisons, SELECT, MIN/MAX, FLOOR ...), and
 within fp32 rounding where an identity is used (sqrt = 1/rsqrt, sinh via EXP, gelu ...).
 """

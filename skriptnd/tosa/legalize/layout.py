@@ -304,7 +304,12 @@ def _gather_nd(op: Operation) -> Subgraph:
     b = Builder(op)
     data, nb, ns, nt, nz, flat = _nd_flat_indices(b, op)
     v = b.reshape(b.arg(0), data, [nb, ns, nt])
+    boolean = op.inputs[0].dtype == "bool"  # TOSA GATHER has no bool: through i8 (int values are int32)
+    if boolean:
+        v = b.emit("CAST", v, output_dtype="int8")
     y = b.emit("GATHER", v, flat)
+    if boolean:
+        y = b.emit("CAST", y, output_dtype="bool")
     return b.done(b.reshape(y, [nb, nz, nt], shape_of(op.outputs[0])))
 
 
@@ -458,7 +463,8 @@ RULES: dict[str, list[Rule]] = {
     "layout.cast": [Rule("real->bool: LOGICAL_NOT(EQUAL(x, 0)); bool->real: SELECT(x, 1, 0); else IDENTITY", _cast)],
     "layout.gather": [Rule("TRANSPOSE/RESHAPE to (1, K, C), GATHER (int32 indices), RESHAPE/TRANSPOSE back",
                            _gather)],
-    "layout.gather_nd": [Rule("int32 flat indices (MUL/ADD), RESHAPE to (batch, K, C), GATHER", _gather_nd)],
+    "layout.gather_nd": [Rule("int32 flat indices (MUL/ADD), RESHAPE to (batch, K, C), GATHER (bool values "
+                              "through i8)", _gather_nd)],
     "layout.scatter": [Rule("constant indices, distinct per row: TRANSPOSE/RESHAPE to (S*T, n, 1), SCATTER, back",
                             _scatter, _scatter_check),
                        Rule("per update along the axis: SELECT(EQUAL(indices, iota), update, acc) (@lower's order: "

@@ -92,7 +92,13 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
     for n, a in program.constants.items():
         a = np.asarray(a)
         v = fresh()
-        lines.append("    " + const(v, a, program.hints.get(n, n)))
+        if bool_as_i8 and a.dtype == np.bool_ and a.size > 1:  # loaded from a buffer like an argument
+            wide = a.astype(np.int8)
+            lines.append("    " + const(v, wide, program.hints.get(n, n)))
+            v, narrow = fresh(), v
+            lines.append(f'    {v} = "tosa.cast"({narrow}) : ({tensor_type(wide)}) -> {tensor_type(a)}')
+        else:
+            lines.append("    " + const(v, a, program.hints.get(n, n)))
         ssa[n], vals[n] = v, a
     for o in program.ops:
         if o.name in BOUNDARY:

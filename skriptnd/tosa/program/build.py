@@ -407,9 +407,8 @@ def graph_program(graph: ir.Graph, variables: dict[str, Any], *, unroll_budget: 
     are the graph's, in order; ``variables`` by name; static-length recurrent layers legalize through
     skriptnd.tosa.legalize.recurrent (a WHILE_LOOP, or unrolled within ``unroll_budget`` steps). The caller
     has checked that every operation legalizes (skriptnd.tosa.mlir.export.check_exportable). None when the graph
-    has what a program does not take (an operation with pack outputs) or keeps SkriptND int (int64) values
-    between operations (the program's NARROW / WIDEN edges, which TOSA has no type for): the exporters then
-    write it operation by operation."""
+    keeps SkriptND int (int64) values between operations (the program's NARROW / WIDEN edges, which TOSA
+    has no type for): the exporters then write it operation by operation."""
     builder = Builder()
     # static-length nn.lstm: a WHILE_LOOP, or unrolled within ``unroll_budget`` steps (not a TABLE rule)
     recurrent = RecurrentLegalizer(unroll_budget=unroll_budget)
@@ -423,15 +422,14 @@ def graph_program(graph: ir.Graph, variables: dict[str, Any], *, unroll_budget: 
     for t in graph.inputs:
         names[id(t)] = builder.input()
     for k, op in enumerate(graph.operations):
-        if any(isinstance(v, list) for v in op.outputs):
-            return None
         sg = recurrent(op) or legalize(op)[0]
         if sg is None:
             return None
         builder.origin = k
         args = [None if v is None else [name_of(t) for t in v] if isinstance(v, list) else name_of(v)
                 for v in op.inputs]
-        for t, name in zip(op.outputs, builder.splice(sg, args), strict=True):
+        flat = [t for v in op.outputs for t in (v if isinstance(v, list) else [v])]
+        for t, name in zip(flat, builder.splice(sg, args), strict=True):
             names[id(t)] = name
     for t in graph.outputs:
         builder.output(name_of(t))

@@ -11,7 +11,13 @@ from skriptnd.interop.onnx_import.registry import converter
 
 
 def _index(ctx: Context, name: str, dim: int) -> str:
-    """Indices as an argument; constant negative indices are made non-negative at import time."""
+    """Indices as an argument; constant negative indices are made non-negative at import time.
+
+    Data indices (ONNX allows [-n, n)) become ``negative ? clamp(i, -n-1, -1) + n : i``: ``i + n`` for
+    i in [-n, -1], and an index out of [-n, n) stays out of [0, n) (-1 below, i itself above), so that
+    the gather refuses it as it would the original. The clamp bounds the add's operands, so its
+    result provably fits int32 (skriptnd.compose.int_ranges) and the wrap compiles with the gather
+    under ``--via iree`` instead of splitting the graph around an int add."""
     value = ctx.const(name)
     if value is not None:
         if (value < 0).any():
@@ -20,13 +26,18 @@ def _index(ctx: Context, name: str, dim: int) -> str:
     index = ctx.arg(name)
     if not dim:
         return index  # type: ignore[return-value]
-    zero, extent = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(dim, np.int64), "dim")
-    negative = ctx.emit("math.lt", [index, zero], outputs=ctx.fresh("negative"), label=False)
-    wrapped = ctx.emit("math.add", [index, extent], outputs=ctx.fresh("wrapped"), label=False)
+
+    def literal(v: int, what: str) -> str:
+        return ctx.literal_arg(np.array(v, np.int64), what)
+
+    negative = ctx.emit("math.lt", [index, literal(0, "zero")], outputs=ctx.fresh("negative"), label=False)
+    low = ctx.emit("math.clamp", [index, literal(-dim - 1, "below"), literal(-1, "minus_one")],
+                   outputs=ctx.fresh("low"), label=False)
+    wrapped = ctx.emit("math.add", [low, literal(dim, "dim")], outputs=ctx.fresh("wrapped"), label=False)
     return ctx.emit("math.select", [negative, wrapped, index], outputs=ctx.fresh("index"), label=False)
 
 
-@converter("Gather", target="`layout.gather{axis}`", caveats="negative indices only when constant")
+@converter("Gather", target="`layout.gather{axis}`", caveats="negative data indices wrapped by math.clamp / add / select")
 def _gather(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.input(0))
     k = norm_axis(int(node.attr("axis", 0)), len(shape))
@@ -150,7 +161,7 @@ TEXT += "".join(_SCATTER.format(name=k, op=v) for k, v in _REDUCTIONS.items())
 
 
 @converter("GatherElements", target="`ops.index.gather_elements{axis}` (written in the folder, by @lower)",
-           caveats="negative indices only when constant")
+           caveats="negative data indices wrapped by math.clamp / add / select")
 def _gather_elements(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.input(0))
     k = norm_axis(int(node.attr("axis", 0)), len(shape))
