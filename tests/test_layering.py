@@ -150,3 +150,92 @@ def test_the_checker_sees_a_folder_of_tosa(tmp_path: Path) -> None:
     fake.write_text("from skriptnd.tosa.legalize.core import Builder\n\ndef f():\n    import skriptnd.tosa.spirv.writer\n"
                     "    from skriptnd.tosa import mlir\n    from skriptnd.compose import ir\n", encoding="utf-8")
     assert [name for name, _ in _imports(fake, tmp_path / "tosa", "skriptnd.tosa")] == ["legalize", "spirv", "mlir"]
+
+
+# -- file by file: no import cycle (a layer's own modules may import each other, but never in a circle) ----
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = ["skriptnd", *rel.parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (at any depth; TYPE_CHECKING aside), as Python resolves them."""
+    modules = {_module(p): p for p in FILES}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {id(c) for n in ast.walk(tree) if isinstance(n, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(n.test) for c in ast.walk(n)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """Within a layer the layer rule allows any import; file by file there is still no cycle."""
+    assert not _cycles(_module_graph())
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
