@@ -18,6 +18,7 @@ dependency), except those under ``if TYPE_CHECKING:``, which only name types. Th
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,16 @@ def test_the_known_exceptions_are_still_exceptions() -> None:
     still = {(str(p.relative_to(PACKAGE)), name) for p in FILES for name, _ in _imports(p)
              if name in LEVEL and LEVEL[name] > LEVEL[_part(p)]}
     assert KNOWN <= still, KNOWN - still
+
+
+def test_the_architecture_doc_names_every_part_in_order() -> None:
+    """docs/architecture.md's table of layers lists every part, in the order of LAYERS."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = "".join(line.split("|")[2] for line in doc.splitlines()
+                    if line.startswith("| ") and line.count("|") >= 4 and "`" in line.split("|")[2])
+    named = [n for n in re.findall(r"`([a-z_]+)`", table) if n in LEVEL]
+    assert set(named) == set(LEVEL), set(LEVEL) ^ set(named)
+    assert [LEVEL[n] for n in named] == sorted(LEVEL[n] for n in named), named
 
 
 def test_the_checker_sees_a_lazy_import(tmp_path: Path) -> None:
