@@ -2,6 +2,12 @@
 
     python benchmarks/gpu_check.py [--device cuda[:ARCH]] [--zoo /work/zoo/onnx] [--models NAME ...]
                                    [--rounds 5] [--json OUT.json] [--budget SECONDS]
+                                   [--cache DIR] [--work DIR] [--compile-only] [--iree-flag=--FLAG ...]
+
+A lent GPU machine may have no IREE compiler (its wheel is several hundred MB) and a small upload: then
+compile on the CPU host first, ``--compile-only --cache DIR --work DIR`` (the modules for the device, the
+zoo's model folders imported), carry DIR (and the IREE runtime) to the GPU machine, and run there with the
+same ``--cache`` and ``--work``: every module is found in the cache, nothing is compiled there.
 
 For each model it compiles the graph for the device (a cold compile into a temporary cache, timed), runs it,
 compares its outputs with a CPU result and times the median of ``--rounds`` runs (after one untimed run),
@@ -45,6 +51,8 @@ from skriptnd.backends import Options, prepare  # noqa: E402
 from skriptnd.diagnostics import DiagnosticError  # noqa: E402
 
 Outputs = dict[str, np.ndarray]
+#: extra iree-compile flags (--iree-flag), given to every Options this script makes
+FLAGS: tuple[str, ...] = ()
 
 
 def deviation(got: Outputs, expected: Outputs) -> float:
@@ -116,16 +124,51 @@ def shipped_cases(folder: Path, names: list[str] | None) -> list[dict[str, Any]]
     return [c for c in cases if not names or c["name"] in names]
 
 
-def check_shipped(case: dict[str, Any], device: str, rounds: int, cache: Path) -> dict[str, Any]:
+def compile_only(graph: Any, device: str, cache: Path) -> dict[str, Any]:
+    """Compile ``graph``'s modules for ``device`` into ``cache`` without opening the device."""
+    from skriptnd.backends.via_iree import IreeGraphRunner
+
+    start = time.perf_counter()
+    runner = IreeGraphRunner(graph, Options(device=device, cache_dir=str(cache), flags=FLAGS), load=False)
+    return {"compile s": time.perf_counter() - start, "split": bool(runner.split), "error": "compiled only"}
+
+
+def resident_ms(runner: Any, inputs: Outputs, rounds: int) -> float | None:
+    """The median ms of the graph's one module called on inputs already on the device (outputs still copied
+    back), as torch eager is timed: what the host-to-device copy of the inputs costs is the difference to
+    "GPU ms". None when the graph did not compile as one module."""
+    modules = getattr(runner, "modules", [])
+    if getattr(runner, "split", True) or len(modules) != 1:
+        return None
+    import iree.runtime as rt
+
+    module = modules[0]
+    device = module.context.config.device
+    kinds = [dt for _, dt in getattr(module.source, "inputs", [])] or [a.dtype for a in inputs.values()]
+    args = [rt.asdevicearray(device, np.ascontiguousarray(a, np.int8 if dt == np.bool_ else dt))  # bool: as i8
+            for a, dt in zip(inputs.values(), kinds, strict=True)]
+
+    def call() -> None:
+        result = module.main(*args)
+        for r in result if isinstance(result, list | tuple) else [result]:
+            r.to_host()
+
+    return median_ms(call, rounds)
+
+
+def check_shipped(case: dict[str, Any], device: str, rounds: int, cache: Path, only_compile: bool = False) -> dict[str, Any]:
     row: dict[str, Any] = {"model": case["name"], "cpu result": "skriptnd numpy"}
     graph = skriptnd.load(case["path"]).compose(case["graph"], attribs=case["attribs"])
+    if only_compile:
+        return row | compile_only(graph, device, cache)
     expected = skriptnd.run(graph, case["inputs"])
     start = time.perf_counter()
-    runner = prepare(graph, "iree", Options(device=device, cache_dir=str(cache)))
+    runner = prepare(graph, "iree", Options(device=device, cache_dir=str(cache), flags=FLAGS))
     row["compile s"] = time.perf_counter() - start
     row["split"] = bool(getattr(runner, "split", False))
     row["deviation"] = deviation(runner.run(case["inputs"]), expected)
     row["gpu ms"] = median_ms(lambda: runner.run(case["inputs"]), rounds)
+    row["resident ms"] = resident_ms(runner, case["inputs"], rounds)
     torch = torch_on(device.partition(":")[0])
     if torch is not None:
         run = torch_runner(torch, case.get("torch_name", case["name"]), case["params"], case["inputs"])
@@ -135,7 +178,7 @@ def check_shipped(case: dict[str, Any], device: str, rounds: int, cache: Path) -
     return row
 
 
-def check_zoo(onnx: Path, device: str, rounds: int, cache: Path, work: Path) -> dict[str, Any]:
+def check_zoo(onnx: Path, device: str, rounds: int, cache: Path, work: Path, only_compile: bool = False) -> dict[str, Any]:
     name = onnx.name.removesuffix(".onnx")
     row: dict[str, Any] = {"model": name, "cpu result": "PyTorch CPU (zoo)"}
     folder = work / name
@@ -146,16 +189,19 @@ def check_zoo(onnx: Path, device: str, rounds: int, cache: Path, work: Path) -> 
         if done.returncode != 0:
             raise RuntimeError(f"sknd import failed: {(done.stdout + done.stderr).strip()[-300:]}")
     graph = skriptnd.load(folder).compose()
+    if only_compile:
+        return row | compile_only(graph, device, cache)
     given = dict(np.load(onnx.with_name(f"{name}.inputs.npz")))
     expected = dict(np.load(onnx.with_name(f"{name}.torch_outputs.npz")))
     inputs = {t.name: given[t.name] if t.name in given else v for t, v in zip(graph.inputs, given.values(),
                                                                                 strict=False)}
     start = time.perf_counter()
-    runner = prepare(graph, "iree", Options(device=device, cache_dir=str(cache)))
+    runner = prepare(graph, "iree", Options(device=device, cache_dir=str(cache), flags=FLAGS))
     row["compile s"] = time.perf_counter() - start
     row["split"] = bool(getattr(runner, "split", False))
     row["deviation"] = deviation(runner.run(inputs), expected)
     row["gpu ms"] = median_ms(lambda: runner.run(inputs), rounds)
+    row["resident ms"] = resident_ms(runner, inputs, rounds)
     return row
 
 
@@ -163,13 +209,14 @@ def show(rows: list[dict[str, Any]], device: str) -> str:
     def f(v: Any, spec: str) -> str:
         return "–" if v is None else format(v, spec)
 
-    lines = [f"GPU check, --via iree --device {device}", "",
-             "| model | compile (s) | split | max rel. diff vs CPU | GPU (ms) | torch eager (ms) | GPU / torch | note |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"GPU check, --via iree --device {device} {' '.join(FLAGS)}".rstrip(), "",
+             "| model | compile (s) | split | max rel. diff vs CPU | GPU (ms) | inputs on GPU (ms) | torch eager (ms) "
+             "| GPU / torch | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = r["gpu ms"] / r["torch eager ms"] if r.get("gpu ms") and r.get("torch eager ms") else None
         lines.append(f"| {r['model']} | {f(r.get('compile s'), '.1f')} | {'yes' if r.get('split') else 'no'} | "
-                     f"{f(r.get('deviation'), '.1e')} | {f(r.get('gpu ms'), '.2f')} | "
+                     f"{f(r.get('deviation'), '.1e')} | {f(r.get('gpu ms'), '.2f')} | {f(r.get('resident ms'), '.2f')} | "
                      f"{f(r.get('torch eager ms'), '.2f')} | {f(ratio, '.2f')} | {r.get('error', '')} |")
     return "\n".join(lines)
 
@@ -182,20 +229,32 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--budget", type=float, default=480.0, help="seconds after which no model starts")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cache", type=Path, default=None, help="the module cache to use and keep (default: a temporary one)")
+    parser.add_argument("--work", type=Path, default=None, help="where the zoo's imported folders go and are found")
+    parser.add_argument("--compile-only", action="store_true", help="compile for --device into --cache, run nothing")
+    parser.add_argument("--iree-flag", action="append", default=[], help="an extra iree-compile flag (repeatable)")
     args = parser.parse_args()
+    global FLAGS
+    FLAGS = tuple(args.iree_flag)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
+        cache = args.cache.resolve() if args.cache else tmp_path / "cache"
+        work = args.work.resolve() if args.work else tmp_path / "zoo"
+        if args.cache:
+            cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+            cache.chmod(0o700)  # the module cache is used only when it is this user's private folder
         jobs: list[tuple[str, Callable[[], dict[str, Any]]]] = []
         for case in shipped_cases(tmp_path / "models", args.models):
-            jobs.append((case["name"], lambda c=case: check_shipped(c, args.device, args.rounds, tmp_path / "cache")))
-        for onnx in sorted(args.zoo.glob("*.onnx")) if args.zoo else []:
-            name = onnx.name.removesuffix(".onnx")
+            jobs.append((case["name"], lambda c=case: check_shipped(c, args.device, args.rounds, cache, args.compile_only)))
+        for found in sorted(args.zoo.glob("*.inputs.npz")) if args.zoo else []:  # the folder of NAME.onnx or
+            name = found.name.removesuffix(".inputs.npz")  # of NAME's npz files beside an imported --work
+            onnx = found.with_name(f"{name}.onnx")
             if args.models and name not in args.models:
                 continue
-            jobs.append((name, lambda o=onnx: check_zoo(o, args.device, args.rounds, tmp_path / "cache",
-                                                         tmp_path / "zoo")))
+            jobs.append((name, lambda o=onnx: check_zoo(o, args.device, args.rounds, cache, work,
+                                                         args.compile_only)))
         for name, job in jobs:
             if time.perf_counter() - start > args.budget:
                 rows.append({"model": name, "error": f"not started: --budget {args.budget:.0f} s spent"})
@@ -211,7 +270,7 @@ def main() -> int:
     print(show(rows, args.device))
     if args.json:
         args.json.write_text(json.dumps({"device": args.device, "rows": rows}, indent=2))
-    return 0 if all("error" not in r for r in rows) else 1
+    return 0 if all(r.get("error", "compiled only") == "compiled only" for r in rows) else 1
 
 
 if __name__ == "__main__":
