@@ -79,7 +79,7 @@ def find_operator(name: str, module_path: str | Path | None = None) -> tuple[ast
 def _dims(shape: Sequence[Any], symbols: dict[str, Any], hints: Mapping[str, int]) -> tuple[Any, ...]:
     """Named extents become SymInts; each name gets its hint, or a distinct multiple of 840
     (divisible by 2..8, so divisibility asserts on the sample hold)."""
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 

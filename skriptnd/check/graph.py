@@ -64,7 +64,7 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
         return {}  # composed with plain ints: sympy is not even imported
     import sympy
 
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 
@@ -94,7 +94,7 @@ _TRIALS = (1, 2, 3, 4, 8)
 
 def _substituted(value: Any, assignment: dict[Any, int]) -> Any:
     """value with every symbolic extent replaced by its value under assignment."""
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 
@@ -229,7 +229,7 @@ def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs
     spreads, expressions, `~`): those operators are checked where they are invoked."""
     import sympy
 
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 

@@ -182,7 +182,7 @@ class Composer(ControlFlow):
 
     def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
         """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
-        from skriptnd.semantics.symbolic import (
+        from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
             symbol,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         )
 
@@ -640,7 +640,7 @@ class Composer(ControlFlow):
 
 
 def _sym(expr: sympy.Expr) -> Any:
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         SymInt,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 
@@ -648,7 +648,7 @@ def _sym(expr: sympy.Expr) -> Any:
 
 
 def _same_extent(a: int | SymInt, b: int | SymInt) -> bool:
-    from skriptnd.semantics.symbolic import (
+    from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         identical,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
     )
 
