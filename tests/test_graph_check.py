@@ -224,13 +224,13 @@ graph G {
 graph G {
     @input {
         a: real[4];
-        b: int[4];
+        b: bool[4];
     }
     @output {
         e: bool[4];
     }
     @compose {
-        e = math.lt(a, b);
+        e = math.eq(a, b);
     }
 }
 """, "E0412", 12, 24),
@@ -414,11 +414,13 @@ def test_spec_style_invocations_check_and_compose(tmp_path: Path) -> None:
     assert "xs: real[2]..(s|5);" in fmt.stdout
 
 
-def test_explicit_comparison_types_must_be_equal(tmp_path: Path) -> None:
+def test_explicit_comparison_types_are_two_numbers_or_one_type(tmp_path: Path) -> None:
+    """Erratum L2: int and real may meet in a comparison (the Khronos reference compares them); a bool may not."""
     path = tmp_path / "main.sknd"
-    path.write_text(SPEC_STYLE.replace("math.eq<real, real>", "math.eq<real, int>"), encoding="utf-8")
-    (d,) = check_paths([str(path)]).diagnostics
-    assert d.code == "E0412" and "X and Y must be equal" in d.message and (d.span.line, d.span.col) == (21, 13)
+    path.write_text(SPEC_STYLE.replace("math.eq<real, real>", "math.eq<real, bool>"), encoding="utf-8")
+    diags = check_paths([str(path)]).diagnostics
+    assert diags and diags[0].code == "E0412" and "a comparison takes two numbers" in diags[0].message
+    assert (diags[0].span.line, diags[0].span.col) == (21, 13)
 
 
 # ---------------------------------------------------------------- what to check

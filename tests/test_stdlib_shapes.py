@@ -915,7 +915,7 @@ ERRORS = [
     ("layout.range", {"first": 0, "last": 5, "stride": 0}, [], R, "E0501", "assertion failed"),
     ("math.add", {}, [[2, 3], [4, 3]], R, "E0501", "incompatible argument shapes for broadcasting"),
     ("math.neg", {}, [[2]], B, "E0412", "not allowed for generic type 'T: num'"),
-    ("math.lt", {}, [[2], [2]], [I, R], "E0412", "operands of 'lt' are 'int' and 'real': X and Y must be equal"),
+    ("math.eq", {}, [[2], [2]], [B, R], "E0412", "operands of 'eq' are 'bool' and 'real': a comparison takes two numbers"),
     ("math.select", {}, [[2], [3], [3]], [B, R, R], "E0501", "incompatible argument shapes for broadcasting"),
     ("math.sum_n", {}, [[[2, 3], [2, 4]]], R, "E0403", "input 'xs'"),
     ("math.sum_reduce", {"axes": [0, 0]}, [[2, 3]], R, "E0501", "'axes' must be distinct"),

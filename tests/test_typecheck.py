@@ -92,7 +92,7 @@ def brief(diags: list[Diagnostic]) -> list[tuple[str, str, str]]:
 # Standard operators that are wrong per the spec's own text: operator → (codes, reason).
 STDLIB_ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
     # All fixed by errata (docs/spec-errata.md): `%` on reals (S9), `erf` built-in (S10) and the
-    # comparison operators' single generic type (L2).
+    # comparison operators' two generic types (L2).
 }
 
 

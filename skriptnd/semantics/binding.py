@@ -639,14 +639,20 @@ def _lvalue_names(target: ast.LValue) -> list[str]:
     return []
 
 
+#: The types a standard comparison may mix (erratum L2).
+NUMERIC = frozenset({"int", "real"})
+
+
 def _check_same_types(b: Binder, sig: Signature, explicit: bool = False) -> None:
+    """A standard comparison compares two numbers of either numeric type (``int`` with ``real`` as the
+    Khronos reference does: erratum L2), or two values of one type; not a bool or str with another type."""
     if not same_type_operator(sig.definition):
         return
     x, y = b.dtypes.get("X"), b.dtypes.get("Y")
-    if x is not None and y is not None and x != y:
+    if x is not None and y is not None and x != y and not {x, y} <= NUMERIC:
         what = "the generic types" if explicit else "the operands"
-        b.fail("E0412", f"{what} of '{sig.name}' are '{x}' and '{y}': X and Y must be equal "
-               "(a comparison compares values of one type, §2.4)", sig.dtypes[1].span,
+        b.fail("E0412", f"{what} of '{sig.name}' are '{x}' and '{y}': a comparison takes two numbers (int or "
+               "real, mixed as they are) or two values of one type", sig.dtypes[1].span,
                None if explicit else b.arg_span(1),
                hint=f"convert one operand with layout.cast<{x}> or layout.cast<{y}>")
 

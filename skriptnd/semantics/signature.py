@@ -231,13 +231,14 @@ def shape_text(spec: ast.TypeSpec) -> str:
     return "[" + ", ".join(item_text(i) for i in spec.shape or ()) + "]"
 
 
-#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2) but compare operands of
-#: one type (§2.4, l. 443: "the same type"): binding requires X and Y to be equal (erratum L2).
+#: Standard comparisons declare two generic types `X` and `Y` (spec §4.2): binding lets them differ only
+#: as int and real, compared as numbers (the Khronos reference compares mixed types), otherwise requires
+#: them equal (§2.4, l. 443: "the same type"); erratum L2.
 SAME_TYPE_OPERATORS = frozenset({"lt", "gt", "le", "ge", "eq", "ne"})
 
 
 def same_type_operator(definition: ast.Definition) -> bool:
-    """Whether binding requires the generic types X and Y of `definition` to be equal."""
+    """Whether binding checks the generic types X and Y of `definition` as a comparison's (erratum L2)."""
     return definition.name in SAME_TYPE_OPERATORS and \
         [d.name for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items] == ["X", "Y"]
 

@@ -79,8 +79,8 @@ ERRATA += (
 )
 
 # Comparisons keep the spec's two generic types X and Y (`math.eq<real, real>(a, b)`, as converted
-# files write it); that both must be equal (§2.4, l. 443) is a rule of binding (erratum L2 in
-# docs/spec-errata.md, skriptnd.semantics.signature.SAME_TYPE_OPERATORS), not a change of signature.
+# files write it); which pairs may meet (two numbers, or two values of one type) is a rule of binding
+# (erratum L2 in docs/spec-errata.md, skriptnd.semantics.signature.SAME_TYPE_OPERATORS), not a change of signature.
 
 
 def apply_errata(operator: str, text: str) -> tuple[str, list[Erratum]]:

@@ -200,7 +200,7 @@ class Context:
         from onnx import TensorProto
 
         to = {"real": TensorProto.FLOAT, "int": TensorProto.INT64, "bool": TensorProto.BOOL,
-              "int32": TensorProto.INT32}[dtype]
+              "int32": TensorProto.INT32, "float64": TensorProto.DOUBLE}[dtype]
         return self.node("Cast", [x], to=to)
 
     def scalar(self, v: float | int | bool, dtype: str = "real") -> str:

@@ -74,8 +74,16 @@ _BINARY = {"math.add": "Add", "math.sub": "Sub", "math.mul": "Mul", "math.pow": 
            "math.ge": "GreaterOrEqual", "math.eq": "Equal", "math.and": "And", "math.or": "Or", "math.xor": "Xor"}
 
 
+_COMPARISONS = {"math.lt", "math.gt", "math.le", "math.ge", "math.eq", "math.ne"}
+
+
 def _operands(ctx: Context, op: Operation) -> tuple[str, str]:
-    return aligned(ctx, op, 0, "ex"), aligned(ctx, op, 1, "ey")
+    x, y = aligned(ctx, op, 0, "ex"), aligned(ctx, op, 1, "ey")
+    if op.op in _COMPARISONS and op.inputs[0].dtype != op.inputs[1].dtype:
+        # an int compared with a real (erratum L2): as numbers, exactly as @lower's numpy does (int64 and
+        # float32 meet in float64); ONNX compares operands of one type
+        x, y = ctx.cast(x, "float64"), ctx.cast(y, "float64")
+    return x, y
 
 
 def _binary(ctx: Context, op: Operation) -> Results:

@@ -177,7 +177,7 @@ class CheckerBase(ABC):
         if same_name(lt.name, rt.name):
             return True
         if {lt.name, rt.name} == {"X", "Y"} and same_type_operator(self.defn):
-            return True  # binding makes X and Y equal (erratum L2)
+            return True  # binding makes X and Y equal or int and real, compared as numbers (erratum L2)
         hint = None
         if {lt.name, rt.name} == {"int", "real"}:
             hint = "convert one side, e.g. 'real(n)' or 'int(x)' (there are no implicit conversions)"

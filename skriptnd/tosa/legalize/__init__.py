@@ -118,6 +118,15 @@ def _int32_range(t: Any) -> tuple[int, int]:
     return max(r[0], I32_MIN), min(r[1], I32_MAX)
 
 
+#: The ints float32 holds exactly.
+FLOAT32_EXACT = 2 ** 24
+
+
+def _within(t: Any, bound: int) -> bool:
+    r = t.value_range
+    return r is not None and -bound <= r[0] and r[1] <= bound
+
+
 def _arithmetic_reason(op: Any, ins: list[Any]) -> str | None:
     """None where int32 add/sub/mul of the operands' ranges cannot wrap (then TOSA ADD/SUB/MUL computes
     exactly @lower's int64 result), else why the operation stays on numpy."""
@@ -143,7 +152,13 @@ def _int_reason(op: Operation, ins: list[Any], outs: list[Any]) -> str | None:
         return None if ok else f"a cast from {src} to {dst} (TOSA CAST rounds real to int to nearest)"
     if name in _INT_OPS:
         if name in elementwise.CMP and any(t.dtype != "int" for t in ins):
-            return f"{bad.dtype} tensor {bad.name!r} (a comparison of int with another type)"
+            if {t.dtype for t in ins} != {"int", "real"}:
+                return f"{bad.dtype} tensor {bad.name!r} (a comparison of int with another type)"
+            # an int compared with a real (erratum L2): exact as float32 within +-2**24 (@lower compares in
+            # float64); beyond that float32 would round the int, so numpy compares it
+            loose = [t for t in ins if t.dtype == "int" and not _within(t, FLOAT32_EXACT)]
+            return (f"int tensor {loose[0].name!r} compared with a real is not proven within +-2**24 (float32 "
+                    "would round it; skriptnd.compose.int_ranges)") if loose else None
         return None
     return _INT_REASON.format(bad.name)
 

@@ -37,6 +37,10 @@ def _binary(name: str, swap: bool = False, post: str | None = None, rcp_rhs: boo
     def build(op: Operation) -> Subgraph:
         b = Builder(op)
         x, y = aligned(b, 0, "ex"), aligned(b, 1, "ey")
+        kinds = [t.dtype for t in op.inputs[:2]]
+        if name in ("GREATER", "GREATER_EQUAL", "EQUAL") and set(kinds) == {"int", "real"}:
+            # int (int32 here) with real: the int as float32, exact within the +-2**24 the rule table asks
+            x, y = (b.emit("CAST", v, output_dtype="float32") if k == "int" else v for v, k in zip((x, y), kinds, strict=True))
         if swap:
             x, y = y, x
         if rcp_rhs:
