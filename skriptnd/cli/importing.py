@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from skriptnd.cli.options import Color, ColorOpt, colour
 from skriptnd.diagnostics import DiagnosticError, print_diagnostics
@@ -24,10 +25,12 @@ from skriptnd.interop.onnx_import import import_onnx
 
 @dataclass(frozen=True)
 class ImportOptions:
-    """The command's options that shape an import (ONNX only: NNEF 1.x has static shapes)."""
+    """The command's options that shape an import (ONNX only: NNEF 1.x has static shapes); ``progress``
+    is told each step as it starts (the status line on a terminal)."""
     input_shapes: dict[str, list[int]]
     fold_constants: bool
     opset_upgrade: bool
+    progress: Callable[[str], None] | None = None
 
 
 #: What an importer returns: the model folder written, the names it changed, the graph attributes it made.
@@ -36,7 +39,7 @@ Imported = tuple[Path, dict[str, str], list[str]]
 
 def _import_onnx(src: Path, out: Path, options: ImportOptions) -> Imported:
     result = import_onnx(src, out, input_shapes=options.input_shapes, fold_constants=options.fold_constants,
-                         opset_upgrade=options.opset_upgrade)
+                         opset_upgrade=options.opset_upgrade, progress=options.progress)
     return result.path, result.renamed, result.attribs
 
 
@@ -98,9 +101,14 @@ def command(
     if importer is None:
         raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .nnef file or a "
                                  "folder with graph.nnef", param_hint="SOURCE")
-    options = ImportOptions(parse_input_shapes(input_shape), fold_constants, opset_upgrade)
+    # a status line while it works (reading, shape inference, converting, checking: seconds to minutes for a
+    # large model); rich shows it only on a terminal, so a pipe or a log gets none
+    status = Console(stderr=True).status(f"importing {source.name}…")
+    options = ImportOptions(parse_input_shapes(input_shape), fold_constants, opset_upgrade,
+                            lambda step: status.update(f"importing {source.name}: {step}…"))
     try:
-        path, renamed, attribs = importer.run(source, output, options)
+        with status:
+            path, renamed, attribs = importer.run(source, output, options)
     except DiagnosticError as err:
         print_diagnostics(err.diagnostics, lambda _path: None, color=colours)
         raise typer.Exit(1) from None

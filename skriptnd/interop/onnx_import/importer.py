@@ -10,7 +10,7 @@ package's reference implementation), convert the rest with the registry -> `Mode
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,13 +42,21 @@ class ImportResult:
 
 
 def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False) -> ImportResult:
+                fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False,
+                progress: Callable[[str], None] | None = None) -> ImportResult:
+    """``progress``: told each step as it starts (reading, normalizing, converting, writing and checking),
+    so that a caller can show what a long import of a large model is doing (``sknd import``'s status line)."""
+    say = progress or (lambda _step: None)
     source = str(src) if isinstance(src, str | Path) else "<onnx model>"
+    say(f"reading {Path(source).name}")
     model = norm.load(src, source)
     if norm.opset(model) >= norm.TARGET_OPSET:  # before checking: missing operators are the first thing to say
         _refuse_unsupported(model, source)
+    say(f"normalizing {len(model.graph.node)} nodes (opset, shape inference)")
     model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
+    say(f"converting {len(model.graph.node)} nodes")
     folder, renamed, attribs = convert(model, source, fold_constants)
+    say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
     return ImportResult(path, renamed, attribs)
 
