@@ -1,5 +1,6 @@
-"""`sknd import` says what it is doing while a large model imports (issue 29, item 6): the importer tells each
-step as it starts; the command shows them on a terminal's status line and writes nothing of them to a pipe."""
+"""The commands say what they are doing while a step takes a while (issue 29, item 6): `sknd import` shows
+the importer's steps, the model commands their loading and composing, on a terminal's status line (rich);
+a pipe or a log gets none of it."""
 
 from __future__ import annotations
 
@@ -45,16 +46,16 @@ def test_a_pipe_gets_no_status_line(tmp_path: Path) -> None:
     assert "wrote" in done.stderr
 
 
-def test_a_terminal_gets_the_status_line(tmp_path: Path) -> None:
+def _on_terminal(args: list[str]) -> str:
+    """What a command writes to stderr when stderr is a terminal (a pseudo-terminal here)."""
     import os
     import pty
 
-    model = _relu_model(tmp_path / "m.onnx")
     leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "skriptnd", "import", str(model), "-o", str(tmp_path / "out")],
-                            stdout=subprocess.DEVNULL, stderr=follower, cwd=ROOT, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "skriptnd", *args], stdout=subprocess.DEVNULL, stderr=follower,
+                            cwd=ROOT, env=env)
     os.close(follower)
     seen = b""
     while True:
@@ -67,5 +68,18 @@ def test_a_terminal_gets_the_status_line(tmp_path: Path) -> None:
         seen += chunk
     assert proc.wait(timeout=300) == 0
     os.close(leader)
-    text = seen.decode("utf-8", "replace")
+    return seen.decode("utf-8", "replace")
+
+
+def test_a_terminal_gets_the_import_status_line(tmp_path: Path) -> None:
+    text = _on_terminal(["import", str(_relu_model(tmp_path / "m.onnx")), "-o", str(tmp_path / "out")])
     assert "importing m.onnx" in text and "wrote" in text, text
+
+
+def test_run_shows_loading_and_composing_on_a_terminal_only() -> None:
+    args = ["run", "models/digits", "--input", "image=models/digits/samples/3.npy"]
+    text = _on_terminal(args)
+    assert "loading and checking digits" in text and "composing the main graph" in text, text
+    piped = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=ROOT,
+                           timeout=300)
+    assert piped.returncode == 0 and "loading" not in piped.stderr and "composing" not in piped.stderr
