@@ -20,7 +20,7 @@ Each step evaluates the staged right-hand side over the index space and assigns 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -175,18 +175,30 @@ class _Compiler:
         loops += [(b.index, b.bound) for b in f.bounds if b.index in pack_syms]
         vector = [b for b in f.bounds if b.index not in pack_syms]
         steps: list[Step] = []
-        self._loop(f, loops, vector, {}, steps)
+        self._loop(f, loops, vector, {}, lambda scope, extents, lengths: steps.extend(
+            self._instance(f, scope, extents, lengths)))
         return steps
 
+    def index_spaces(self, f: ast.Lowering) -> list[tuple[int, ...]]:
+        """The extents of each instance of formula ``f`` (one per pack-loop value), without staging it."""
+        pack_syms = self._pack_loop_symbols(f)
+        loops = [(b.index, b.bound) for b in f.bounds if b.index in pack_syms]
+        if f.unroll is not None and f.unroll.index is not None and f.unroll.count is not None:
+            loops.insert(0, (f.unroll.index, f.unroll.count))
+        spaces: list[tuple[int, ...]] = []
+        self._loop(f, loops, [b for b in f.bounds if b.index not in pack_syms], {},
+                   lambda _scope, _extents, lengths: spaces.append(lengths))
+        return spaces
+
     def _loop(self, f: ast.Lowering, loops: list[tuple[str, ast.Expr]], vector: list[ast.LoopBound],
-              scope: dict[str, Any], steps: list[Step]) -> None:
+              scope: dict[str, Any], emit: Callable[[dict[str, Any], list[tuple[str, Any]], tuple[int, ...]], None]) -> None:
         if loops:
             (name, bound), rest = loops[0], loops[1:]
             n = Stager(self.shared, Space((), ()), scope, f.span).ev(bound)
             if type(n) is not int:
                 raise LoweringError(f"the bound of pack index '{name}' must be a compile-time int", f.span)
             for k in range(n):
-                self._loop(f, rest, vector, {**scope, name: k}, steps)
+                self._loop(f, rest, vector, {**scope, name: k}, emit)
             return
         probe = Stager(self.shared, Space((), ()), scope, f.span)
         extents: list[tuple[str, int | tuple[int, ...]]] = []
@@ -206,7 +218,7 @@ class _Compiler:
             lengths.extend(n if isinstance(n, tuple) else (n,))
         if any(x == 0 for x in lengths):
             return  # an empty loop assigns nothing
-        steps.extend(self._instance(f, scope, extents, tuple(lengths)))
+        emit(scope, extents, tuple(lengths))
 
     def _instance(self, f: ast.Lowering, scope: dict[str, Any], extents: list[tuple[str, Any]],
                   lengths: tuple[int, ...]) -> list[Step]:
@@ -612,6 +624,14 @@ def compile_lowering(definition: ast.Definition, binding: Binding) -> LoweringPl
     for f in formulas:
         steps.extend(compiler.formula(f))
     return LoweringPlan(compiler, steps, init)
+
+
+def index_spaces(definition: ast.Definition, binding: Binding) -> list[tuple[ast.Lowering, tuple[int, ...]]]:
+    """Each @lower formula instance of `definition` for `binding` with the extents of its index space, in
+    order; cheap (the bounds are evaluated, nothing is staged): what counting the work of an operation
+    (skriptnd.compose.stats) reads."""
+    compiler = _Compiler(definition, binding)
+    return [(f, lengths) for f in compiler.formulas() for lengths in compiler.index_spaces(f)]
 
 
 def run_lowering(definition: ast.Definition, binding: Binding, inputs: Sequence[Any]) -> list[Any]:
