@@ -392,6 +392,30 @@ def test_conv_output_without_quantize_is_a_located_diagnostic(tmp_path: Path) ->
     assert not (tmp_path / "o.mlir").exists()
 
 
+def test_conv_output_without_quantize_runs_by_default_with_fake_quantization(tmp_path: Path) -> None:
+    """What onnxruntime's Conv -> Relu -> QDQ pattern imports as (issue 26): no integer TOSA graph (E0761), so
+    the default backend runs it with fake quantization, exactly as --via kernels does, and says why."""
+    folder = _small(tmp_path, "nn.relu(c)", "")
+    graph = skriptnd.load(folder).compose(random_weights=True)
+    x = np.random.default_rng(5).uniform(-3, 3, (1, 2, 4, 4)).astype(np.float32)
+    got = skriptnd.run(graph, {"x": x})["y"]
+    variables = {t.name: graph.variable_source(t) for t in graph.variables}
+    kernels, optimize = kernels_for("kernels")
+    expected = Executor(fake_quantize(graph), variables, kernels=kernels, optimize=optimize).run({"x": x})["y"]
+    np.testing.assert_array_equal(got, expected)
+    x_grid = np.clip(np.round(x / 0.05), -128, 127) * 0.05  # the input on its int8 grid (hand-computed)
+    w = variables["w"]
+    w_grid = np.clip(np.round(w / 0.01), -127, 127) * 0.01
+    padded = np.pad(x_grid, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = np.einsum("nchwij,ocij->nohw", np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3)),
+                     w_grid)
+    np.testing.assert_allclose(got, np.maximum(conv, 0), rtol=1e-5, atol=1e-5)
+    np.save(tmp_path / "x.npy", x)
+    proc = sknd("run", str(folder), "--input", f"x={tmp_path / 'x.npy'}", "--random-weights", "--color", "never")
+    assert proc.returncode == 0, proc.stderr
+    assert "fake quantization" in proc.stderr and "E0761" in proc.stderr and "main.sknd:8:" in proc.stderr
+
+
 def test_quantized_output_of_a_float_operation_is_quantized_in_the_graph(tmp_path: Path) -> None:
     """A sigmoid runs in fp32 on the dequantized conv output; its quantized output is quantized inside the
     integer graph as the quantize operator does (x / scale rounded half away from zero, plus the zero

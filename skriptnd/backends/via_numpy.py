@@ -1,6 +1,9 @@
 """``numpy`` (the default; ``tosa`` is its former name): TOSA programs on the numpy TOSA kernels for the
 operations that legalize, native kernels or @lower for the rest; a graph with @quantize entries runs as
-its integer TOSA graph (skriptnd.tosa.integer.lower)."""
+its integer TOSA graph (skriptnd.tosa.integer.lower), and where that graph cannot be made (E0761: e.g. a
+convolution's output without a @quantize entry, as onnxruntime's Conv -> Relu -> QDQ pattern leaves it;
+quant8 weights given as graph inputs) with fake quantization, its plan saying why (issue 26). The
+conformance runners run quantized vectors through this same choice (skriptnd.targets.conformance.runner)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.kernel_maps import kernels_for
 from skriptnd.backends.registry import register
 from skriptnd.compose.ir import Graph
-from skriptnd.compose.quantization import has_quantization
+from skriptnd.compose.quantization import fake_quantize, has_quantization
+from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.tosa.integer import lower as quantized
 
 
@@ -27,6 +31,21 @@ class IntegerRunner(Runner):
         return self.integer.run(dict(inputs))
 
 
+class FakeQuantRunner(ExecutorRunner):
+    """A quantized graph without an integer TOSA graph, run with fake quantization (float arithmetic, every
+    quantized tensor rounded to its grid, as ``--via kernels``); ``refusal`` is why (E0761), its plan says it."""
+
+    def __init__(self, graph: Graph, refusal: Diagnostic, options: Options) -> None:
+        self.refusal = refusal
+        where = (f"{refusal.span.file}:{refusal.span.line}:{refusal.span.col}" if refusal.span is not None
+                 and refusal.span.line else graph.name)
+        kernels, optimize = kernels_for("kernels")
+        super().__init__(fake_quantize(graph), kernels, optimize,
+                         [f"{graph.name}: fake quantization (float arithmetic, each quantized tensor rounded to its "
+                          f"grid): no integer TOSA graph, {refusal.code} at {where}: {refusal.message}"],
+                         threads=options.threads)
+
+
 @register
 class NumpyBackend(Backend):
     def __init__(self) -> None:
@@ -35,7 +54,12 @@ class NumpyBackend(Backend):
 
     def prepare(self, graph: Graph, options: Options) -> Runner:
         if has_quantization(graph):
-            return IntegerRunner(graph)
+            try:
+                return IntegerRunner(graph)
+            except DiagnosticError as err:
+                if err.diagnostics[0].code != "E0761":
+                    raise
+                return FakeQuantRunner(graph, err.diagnostics[0], options)
         kernels, optimize = kernels_for("numpy")
         return ExecutorRunner(graph, kernels, optimize, [f"{graph.name}: TOSA programs on numpy, native kernels "
                                                          "or @lower for the rest (sknd compose --tosa lists which)"],
