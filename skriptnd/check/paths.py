@@ -205,11 +205,11 @@ class _Collector:
             stack.extend((f, owner) for f in reversed(folders))
         for root, files in self.found.models.items():  # main.sknd first, then the rest as found
             files.sort(key=lambda f: f != root / "main.sknd")
-        if not sknd and not self.stopped:
+        if not sknd and not self.stopped:  # an error, unless what is there was left out on purpose (as ruff)
             left = f" ({excluded} left out by exclude patterns)" if excluded else ""
             self.found.diagnostics.append(Diagnostic(
                 "E0003", f"'{raw}' holds no .sknd file to check{left}", Span(raw, 1, 1, 1, 2),
-                hint="name .sknd files, or a folder that holds some"))
+                Severity.WARNING if excluded else Severity.ERROR, hint="name .sknd files, or a folder that holds some"))
 
 
 def collect(paths: list[str], excludes: Excludes | None = None) -> Found:

@@ -34,6 +34,7 @@ MAX_PYPROJECT_BYTES = 1 << 20
 
 _TABLE = re.compile(r"^\s*\[\s*tool\s*\.\s*skriptnd\s*\]", re.M)
 _DECODE_PLACE = re.compile(r"\(at line (\d+), column (\d+)\)")
+_DECODE_END = re.compile(r"\((?:at line \d+, column \d+|at end of document)\)")
 
 
 @dataclass
@@ -78,9 +79,12 @@ def _read(path: Path) -> Settings | None:
         if not _TABLE.search(text):
             return None  # someone else's broken file
         place = _DECODE_PLACE.search(str(err))
-        line, col = (int(place.group(1)), int(place.group(2))) if place else (1, 1)
+        if place is not None:
+            line, col = int(place.group(1)), int(place.group(2))
+        else:  # "(at end of document)"
+            line, col = source.text.count("\n") + 1, len(source.text.rpartition("\n")[2]) + 1
         return Settings(source, diagnostics=[Diagnostic(
-            "E0007", f"{name} is not valid TOML: {_DECODE_PLACE.sub('', str(err)).strip()}",
+            "E0007", f"{name} is not valid TOML: {_DECODE_END.sub('', str(err)).strip()}",
             Span(name, line, col, line, col + 1), hint="its [tool.skriptnd] settings are ignored until it is fixed")])
     table = data.get("tool", {}).get("skriptnd") if isinstance(data.get("tool"), dict) else None
     if table is None:
