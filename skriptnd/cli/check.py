@@ -29,8 +29,8 @@ def command(paths: PathsArg = None, exclude: ExcludeOpt = None,
                                                   "extents.")] = False) -> None:
     """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
 
-    Folders are walked for .sknd files, each folder with a main.sknd checked as one model; what
-    [tool.skriptnd] exclude in pyproject.toml or --exclude matches is left out of the walk.
+    Folders are walked for .sknd files; each folder with a main.sknd is checked as one model.
+    Walks leave out what --exclude or `exclude` in pyproject.toml's tool.skriptnd table matches.
 
     Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
     excludes, settings = project_excludes(exclude)

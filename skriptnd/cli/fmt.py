@@ -28,7 +28,7 @@ def command(
 ) -> None:
     """Format SkriptND modules in place (comments are kept).
 
-    Folders are walked for .sknd files as by sknd check (the same exclude patterns).
+    Folders are walked for .sknd files as by sknd check, with the same exclude patterns.
 
     Example: sknd fmt --check stdlib models"""
     excludes, settings = project_excludes(exclude)

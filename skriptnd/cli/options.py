@@ -42,7 +42,8 @@ PathsArg = Annotated[list[str] | None, typer.Argument(
     show_default=False)]
 ExcludeOpt = Annotated[list[str] | None, typer.Option(
     "--exclude", metavar="PATTERN", help="Leave out of folder walks what this glob matches: a name, or with '/' a "
-    "path from the current folder (repeatable; added to [tool.skriptnd] exclude and the defaults).")]
+    "path from the current folder (repeatable; added to the defaults and to `exclude` in pyproject.toml's "
+    "tool.skriptnd table).")]
 ModelArg = Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")]
 GraphOpt = Annotated[str | None, typer.Option("--graph", help="The graph to compose (default: the first).")]
 AttribOpt = Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value "
