@@ -203,6 +203,7 @@ def test_exclude_from_pyproject(here: Path, monkeypatch: pytest.MonkeyPatch) -> 
     write(here / "pyproject.toml", '[tool.skriptnd]\nexclude = ["src/gen", "fixtures/*.sknd"]\n')
     monkeypatch.chdir(here / "src")
     assert check() == (0, [])
+    assert check("..") == (0, [])  # walked as ../fixtures: still the pyproject's fixtures
     monkeypatch.chdir(here)
     assert check() == (0, [])
     # a pyproject.toml without the table is passed over, as ruff passes over one without [tool.ruff]

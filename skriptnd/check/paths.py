@@ -56,7 +56,7 @@ class Pattern:
         if "/" not in glob:
             return fnmatchcase(path.name, glob)
         try:
-            rel = path.absolute().relative_to(self.base)
+            rel = Path(os.path.abspath(path)).relative_to(self.base)  # `..` folded: `sknd check ..` from below
         except ValueError:
             return False
         return fnmatchcase(rel.as_posix(), glob)
@@ -69,7 +69,7 @@ class Excludes:
     patterns: tuple[Pattern, ...] = tuple(Pattern(p, Path("/")) for p in DEFAULT_EXCLUDE)
 
     def extended(self, texts: list[str] | tuple[str, ...], base: Path) -> Excludes:
-        return Excludes(self.patterns + tuple(Pattern(t, base.absolute()) for t in texts))
+        return Excludes(self.patterns + tuple(Pattern(t, Path(os.path.abspath(base))) for t in texts))
 
     def matches(self, path: Path) -> bool:
         return any(p.matches(path) for p in self.patterns)
