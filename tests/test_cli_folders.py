@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from skriptnd.check import paths
@@ -304,6 +306,36 @@ def test_excludes_match_names_and_paths() -> None:
     assert excludes.matches(Path("/p/tests/data")) and not excludes.matches(Path("/p/x/tests/data"))
     assert excludes.matches(Path("/q/a.gen.sknd")) and excludes.matches(Path("/p/.git"))
     assert not excludes.matches(Path("/p/tests")) and not excludes.matches(Path("/p/stdlib/nn.sknd"))
+
+
+SEGMENTS = st.sampled_from(["a", "b", "ops", "build", ".hidden", "dist"])
+LEAVES = st.sampled_from(["main.sknd", "x.sknd", "y.sknd", "notes.txt"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=st.lists(st.tuples(st.lists(SEGMENTS, max_size=3), LEAVES), min_size=1, max_size=12))
+def test_every_file_is_found_once_with_its_nearest_model_root(tmp_path_factory, tree) -> None:
+    """Against a plain reading of the rule: every .sknd file with no default-excluded folder on its way is
+    found, once, in the model of the nearest folder above it (the named one included) holding main.sknd,
+    else as a module of its own folder."""
+    top = tmp_path_factory.mktemp("tree")
+    for folders, leaf in tree:
+        write(top.joinpath(*folders, leaf), "")
+    expected: dict[Path, Path | None] = {}
+    for folders, leaf in tree:
+        if leaf.endswith(".sknd") and not any(f.startswith(".") or f in ("build", "dist") for f in folders):
+            ancestors = [top.joinpath(*folders[:i]) for i in range(len(folders), -1, -1)]
+            expected[top.joinpath(*folders, leaf)] = next((a for a in ancestors if (a / "main.sknd").exists()), None)
+    found = collect([str(top)])
+    got: dict[Path, Path | None] = {}
+    for root, files in found.models.items():
+        assert files[0] == root / "main.sknd"
+        got.update((f, root) for f in files)
+    for f, folder in found.modules:
+        assert folder == f.parent
+        got[f] = None
+    assert len(found.files()) == len(got) and got == expected
+    assert [d.code for d in found.diagnostics] == ([] if expected else ["E0003"])  # nothing found: said so
 
 
 # ---------------------------------------------------------------- this repository
