@@ -145,6 +145,28 @@ class _Collector:
         root = model_root(path.parent)
         self.found.modules.append((path, path.parent if root is None else _as_named(root, path)))
 
+    def entries_of(self, folder: Path, raw: str) -> list[os.DirEntry[str]] | None:
+        """The entries of `folder` by name, counted against MAX_ENTRIES as they are read (a folder of millions
+        is not listed whole); None when it cannot be read or the count is spent (a diagnostic says which)."""
+        entries: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    self.entries += 1
+                    if self.entries > MAX_ENTRIES:
+                        self.stopped = True
+                        self.found.diagnostics.append(Diagnostic(
+                            "E0006", f"stopped looking for .sknd files after {MAX_ENTRIES:,} folder entries under "
+                            f"'{raw}'", Span(raw, 1, 1, 1, 2), hint="name the folders to check, or leave some out "
+                            "(--exclude PATTERN, or `exclude` under [tool.skriptnd] in pyproject.toml)"))
+                        return None
+                    entries.append(entry)
+        except OSError as err:
+            self.found.diagnostics.append(Diagnostic(
+                "E0002", f"cannot read the folder {folder}: {err.strerror or err}", Span(str(folder), 1, 1, 1, 2)))
+            return None
+        return sorted(entries, key=lambda e: e.name)
+
     def folder(self, raw: str) -> None:
         named = Path(raw)
         base = os.path.realpath(named)
@@ -158,21 +180,9 @@ class _Collector:
             if _main_inside(current, base):
                 owner = current
                 self.found.models.setdefault(current, [])
-            try:
-                with os.scandir(current) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError as err:
-                self.found.diagnostics.append(Diagnostic(
-                    "E0002", f"cannot read the folder {current}: {err.strerror or err}", Span(str(current), 1, 1, 1, 2)))
+            entries = self.entries_of(current, raw)
+            if entries is None:
                 continue
-            self.entries += len(entries)
-            if self.entries > MAX_ENTRIES:
-                self.stopped = True
-                self.found.diagnostics.append(Diagnostic(
-                    "E0006", f"stopped looking for .sknd files after {MAX_ENTRIES:,} folder entries under '{raw}'",
-                    Span(raw, 1, 1, 1, 2), hint="name the folders to check, or leave some out (--exclude PATTERN, "
-                    "or `exclude` under [tool.skriptnd] in pyproject.toml)"))
-                break
             folders: list[Path] = []
             for entry in entries:
                 path = current / entry.name
