@@ -128,9 +128,3 @@ def write_atomic(path: Path | str, data: bytes | str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
 
-
-def module_files(path: Path) -> list[Path]:
-    """The .sknd files of a model folder: main.sknd first, then the rest (subfolders too), sorted."""
-    main = path / "main.sknd"
-    rest = sorted(p for p in path.rglob("*.sknd") if p != main and p.is_file())
-    return [main, *rest]

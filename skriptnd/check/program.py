@@ -1,23 +1,23 @@
-"""`sknd check`: load every model folder or file named on the command line as a Program (the
-module and, transitively, its imports) and report its diagnostics: reading and syntax problems
+"""`sknd check`: load every model root and module the command line names (skriptnd.check.paths) as a
+Program (the module and, transitively, its imports) and report its diagnostics: reading and syntax problems
 of every loaded module, unknown modules, the module-level checks (semantics.modules) and then
 every check registered in DEFINITION_CHECKS, once per definition."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from skriptnd.check.cache import cached_check
 from skriptnd.check.graph import STRICT_CODES, VERBOSE_CODES, check_graph, check_operator
+from skriptnd.check.paths import Excludes, collect
 from skriptnd.diagnostics import Diagnostic
-from skriptnd.fileio import module_files
 from skriptnd.semantics.binding import binding_order_diagnostics
 from skriptnd.semantics.module_checks import check_modules
 from skriptnd.semantics.modules import LoadedModule, Program, load_program
 from skriptnd.semantics.typecheck import check_definition
-from skriptnd.source import SourceFile, Span
+from skriptnd.source import SourceFile
 from skriptnd.syntax import ast
 
 DefinitionCheck = Callable[[Program, LoadedModule, ast.Definition], list[Diagnostic]]
@@ -77,27 +77,6 @@ class CheckResult:
     files: int = 0
 
 
-def expand_paths(paths: list[str]) -> tuple[list[Path], list[Diagnostic]]:
-    """Files stay files; a model folder contributes all its modules; anything else is an error."""
-    files: list[Path] = []
-    diags: list[Diagnostic] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            if (p / "main.sknd").is_file():
-                files.extend(module_files(p))
-            else:
-                diags.append(_not_a_model_folder(raw))
-        else:
-            files.append(p)
-    return files, diags
-
-
-def _not_a_model_folder(raw: str) -> Diagnostic:
-    return Diagnostic(code="E0003", message=f"'{raw}' is not a model folder: it has no main.sknd",
-                      span=Span(raw, 1, 1, 1, 2), hint="a model folder holds its main module in main.sknd")
-
-
 def check_program(program: Program, *, composition: bool = True) -> list[Diagnostic]:
     """Everything wrong with a loaded program: its loading diagnostics (reading, syntax, imports),
     the module-level checks, then each DEFINITION_CHECKS hook on every definition of every
@@ -120,24 +99,21 @@ def check_program(program: Program, *, composition: bool = True) -> list[Diagnos
     return [d for d in diags if unique[key(d)] is d]
 
 
-def check_paths(paths: list[str]) -> CheckResult:
+def check_paths(paths: list[str], excludes: Excludes | None = None) -> CheckResult:
+    """Check the `.sknd` files `paths` name (skriptnd.check.paths.collect: files, folders walked, model roots):
+    each model root as one program, then each of its files that program did not load as a module of the
+    root, then every other file as a module of its model folder."""
+    found = collect(paths, excludes)
     result = CheckResult()
-    diags: list[Diagnostic] = []
+    diags: list[Diagnostic] = list(found.diagnostics)
     checked: set[str] = set()
-    programs = []
-    for raw in dict.fromkeys(paths or ["."]):
-        p = Path(raw)
-        if p.is_dir() and not (p / "main.sknd").is_file():
-            # a folder of modules without a main one: each file is checked as a module of the
-            # project rooted there (imports resolve from the folder, `ops/pool.sknd` is `ops.pool`)
-            files = sorted(f for f in p.rglob("*.sknd") if f.is_file())
-            if not files:
-                diags.append(Diagnostic(code="E0003", message=f"'{raw}' holds no .sknd file to check",
-                                        span=Span(raw, 1, 1, 1, 2),
-                                        hint="name .sknd files, or a folder that holds some"))
-            programs.extend(load_program(f, model_dir=p) for f in files)
-            continue
-        programs.append(load_program(p))
+    programs: list[Program] = []
+    for root, files in found.models.items():
+        program = load_program(root)
+        programs.append(program)
+        loaded = {os.path.realpath(m.path) for m in program.modules.values()}
+        programs.extend(load_program(f, model_dir=root) for f in files if os.path.realpath(f) not in loaded)
+    programs.extend(load_program(f, model_dir=folder) for f, folder in found.modules)
     for program in programs:
         for module in program.modules.values():
             if module.source is not None:

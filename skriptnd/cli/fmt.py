@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from skriptnd.check.program import expand_paths
+from skriptnd.check.paths import collect
+from skriptnd.check.settings import project_excludes
 from skriptnd.cli.io import write_output
-from skriptnd.cli.options import Color, ColorOpt, PathsArg, colour
-from skriptnd.diagnostics import print_diagnostics
+from skriptnd.cli.options import Color, ColorOpt, ExcludeOpt, PathsArg, colour
+from skriptnd.diagnostics import Severity, print_diagnostics
 from skriptnd.fileio import read_source
 from skriptnd.source import SourceFile
 from skriptnd.syntax import parse_module
@@ -19,18 +20,23 @@ from skriptnd.syntax.printer import format_module
 
 
 def command(
-    paths: PathsArg,
+    paths: PathsArg = None,
+    exclude: ExcludeOpt = None,
     check_only: Annotated[bool, typer.Option("--check", help="Only report files that would change.")] = False,
     stdout: Annotated[bool, typer.Option("--stdout", help="Print the formatted text instead of rewriting.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
     """Format SkriptND modules in place (comments are kept).
 
-    Example: sknd fmt --check models/digits/main.sknd"""
-    files, diags = expand_paths(paths)
-    sources: dict[str, SourceFile] = {}
+    Folders are walked for .sknd files as by sknd check, with the same exclude patterns.
+
+    Example: sknd fmt --check stdlib models"""
+    excludes, settings = project_excludes(exclude)
+    found = collect(paths or [], excludes)
+    diags = [*settings.diagnostics, *found.diagnostics]
+    sources: dict[str, SourceFile] = {} if settings.source is None else {settings.source.path: settings.source}
     changed: list[str] = []
-    for path in dict.fromkeys(files):
+    for path in found.files():
         source, read_diags = read_source(path)
         diags.extend(read_diags)
         if source is None:
@@ -51,5 +57,5 @@ def command(
         print_diagnostics(diags, sources, color=colour(color))
     for name in changed:
         typer.echo(f"{'would reformat' if check_only else 'reformatted'} {name}", err=True)
-    failed = bool(diags) or (check_only and bool(changed))
+    failed = any(d.severity is Severity.ERROR for d in diags) or (check_only and bool(changed))
     raise typer.Exit(1 if failed else 0)

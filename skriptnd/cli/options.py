@@ -37,7 +37,13 @@ def colour(choice: Color) -> bool | None:
 ColorOpt = Annotated[Color, typer.Option("--color", help="Colour the diagnostics: auto, always or never.")]
 DiagnosticFormatOpt = Annotated[DiagnosticFormat, typer.Option("--format", help="Diagnostics as text or "
                                                                "LSP-shaped JSON.")]
-PathsArg = Annotated[list[str], typer.Argument(help="SkriptND files or model folders (with main.sknd).")]
+PathsArg = Annotated[list[str] | None, typer.Argument(
+    help="SkriptND files and folders (walked for .sknd files; a folder with main.sknd is a model); default: '.'",
+    show_default=False)]
+ExcludeOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude", metavar="PATTERN", help="Leave out of folder walks what this glob matches: a name, or with '/' a "
+    "path from the current folder (repeatable; added to the defaults and to `exclude` in pyproject.toml's "
+    "tool.skriptnd table).")]
 ModelArg = Annotated[Path, typer.Argument(help="A model folder (with main.sknd) or a main .sknd file.")]
 GraphOpt = Annotated[str | None, typer.Option("--graph", help="The graph to compose (default: the first).")]
 AttribOpt = Annotated[list[str] | None, typer.Option("--attrib", "-a", help="A graph attribute, name=value "

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from skriptnd.check.paths import model_root as find_model_root
 from skriptnd.check.program import DEFINITION_CHECKS, check_composition, one_per_location
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.lsp.incremental import IncrementalParser, shift_diagnostic
@@ -38,7 +39,6 @@ __all__ = ["MAX_FILE_BYTES", "Analysis", "Document", "Workspace", "model_root", 
 
 #: The largest file the server reads from disk for a request (documents the client opens come with their text).
 MAX_FILE_BYTES = 16 << 20
-_ROOT_SEARCH_DEPTH = 4  # folders above a document searched for the main.sknd of its model folder
 
 
 def uri_to_path(uri: str) -> Path:
@@ -72,12 +72,9 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def model_root(path: Path) -> Path:
-    """The model folder a module belongs to: the nearest folder above it with a main.sknd."""
-    folder = path.parent
-    for candidate in [folder, *list(folder.parents)[: _ROOT_SEARCH_DEPTH - 1]]:
-        if (candidate / "main.sknd").is_file():
-            return candidate
-    return folder
+    """The model folder a module belongs to: the nearest folder above it with a main.sknd, found as `sknd
+    check` finds it (skriptnd.check.paths.model_root), else its own folder."""
+    return find_model_root(path.parent) or path.parent
 
 
 @dataclass
