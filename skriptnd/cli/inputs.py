@@ -10,13 +10,16 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import numpy as np
 import typer
 
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
+from skriptnd.io.npy import NpyError, npy_shape
+from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
 from skriptnd.source import Span
 
 register_codes({
@@ -136,3 +139,44 @@ def check_memory(graph: Graph, limit: int, random: Iterable[str] = ()) -> None:
             code="E0791", message=f"the inputs, variables and constants of graph '{graph.name}' would need "
             f"{format_bytes(held)} ({held:,} bytes) together; the limit is {format_bytes(limit)}", span=where,
             hint="raise the limit with --max-memory")])
+
+
+def file_shape(spec: str) -> tuple[int, ...] | None:
+    """The shape an --input file declares (a .npy or NNEF .dat header, nothing else read); None when it cannot
+    be told here (reading the file later says why)."""
+    path = Path(spec)
+    try:
+        if path.suffix == ".dat":
+            with path.open("rb") as fh:
+                return decode_header(fh.read(HEADER_SIZE), spec).shape
+        return npy_shape(path)
+    except (OSError, ValueError, NpyError, TensorFileError):
+        return None
+
+
+def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: Iterable[str]) -> dict[str, int]:
+    """Graph attributes that the given inputs' shapes determine (issue 25): an input declared
+    ``real[batch, 1, 8, 8]`` given as a [2, 1, 8, 8] array makes ``batch`` 2, unless ``--attrib`` set it
+    (``fixed``) or two inputs disagree (then nothing is inferred for it, and the run's E0711 says which). Only
+    values that differ from what the graph was composed for are returned."""
+    found: dict[str, set[int]] = {}
+    fixed = set(fixed)
+    for t in graph.inputs:
+        shape = shapes.get(t.name)
+        dims = _declared_dims(t.declared)
+        if shape is None or dims is None or len(dims) != len(shape):
+            continue
+        for dim, n in zip(dims, shape, strict=True):
+            if dim in graph.attribs and dim not in fixed and isinstance(graph.attribs[dim], int):
+                found.setdefault(dim, set()).add(int(n))
+    return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
+
+
+def _declared_dims(declared: str | None) -> list[str] | None:
+    """``'real[batch, 1, 8, 8]'`` -> ``['batch', '1', '8', '8']`` (None for a type without a plain shape)."""
+    if not declared or "[" not in declared or not declared.endswith("]"):
+        return None
+    inner = declared[declared.index("[") + 1:-1]
+    if any(c in inner for c in "[]()."):
+        return None
+    return [d.strip() for d in inner.split(",")] if inner.strip() else []

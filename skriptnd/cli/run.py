@@ -21,7 +21,15 @@ from rich.table import Table
 from skriptnd import backends
 from skriptnd.backends.base import Runner
 from skriptnd.cli.backend import CompileLine, check_device
-from skriptnd.cli.inputs import check_input_names, check_memory, default_max_memory, parse_size, random_input
+from skriptnd.cli.inputs import (
+    check_input_names,
+    check_memory,
+    default_max_memory,
+    file_shape,
+    infer_attribs,
+    parse_size,
+    random_input,
+)
 from skriptnd.cli.io import check_output_dir, read_array, save_arrays
 from skriptnd.cli.loading import compose_graph, load_model
 from skriptnd.cli.options import (
@@ -121,6 +129,12 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     model = load_model(path, colours)
     composed = compose_graph(model, graph, attribs, colours, decompose=decompose_all,
                              random_weights=random_weights, seed=seed)
+    inferred = infer_attribs(composed, {n: s for n, spec in files.files.items() if (s := file_shape(spec))}, attribs)
+    if inferred:  # e.g. batch from the input's first dimension: composed again for it, said once
+        typer.echo(f"composed for {', '.join(f'{k}={v}' for k, v in inferred.items())} (read from the input "
+                   f"shapes; --attrib sets them)", err=True)
+        composed = compose_graph(model, graph, {**attribs, **inferred}, colours, decompose=decompose_all,
+                                 random_weights=random_weights, seed=seed)
     # 4. the inputs, checked against the graph, then read or drawn
     given = _gather_inputs(composed, files, random_inputs, limit, seed, colours)
     # 5. the graph run on the backend
