@@ -10,6 +10,7 @@ import difflib
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import typer
 
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from skriptnd.io.npy import NpyError, npy_shape
+from skriptnd.io.npy import NpyError, npy_header_shape
 from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
 from skriptnd.source import Span
 
@@ -146,10 +147,14 @@ def file_shape(spec: str) -> tuple[int, ...] | None:
     be told here (reading the file later says why)."""
     path = Path(spec)
     try:
-        if path.suffix == ".dat":
-            with path.open("rb") as fh:
+        # never block on a FIFO or a device: opened without waiting, and read only when a regular file
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            if path.suffix == ".dat":
                 return decode_header(fh.read(HEADER_SIZE), spec).shape
-        return npy_shape(path)
+            return npy_header_shape(fh, spec)
     except (OSError, ValueError, NpyError, TensorFileError):
         return None
 

@@ -85,10 +85,9 @@ def _read_body(fh: IO[bytes], available: int, name: str) -> np.ndarray:
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
-def npy_shape(path: str | os.PathLike[str]) -> tuple[int, ...]:
-    """The shape a .npy file declares, from its header alone (nothing else is read)."""
-    with open(path, "rb") as fh:
-        return _header(fh, str(path))[0]
+def npy_header_shape(fh: IO[bytes], name: str) -> tuple[int, ...]:
+    """The shape an open .npy file declares, from its header alone (nothing else is read)."""
+    return _header(fh, name)[0]
 
 
 def read_npy(path: str | os.PathLike[str]) -> np.ndarray:
