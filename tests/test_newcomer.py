@@ -53,6 +53,28 @@ def test_readme_needs_nothing_beside_the_clone() -> None:
         assert (ROOT / link).exists(), link
 
 
+def _setup_section() -> str:
+    return README[README.index("## Set-up"):README.index("## Usage")]
+
+
+def test_readme_names_exactly_the_variables_the_tests_read() -> None:
+    """The skip section's SKRIPTND_* variables are those tests/ reads from the environment (a renamed or
+    new variable changes both), and what .ci/run does differently (CI=1) is said."""
+    read = set()
+    for path in (ROOT / "tests").glob("*.py"):
+        read |= set(re.findall(r"os\.environ(?:\.get\(|\[)[\"'](SKRIPTND_\w+)", path.read_text(encoding="utf-8")))
+    assert {"SKRIPTND_SPEC", "SKRIPTND_SHARED"} <= read  # the reader finds them
+    assert set(re.findall(r"SKRIPTND_\w+", _setup_section())) == read
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'export CI="${CI:-1}"' in ci and "`CI=1`" in _setup_section()
+
+
+def test_readme_says_how_to_install_each_user_extra() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    named = re.findall(r"^pip install -e (?:'\.\[(\w+)\]'|\.) ", _setup_section(), re.M)
+    assert named[0] == "" and set(named[1:]) == set(extras) - {"zoo"}, named  # zoo: benchmarks only
+
+
 # ---------------------------------------------------------------- --version and --help
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.extras import install_hint
 from skriptnd.fileio import output_target, write_atomic
 
 # the operator families register their converters on import: this package lists them (the registry, core,
@@ -77,7 +78,7 @@ def _require_onnx(graph: Graph) -> ModuleType:
     except ImportError:
         raise DiagnosticError([Diagnostic(
             code="E0844", message="ONNX export needs the 'onnx' package", span=_graph_span(graph),
-            hint="install it: pip install 'skriptnd[dev]' (or pip install onnx)")]) from None
+            hint=install_hint("onnx"))]) from None
     return onnx
 
 
