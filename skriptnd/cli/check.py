@@ -21,7 +21,7 @@ def command(paths: Annotated[list[str] | None, typer.Argument(
                                                   "extents.")] = False) -> None:
     """Check SkriptND modules and report every problem found (graphs are composed for their defaults).
 
-    Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
+    Example: sknd check models/digits   (or: sknd check --format json models/digits/main.sknd)"""
     result = check_paths(paths or [])
     diags = shown(result.diagnostics, strict=strict, verbose=verbose)
     report(diags, result.sources, format is DiagnosticFormat.json, colour(color), result.files)

@@ -5,7 +5,7 @@ with the converter registered for its operator (one module per stdlib family: :m
 :mod:`.math_ops`, :mod:`.linalg`, :mod:`.nn`, :mod:`.image`, :mod:`.quant`, :mod:`.algo`); composite
 operators without a converter go through their own @compose (:mod:`.walk`). Weights become
 initializers. The model is checked by ``onnx.checker.check_model(full_check=True)`` before it is
-returned. Everything ONNX cannot express is a located diagnostic (E0840-E0849) at the operation's
+returned. Everything ONNX cannot express is a located diagnostic (E0840-E0846) at the operation's
 span, all of them at once, and nothing is produced.
 
 :func:`save_onnx` writes a model atomically: one ``.onnx`` file, or, above 2 GB (protobuf's limit),
@@ -178,7 +178,7 @@ def check_exportable(graph: Graph, *, opset: int = MIN_OPSET) -> list[Diagnostic
 
 def to_onnx(graph: Graph, *, opset: int = 17, variables: dict[str, np.ndarray] | None = None) -> ModelProto:
     """The ONNX model (``onnx.ModelProto``) of a composed graph; ``variables`` by name (default: the model's
-    tensor files). Raises :class:`DiagnosticError` (E0840-E0849) when the graph cannot be exported."""
+    tensor files). Raises :class:`DiagnosticError` (E0840-E0846) when the graph cannot be exported."""
     onnx = _require_onnx(graph)
     if not MIN_OPSET <= opset <= min(MAX_OPSET, onnx.defs.onnx_opset_version()):
         raise DiagnosticError([Diagnostic(code="E0846", message=f"ONNX opset {opset} is not supported by the "
