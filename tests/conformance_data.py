@@ -13,12 +13,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_dir() -> Path | None:
+    """The shared folder (conformance/ and spec/): $SKRIPTND_SHARED, else beside the checkout or its parent."""
     candidates = []
     if os.environ.get("SKRIPTND_SHARED"):
         candidates.append(Path(os.environ["SKRIPTND_SHARED"]))
     candidates += [ROOT.parent / "shared", ROOT.parents[1] / "shared"]
     for c in candidates:
-        if (c / "conformance").is_dir():
+        if (c / "conformance").is_dir() or (c / "spec").is_dir():
             return c
     return None
 

@@ -34,6 +34,8 @@ def test_outputs_inputs_and_expectations(tmp_path: Path) -> None:
     assert np.array_equal(np.load(saved / "image.npy"), np.load(SAMPLES / "5.npy"))
     assert "class 5" in run.stdout
     assert sorted(p.name for p in out.iterdir()) == ["probabilities.npy"]  # no temporary files left
+    # what was written is said, like every writer's "wrote FILE" (issue 29)
+    assert f"wrote 1 output to {out}\n" in run.stderr and f"wrote 1 input to {saved}\n" in run.stderr
     same = sknd("run", str(DIGITS), "--input", f"image={SAMPLES / '5.npy'}", "--expect", str(out))
     assert same.returncode == 0 and "matches" in same.stderr
     other = sknd("run", str(DIGITS), "--input", f"image={SAMPLES / '6.npy'}", "--expect", str(out))

@@ -105,7 +105,7 @@ def test_missing_model(tmp_path: Path) -> None:
 def test_nnef_package_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nnef", None)  # import nnef -> ImportError
     [diag] = _fails(tmp_path / "m", tmp_path / "out")
-    assert diag.code == "E0830" and "skriptnd[nnef]" in (diag.hint or "")
+    assert diag.code == "E0830" and "pip install -e '.[nnef]'" in (diag.hint or "")
 
 
 def test_shape_inference_failure_is_located(tmp_path: Path) -> None:

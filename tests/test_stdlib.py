@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conformance_data import shared_dir
 
 from skriptnd.check.program import check_paths
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
@@ -17,8 +18,10 @@ from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS, operator_kind
 from skriptnd.syntax import parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The spec beside the checkout (CI keeps ../shared next to it); SKRIPTND_SPEC overrides (a worktree elsewhere).
-SPEC = Path(os.environ.get("SKRIPTND_SPEC", ROOT.parent / "shared" / "spec" / "nnef-2.0-skriptnd-rev8.md"))
+#: The spec: SKRIPTND_SPEC, else in the shared folder the conformance tests use (SKRIPTND_SHARED, or ../shared
+#: beside the checkout or its parent: tests/conformance_data.py), so that one variable runs every skipped test.
+SPEC = Path(os.environ.get("SKRIPTND_SPEC") or (shared_dir() or ROOT.parent / "shared") / "spec"
+            / "nnef-2.0-skriptnd-rev8.md")
 sys.path.insert(0, str(ROOT / "tests" / "tools"))
 import build_stdlib  # noqa: E402
 
@@ -28,7 +31,7 @@ def spec_text() -> str:
     why; in CI (``CI`` set) its absence is a failure, since CI must run them."""
     if not SPEC.is_file():
         reason = (f"the NNEF 2.0 spec is not at {SPEC} (a clone without ../shared/spec beside it; "
-                  "set SKRIPTND_SPEC to the spec's .md file to run this test)")
+                  "set SKRIPTND_SPEC to the spec's .md file, or SKRIPTND_SHARED to the folder holding spec/, to run this test)")
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)

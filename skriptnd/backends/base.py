@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skriptnd.compose.ir import Graph
+from skriptnd.extras import hint_for
 
 #: Progress callback: (operations done, operations in all), for the CLI's progress bar.
 Progress = Callable[[int, int], None]
@@ -77,7 +78,7 @@ class Backend(ABC):
 
     name: str
     summary: str
-    #: Python packages the backend needs (imported lazily), with the pip extra that installs them
+    #: Python packages the backend needs (imported lazily); skriptnd.extras names the pip extra of each
     requires: tuple[str, ...] = field(default=())
     #: The kinds of device it runs on (``Options.device``; skriptnd.backends.iree_devices.KINDS)
     devices: tuple[str, ...] = field(default=("cpu",))
@@ -92,7 +93,7 @@ class Backend(ABC):
             except ModuleNotFoundError:
                 found = False
             if not found:
-                return f"the {self.name} backend needs the Python package '{module}' (pip install 'skriptnd[dev]')"
+                return f"the {self.name} backend needs the Python package '{module}' ({hint_for(module)})"
         return None
 
     @abstractmethod

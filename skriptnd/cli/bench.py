@@ -70,7 +70,14 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                   device: DeviceOpt = None,
                   as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
                   color: ColorOpt = Color.auto) -> None:
-    """Time a model on several backends (median latency, ratio to onnxruntime)."""
+    """Time a model on several backends (median latency, ratio to onnxruntime).
+
+    Each backend runs the same random inputs, interleaved round by round in
+    one process; the table gives each one's median latency, its deviation
+    from the first backend and, with --compare onnxruntime, its ratio to
+    onnxruntime on the model's ONNX export (or on --onnx FILE).
+
+    Example: sknd bench models/digits --via numpy,kernels,onnxruntime --compare onnxruntime"""
     names = [v.strip() for v in via.split(",") if v.strip()]
     try:
         names = [backends.canonical(v) for v in names]

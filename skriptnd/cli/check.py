@@ -32,7 +32,7 @@ def command(paths: PathsArg = None, exclude: ExcludeOpt = None,
     Folders are walked for .sknd files; each folder with a main.sknd is checked as one model.
     Walks leave out what --exclude or `exclude` in pyproject.toml's tool.skriptnd table matches.
 
-    Example: sknd check models/digits   (or: sknd check --format json my.sknd)"""
+    Example: sknd check models/digits   (or: sknd check --format json models/digits/main.sknd)"""
     excludes, settings = project_excludes(exclude)
     result = check_paths(paths or [], excludes)
     if settings.source is not None:

@@ -95,7 +95,7 @@ def command(
     export; anything else is a located E0750 diagnostic.
 
     --onnx writes the graph as an ONNX model checked by onnx.checker;
-    what ONNX cannot express is a located E0840-E0849 diagnostic.
+    what ONNX cannot express is a located E0840-E0846 diagnostic.
 
     Example: sknd export models/digits --tosa-mlir digits.mlir"""
     #: (option, target file, producer of its contents); producers run in order and may share work.

@@ -16,11 +16,13 @@ PLACEHOLDERS = {
     "input": "NAME=FILE", "attrib": "NAME=VALUE", "seed": "N", "rtol": "R", "atol": "A", "graph": "NAME",
     "save_inputs": "DIR", "output_dir": "DIR", "expect": "DIR", "output": "FILE", "tosa_mlir": "FILE",
     "tosa_flatbuffer": "FILE", "max_memory": "SIZE", "via": "BACKEND", "color": "auto|always|never",
-    "paths": "PATH", "path": "MODEL", "target": "CPU", "iree_flag": "=--FLAG",
+    "paths": "PATH", "path": "MODEL", "target": "CPU", "iree_flag": "=--FLAG", "threads": "N", "top_k": "K",
+    "rounds": "N", "device": "DEVICE", "compare": "onnxruntime", "onnx": "FILE", "onnx_opset": "17..21",
+    "spirv": "FILE", "spirv_asm": "FILE", "input_shape": "NAME=D0,D1,...",
 }
 #: Placeholders of a parameter whose meaning depends on the command: (command, parameter name) -> placeholder
 COMMAND_PLACEHOLDERS = {
-    ("bench", "via"): "BACKEND,...", ("compose", "target"): "nnapi|mli|tosa", ("doc", "target"): "[MODULE | MODULE.OPERATOR]",
+    ("bench", "via"): "BACKEND,...", ("import", "output"): "DIR", ("compose", "target"): "nnapi|mli|tosa", ("doc", "target"): "[MODULE | MODULE.OPERATOR]",
 }
 _BY_TYPE = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "list[str]": "TEXT"}
 

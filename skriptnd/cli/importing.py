@@ -95,7 +95,9 @@ def command(
     Writes main.sknd (one standard-library operation per ONNX node where
     one exists, node names as labels, explicit paddings) and the weights as
     NNEF tensor files. Nothing is written when the model cannot be imported;
-    an unsupported model gets one diagnostic listing every missing operator."""
+    an unsupported model gets one diagnostic listing every missing operator.
+
+    Example: sknd import tests/data/zoo/ci_convnext_block.onnx -o convnext_block   (then: sknd run convnext_block --random-inputs)"""
     colours = colour(color)
     importer = next((i for i in IMPORTERS if i.accepts(source)), None)
     if importer is None:

@@ -85,9 +85,11 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
             output_dir: Annotated[Path | None, typer.Option("--output-dir", "-o", help="Write each output "
                                                             "as DIR/<name>.npy.")] = None,
             expect: Annotated[Path | None, typer.Option("--expect", help="Compare with DIR/<name>.npy.")] = None,
-            rtol: Annotated[float, typer.Option("--rtol")] = 1e-4,
-            atol: Annotated[float, typer.Option("--atol")] = 1e-5,
-            decompose_all: Annotated[bool, typer.Option("--decompose-all")] = False,
+            rtol: Annotated[float, typer.Option("--rtol", help="--expect: the relative tolerance.")] = 1e-4,
+            atol: Annotated[float, typer.Option("--atol", help="--expect: the absolute tolerance.")] = 1e-5,
+            decompose_all: Annotated[bool, typer.Option("--decompose-all", help="Compose every standard "
+                                                        "operator down to its @lower primitives (the reference "
+                                                        "semantics) instead of keeping it atomic.")] = False,
             via: Annotated[str, typer.Option("--via", help="The backend (skriptnd.backends): numpy (default: "
                                              "TOSA programs on numpy, native kernels or @lower for the rest; "
                                              "'tosa' is its former name), kernels, lower, iree (compiled by "
@@ -142,14 +144,21 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     # 6. the outputs: written, shown, compared
     if save_inputs is not None:
         save_arrays(save_inputs, given, "--save-inputs")
+        typer.echo(f"wrote {_count(given, 'input')} to {save_inputs}", err=True)
     if output_dir is not None:
         save_arrays(output_dir, outputs, "--output-dir")
+        typer.echo(f"wrote {_count(outputs, 'output')} to {output_dir}", err=True)
     _show(outputs, _class_outputs(composed), top_k)
     if expect is not None:
         try:
             _compare(outputs, expect, rtol, atol)
         except DiagnosticError as err:
             fail(err.diagnostics, None, colours)
+
+
+def _count(arrays: dict[str, np.ndarray], what: str) -> str:
+    """"3 outputs", "1 input": the line that says what a run wrote, like the other writers' "wrote FILE"."""
+    return f"{len(arrays)} {what}{'' if len(arrays) == 1 else 's'}"
 
 
 def _backend_name(via: str) -> str:

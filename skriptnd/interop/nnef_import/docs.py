@@ -47,8 +47,8 @@ from skriptnd.interop.nnef_import import import_nnef
 import_nnef("model_folder_or_graph.nnef", "out_dir", input_shapes={{"input": [1, 3, 224, 224]}})
 ```
 
-The NNEF 1.x text graph is parsed by the Khronos `nnef` package (the `nnef` extra: `pip install
-'skriptnd[nnef]'`), its shapes are inferred with `nnef.infer_shapes` (`input_shapes` overrides the shapes of
+The NNEF 1.x text graph is parsed by the Khronos `nnef` package (the `nnef` extra, from the skriptnd checkout:
+`pip install -e '.[nnef]'`), its shapes are inferred with `nnef.infer_shapes` (`input_shapes` overrides the shapes of
 external inputs) and every operation becomes one or a few standard-library invocations in `main.sknd`.
 Variables keep their tensor files: each `.dat` is validated (present, readable, of the declared shape and
 type) and copied byte for byte as `main.<Graph>.<variable>.dat`, the tensor file format being the same.

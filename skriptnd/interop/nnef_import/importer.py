@@ -20,6 +20,7 @@ from typing import Any
 
 from skriptnd.compose.quantization import qparams, quantized_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
+from skriptnd.extras import install_hint
 from skriptnd.interop.nnef_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.nnef_import import registry
 from skriptnd.interop.nnef_import.contained import ContainedNnef, ParserCrashed
@@ -106,7 +107,7 @@ def _require_nnef(src: Path) -> ModuleType:
     except ImportError as exc:
         raise DiagnosticError(Diagnostic(
             code="E0830", message=f"importing NNEF 1.x models needs the 'nnef' package ({exc})",
-            span=Span(str(src), 1, 1, 1, 2), hint="install the extra: pip install 'skriptnd[nnef]'")) from None
+            span=Span(str(src), 1, 1, 1, 2), hint=install_hint("nnef"))) from None
     return ContainedNnef(nnef)  # its C++ parser crashes on some malformed text: parse in a child process
 
 

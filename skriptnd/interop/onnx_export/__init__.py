@@ -5,7 +5,7 @@ with the converter registered for its operator (one module per stdlib family: :m
 :mod:`.math_ops`, :mod:`.linalg`, :mod:`.nn`, :mod:`.image`, :mod:`.quant`, :mod:`.algo`); composite
 operators without a converter go through their own @compose (:mod:`.walk`). Weights become
 initializers. The model is checked by ``onnx.checker.check_model(full_check=True)`` before it is
-returned. Everything ONNX cannot express is a located diagnostic (E0840-E0849) at the operation's
+returned. Everything ONNX cannot express is a located diagnostic (E0840-E0846) at the operation's
 span, all of them at once, and nothing is produced.
 
 :func:`save_onnx` writes a model atomically: one ``.onnx`` file, or, above 2 GB (protobuf's limit),
@@ -28,6 +28,7 @@ import numpy as np
 
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
+from skriptnd.extras import install_hint
 from skriptnd.fileio import output_target, write_atomic
 
 # the operator families register their converters on import: this package lists them (the registry, core,
@@ -77,7 +78,7 @@ def _require_onnx(graph: Graph) -> ModuleType:
     except ImportError:
         raise DiagnosticError([Diagnostic(
             code="E0844", message="ONNX export needs the 'onnx' package", span=_graph_span(graph),
-            hint="install it: pip install 'skriptnd[dev]' (or pip install onnx)")]) from None
+            hint=install_hint("onnx"))]) from None
     return onnx
 
 
@@ -177,7 +178,7 @@ def check_exportable(graph: Graph, *, opset: int = MIN_OPSET) -> list[Diagnostic
 
 def to_onnx(graph: Graph, *, opset: int = 17, variables: dict[str, np.ndarray] | None = None) -> ModelProto:
     """The ONNX model (``onnx.ModelProto``) of a composed graph; ``variables`` by name (default: the model's
-    tensor files). Raises :class:`DiagnosticError` (E0840-E0849) when the graph cannot be exported."""
+    tensor files). Raises :class:`DiagnosticError` (E0840-E0846) when the graph cannot be exported."""
     onnx = _require_onnx(graph)
     if not MIN_OPSET <= opset <= min(MAX_OPSET, onnx.defs.onnx_opset_version()):
         raise DiagnosticError([Diagnostic(code="E0846", message=f"ONNX opset {opset} is not supported by the "

@@ -57,7 +57,7 @@ def render() -> str:
              "### Errors",
              "",
              "Every problem is a diagnostic at the .onnx file, nothing is written: E0800 onnx not installed "
-             "(`pip install 'skriptnd[onnx]'`), E0801 unreadable/truncated file, E0802 missing or unusable "
+             "(from the skriptnd checkout: `pip install -e '.[onnx]'`), E0801 unreadable/truncated file, E0802 missing or unusable "
              "external data (a location outside the model's folder or through a link leaving it, not a regular "
              "file, or shorter than the tensor's dims need: see docs/security.md), "
              "E0803 onnx.checker failure (and raw data longer or shorter than its dims, string attributes that "

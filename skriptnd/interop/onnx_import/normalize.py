@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.extras import install_hint
 from skriptnd.interop.onnx_import.errors import diagnostic
 from skriptnd.untrusted import UnsafeFile, contained, open_regular
 
@@ -33,7 +34,7 @@ def require_onnx(source: str | Path) -> ModuleType:
     except ImportError:
         raise DiagnosticError([diagnostic(
             "E0800", "importing ONNX models needs the onnx package, which is not installed", source,
-            hint="pip install 'skriptnd[onnx]'")]) from None
+            hint=install_hint("onnx"))]) from None
     return onnx
 
 
