@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -92,14 +92,15 @@ def _message(message: ast.StrLit | None, constants: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def formula(defn: ast.Definition) -> str:
+def formula(defn: ast.Definition, comments: Sequence[ast.Comment] = ()) -> str:
     """The operator's definition as code: its @using names, then its @lower or @compose (and
-    @update) blocks, printed canonically. Empty for an intrinsic."""
-    blocks = tuple(b for b in defn.blocks if isinstance(b, ast.LowerBlock | ast.ComposeBlock))
-    if not blocks:
+    @update) blocks, printed canonically with the comments of the module (`comments`) that lie
+    inside them, since they explain the formula. Empty for an intrinsic."""
+    shown = tuple(b for b in defn.blocks if isinstance(b, ast.UsingBlock | ast.LowerBlock | ast.ComposeBlock))
+    if not any(isinstance(b, ast.LowerBlock | ast.ComposeBlock) for b in shown):
         return ""
-    using = tuple(b for b in defn.blocks if isinstance(b, ast.UsingBlock))
-    return format_fragment(using + blocks, "blocks").rstrip("\n")
+    inside = [c for c in comments if any(b.span.line <= c.span.line <= b.span.end_line for b in shown)]
+    return format_fragment(shown, "blocks", inside).rstrip("\n")
 
 
 def signature(module: str, defn: ast.Definition) -> str:
@@ -118,7 +119,8 @@ def signature(module: str, defn: ast.Definition) -> str:
     return f"{module}.{defn.name}{generics}{attr_text}({inputs}) -> ({outputs})"
 
 
-def render_operator(module: str, defn: ast.Definition) -> str:
+def render_operator(module: str, defn: ast.Definition, comments: Sequence[ast.Comment] = ()) -> str:
+    """One operator's reference; `comments` are its module's, for those inside its formula."""
     notes = operator_notes().get(f"{module}.{defn.name}", OperatorNotes({}, ()))
     lines = [f"### `{module}.{defn.name}`", "", f"*{_KIND_TEXT[operator_kind(defn)]}*", "", "```",
              signature(module, defn), "```", ""]
@@ -144,7 +146,7 @@ def render_operator(module: str, defn: ast.Definition) -> str:
             lines += [f"| {kind} | type |", "|---|---|"]
             lines += [f"| `{p.name}` | {_cell_code(format_type(p.type))} |" for p in params]
             lines.append("")
-    code = formula(defn)
+    code = formula(defn, comments)
     if code:
         lines += ["Formula:", "", "```", code, "```", ""]
     asserts = [a for b in defn.blocks if isinstance(b, ast.AssertBlock) for a in b.items]
@@ -171,13 +173,14 @@ def load_module(name: str) -> ast.Module:
     return module
 
 
-def render_module(name: str, definitions: Iterable[ast.Definition] | None = None) -> str:
-    defs = list(definitions) if definitions is not None else list(load_module(name).definitions)
+def render_module(name: str, parsed: ast.Module | None = None) -> str:
+    parsed = parsed if parsed is not None else load_module(name)
+    defs = list(parsed.definitions)
     lines = [f"## Module `{name}`", ""]
     lines += [f"- [`{name}.{d.name}`](#{name}{d.name})" for d in defs]
     lines.append("")
     for d in defs:
-        lines.append(render_operator(name, d))
+        lines.append(render_operator(name, d, parsed.comments))
     return "\n".join(lines)
 
 
@@ -194,7 +197,7 @@ def render_stdlib() -> str:
         + ", ".join(f"[`{n}`](#module-{n}) ({len(m.definitions)})" for n, m in modules.items()) + ".",
         "",
     ]
-    return "\n".join(intro + [render_module(n, m.definitions) for n, m in modules.items()]).rstrip() + "\n"
+    return "\n".join(intro + [render_module(n, m) for n, m in modules.items()]).rstrip() + "\n"
 
 
 def render_target(target: str | None) -> str:
@@ -206,10 +209,10 @@ def render_target(target: str | None) -> str:
         raise LookupError(f"no standard module '{module}'; modules are {', '.join(STDLIB_MODULES)}")
     parsed = load_module(module)
     if not op:
-        return render_module(module, parsed.definitions)
+        return render_module(module, parsed)
     for d in parsed.definitions:
         if d.name == op:
-            return render_operator(module, d)
+            return render_operator(module, d, parsed.comments)
     close = difflib.get_close_matches(op, [d.name for d in parsed.definitions], n=1)
     raise LookupError(f"no operator '{op}' in module '{module}'" + (f"; did you mean '{module}.{close[0]}'?"
                                                                     if close else ""))
