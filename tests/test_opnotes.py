@@ -252,3 +252,14 @@ def test_every_curated_attribute_exists() -> None:
 @pytest.mark.parametrize("key", list(CHECKS), ids=[f"{op}-{i}" for op, i in CHECKS])
 def test_note_holds(key: tuple[str, int], tmp_path: Path) -> None:
     CHECKS[key](tmp_path)
+
+
+def test_deconv_meanings_hold(tmp_path: Path) -> None:
+    """nn.deconv's curated meanings: `padding` crops like ConvTranspose's `pads` (begins, then ends),
+    the filter is [in_channels, out_channels / groups, ...], and `output_size` picks among the sizes
+    a stride of 2 allows, as ConvTranspose's `output_padding`."""
+    xw = {"x": real(1, 3, 4, 5), "w": real(3, 2, 3, 3)}
+    same(tmp_path, xw, "nn.deconv{stride=2, padding=[1, 0, 2, 1]}(x, w)",
+         ort("ConvTranspose", xw, strides=[2, 2], pads=[1, 0, 2, 1]))
+    same(tmp_path, xw, "nn.deconv{stride=2, padding=[1, 1, 1, 1], output_size=[8, 10]}(x, w)",
+         ort("ConvTranspose", xw, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
