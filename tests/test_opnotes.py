@@ -162,7 +162,27 @@ def softmax_axis(tmp: Path) -> None:
     same(tmp, x, "nn.softmax{axes=[-1]}(x)", ort("Softmax", x, opset=13))
 
 
+def batch_norm_input_order(tmp: Path) -> None:
+    x = {"x": real(2, 3, 4, 4)}
+    mean, scale, bias = real(3), real(3), real(3)
+    var = np.abs(real(3)) + 0.1
+    stats = {"mean": mean, "var": var, "bias": bias, "scale": scale}
+    expected = ort("BatchNormalization", x, opset=15, extra={"s": scale, "b": bias, "m": mean, "v": var})
+    same(tmp, {**x, **stats}, "nn.batch_norm(x, mean, var, bias, scale)", expected)
+
+
 # ---------------------------------------------------------------------------------------- layout, math
+
+def flatten_torch_and_onnx(tmp: Path) -> None:
+    x = {"x": real(2, 3, 4, 5)}
+    same(tmp, x, "layout.flatten{axis=1}(x)", ort("Flatten", x, axis=1))
+    # torch.flatten(x, 1, 2) merges dimensions 1 and 2 only: numpy's reshape is the oracle
+    same(tmp, x, "layout.flatten{axis=1, rank=2}(x)", x["x"].reshape(2, 12, 5))
+    # ONNX Flatten(axis=2) also merges the dimensions before 2, which layout.flatten{axis=2} keeps
+    assert ort("Flatten", x, axis=2).shape == (6, 20)
+    assert sknd(tmp, x, "layout.flatten{axis=2}(x)", (2, 3, 20)).shape == (2, 3, 20)
+
+
 
 def reshape_zero(tmp: Path) -> None:
     x = {"x": real(2, 3, 4)}
@@ -227,6 +247,8 @@ CHECKS: dict[tuple[str, int], Callable[[Path], None]] = {
     ("nn.relu", 0): relu_leaky_and_six,
     ("nn.gelu", 0): gelu_tanh,
     ("nn.softmax", 0): softmax_axis,
+    ("nn.batch_norm", 0): batch_norm_input_order,
+    ("layout.flatten", 0): flatten_torch_and_onnx,
     ("layout.reshape", 0): reshape_zero,
     ("layout.transpose", 0): transpose_perm,
     ("layout.pad", 0): pad_order,
@@ -263,3 +285,8 @@ def test_deconv_meanings_hold(tmp_path: Path) -> None:
          ort("ConvTranspose", xw, strides=[2, 2], pads=[1, 0, 2, 1]))
     same(tmp_path, xw, "nn.deconv{stride=2, padding=[1, 1, 1, 1], output_size=[8, 10]}(x, w)",
          ort("ConvTranspose", xw, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]))
+
+
+def test_unsqueeze_axes_are_output_positions(tmp_path: Path) -> None:
+    x = {"x": real(3, 4)}
+    same(tmp_path, x, "layout.unsqueeze{axes=[0, 2]}(x)", ort("Unsqueeze", x, extra={"a": np.array([0, 2], np.int64)}))
