@@ -101,7 +101,7 @@ def test_meanings_are_shown_in_the_attribute_table() -> None:
     assert "`[h_before, w_before, h_after, w_after]`" in row
     for note in operator_notes()["nn.conv"].notes:
         assert f"- {note}" in conv
-    assert "meaning" not in render_target("layout.concat")  # no curated words: the old table
+    assert "meaning" not in render_target("layout.tile")  # no curated words: the old table
 
 
 def _on_a_terminal(*args: str) -> str:
