@@ -30,6 +30,7 @@ def test_wheel_contains_grammar_and_stdlib(wheel: Path) -> None:
     assert "skriptnd/_data/grammar/skriptnd.lark" in names
     for module in ("layout", "math", "linalg", "nn", "image", "quant", "algo"):
         assert f"skriptnd/_data/stdlib/{module}.sknd" in names
+    assert "skriptnd/semantics/opnotes.toml" in names  # `sknd doc`'s attribute meanings and notes
     assert not any(n.startswith("tests/") for n in names)
 
 
@@ -62,3 +63,6 @@ def test_installed_wheel_checks_files_outside_the_tree(wheel: Path, tmp_path: Pa
     assert res.returncode == 1
     assert f"{bad}:2:25: error[E0102]: expected ';' after attribute declaration" in res.stderr
     assert "Traceback" not in res.stderr
+    doc = subprocess.run([str(sknd), "doc", "nn.conv"], cwd=work, capture_output=True, text=True, env=CLEAN_ENV)
+    assert doc.returncode == 0, doc.stderr
+    assert "For PyTorch / ONNX users:" in doc.stdout and "h_before, w_before, h_after, w_after" in doc.stdout

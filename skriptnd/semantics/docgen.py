@@ -7,12 +7,16 @@ equal, so the reference never drifts from the operators' definitions.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 from skriptnd.resources import STDLIB_MODULES, stdlib_dir
 from skriptnd.semantics.intrinsics import operator_kind
 from skriptnd.syntax import ast, parse_module
-from skriptnd.syntax.printer import format_expr, format_type
+from skriptnd.syntax.printer import format_expr, format_fragment, format_type
 
 _KIND_TEXT = {
     "composite": "composite: defined by `@compose` from other operators",
@@ -21,19 +25,82 @@ _KIND_TEXT = {
 }
 
 
+_NOTES_FILE = Path(__file__).with_name("opnotes.toml")
+
+
+@dataclass(frozen=True)
+class OperatorNotes:
+    """Curated words for one operator (opnotes.toml): what each attribute means, and where it
+    differs from PyTorch / ONNX. The spec gives operators as code only, so these live beside it."""
+
+    attributes: dict[str, str]
+    notes: tuple[str, ...]
+
+
+@cache
+def operator_notes() -> dict[str, OperatorNotes]:
+    """`module.op` -> its curated notes (operators without any are absent)."""
+    data = tomllib.loads(_NOTES_FILE.read_text(encoding="utf-8"))
+    return {name: OperatorNotes(dict(entry.get("attributes", {})), tuple(entry.get("notes", ())))
+            for name, entry in data.items()}
+
+
 def _code(text: str) -> str:
-    """Inline code that survives `|` inside Markdown tables."""
+    """Inline code; use _cell_code inside a table."""
+    return "`" + text + "`"
+
+
+def _cell_code(text: str) -> str:
+    """Inline code in a Markdown table cell: GitHub and rich (markdown-it) split cells at `|` even
+    inside code spans and drop the backslash of `\\|`, so the escape shows nowhere."""
     return "`" + text.replace("|", "\\|") + "`"
+
+
+def _cell(text: str) -> str:
+    """Markdown prose in a table cell (a curated meaning): `|` escaped, on one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _params(defn: ast.Definition, kind: str) -> list[ast.ParamDecl]:
     return [d for b in defn.blocks if isinstance(b, ast.ParamBlock) and b.kind == kind for d in b.items]
 
 
-def _message(message: ast.StrLit | None) -> str:
+def _constants(defn: ast.Definition) -> dict[str, str]:
+    """@using names bound to a literal (no name inside, e.g. `padding_aligns = ["LOWER", "UPPER"]`),
+    as text: the values a check's message refers to by `{padding_aligns}`."""
+    found: dict[str, str] = {}
+    for block in defn.blocks:
+        if isinstance(block, ast.UsingBlock):
+            for u in block.items:
+                if isinstance(u.target, ast.LName) and not any(isinstance(n, ast.Name) for n in u.value.walk()):
+                    found[u.target.name] = format_expr(u.value)
+    return found
+
+
+def _message(message: ast.StrLit | None, constants: dict[str, str]) -> str:
+    """A check's message with its `{...}` fields filled: a literal the operator declares shows its
+    value; anything that depends on the call (a shape) shows as the expression, in code."""
     if message is None:
         return ""
-    return "".join(p if isinstance(p, str) else "{" + format_expr(p.value) + "}" for p in message.parts)
+    parts = []
+    for p in message.parts:
+        if isinstance(p, str):
+            parts.append(p)
+        else:
+            expr = format_expr(p.value)
+            parts.append(_code(constants.get(expr, expr)))
+    return "".join(parts)
+
+
+def formula(defn: ast.Definition, comments: Sequence[ast.Comment] = ()) -> str:
+    """The operator's definition as code: its @using names, then its @lower or @compose (and
+    @update) blocks, printed canonically with the comments of the module (`comments`) that lie
+    inside them, since they explain the formula. Empty for an intrinsic."""
+    shown = tuple(b for b in defn.blocks if isinstance(b, ast.UsingBlock | ast.LowerBlock | ast.ComposeBlock))
+    if not any(isinstance(b, ast.LowerBlock | ast.ComposeBlock) for b in shown):
+        return ""
+    inside = [c for c in comments if any(b.span.line <= c.span.line <= b.span.end_line for b in shown)]
+    return format_fragment(shown, "blocks", inside).rstrip("\n")
 
 
 def signature(module: str, defn: ast.Definition) -> str:
@@ -52,7 +119,9 @@ def signature(module: str, defn: ast.Definition) -> str:
     return f"{module}.{defn.name}{generics}{attr_text}({inputs}) -> ({outputs})"
 
 
-def render_operator(module: str, defn: ast.Definition) -> str:
+def render_operator(module: str, defn: ast.Definition, comments: Sequence[ast.Comment] = ()) -> str:
+    """One operator's reference; `comments` are its module's, for those inside its formula."""
+    notes = operator_notes().get(f"{module}.{defn.name}", OperatorNotes({}, ()))
     lines = [f"### `{module}.{defn.name}`", "", f"*{_KIND_TEXT[operator_kind(defn)]}*", "", "```",
              signature(module, defn), "```", ""]
     dtypes = [d for b in defn.blocks if isinstance(b, ast.DtypeBlock) for d in b.items]
@@ -62,25 +131,36 @@ def render_operator(module: str, defn: ast.Definition) -> str:
         lines.append("")
     attrs = _params(defn, "attrib")
     if attrs:
-        lines += ["| attribute | type | default |", "|---|---|---|"]
+        meaning = bool(notes.attributes)
+        lines += ["| attribute | type | default |" + (" meaning |" if meaning else ""),
+                  "|---|---|---|" + ("---|" if meaning else "")]
         for a in attrs:
-            default = _code(format_expr(a.default)) if a.default is not None else ("null" if a.type.optional
-                                                                                   else "required")
-            lines.append(f"| `{a.name}` | {_code(format_type(a.type))} | {default} |")
+            default = _cell_code(format_expr(a.default)) if a.default is not None else ("null" if a.type.optional
+                                                                                        else "required")
+            row = f"| `{a.name}` | {_cell_code(format_type(a.type))} | {default} |"
+            lines.append(row + (f" {_cell(notes.attributes.get(a.name, ''))} |" if meaning else ""))
         lines.append("")
     for kind in ("input", "output"):
         params = _params(defn, kind)
         if params:
             lines += [f"| {kind} | type |", "|---|---|"]
-            lines += [f"| `{p.name}` | {_code(format_type(p.type))} |" for p in params]
+            lines += [f"| `{p.name}` | {_cell_code(format_type(p.type))} |" for p in params]
             lines.append("")
+    code = formula(defn, comments)
+    if code:
+        lines += ["Formula:", "", "```", code, "```", ""]
     asserts = [a for b in defn.blocks if isinstance(b, ast.AssertBlock) for a in b.items]
     if asserts:
+        constants = _constants(defn)
         lines.append("Checks:")
         lines.append("")
         for a in asserts:
-            message = _message(a.message)
+            message = _message(a.message, constants)
             lines.append(f"- {_code(format_expr(a.condition))}" + (f": {message}" if message else ""))
+        lines.append("")
+    if notes.notes:
+        lines += ["For PyTorch / ONNX users:", ""]
+        lines += [f"- {n}" for n in notes.notes]
         lines.append("")
     return "\n".join(lines)
 
@@ -93,13 +173,14 @@ def load_module(name: str) -> ast.Module:
     return module
 
 
-def render_module(name: str, definitions: Iterable[ast.Definition] | None = None) -> str:
-    defs = list(definitions) if definitions is not None else list(load_module(name).definitions)
+def render_module(name: str, parsed: ast.Module | None = None) -> str:
+    parsed = parsed if parsed is not None else load_module(name)
+    defs = list(parsed.definitions)
     lines = [f"## Module `{name}`", ""]
     lines += [f"- [`{name}.{d.name}`](#{name}{d.name})" for d in defs]
     lines.append("")
     for d in defs:
-        lines.append(render_operator(name, d))
+        lines.append(render_operator(name, d, parsed.comments))
     return "\n".join(lines)
 
 
@@ -116,7 +197,7 @@ def render_stdlib() -> str:
         + ", ".join(f"[`{n}`](#module-{n}) ({len(m.definitions)})" for n, m in modules.items()) + ".",
         "",
     ]
-    return "\n".join(intro + [render_module(n, m.definitions) for n, m in modules.items()]).rstrip() + "\n"
+    return "\n".join(intro + [render_module(n, m) for n, m in modules.items()]).rstrip() + "\n"
 
 
 def render_target(target: str | None) -> str:
@@ -128,10 +209,10 @@ def render_target(target: str | None) -> str:
         raise LookupError(f"no standard module '{module}'; modules are {', '.join(STDLIB_MODULES)}")
     parsed = load_module(module)
     if not op:
-        return render_module(module, parsed.definitions)
+        return render_module(module, parsed)
     for d in parsed.definitions:
         if d.name == op:
-            return render_operator(module, d)
+            return render_operator(module, d, parsed.comments)
     close = difflib.get_close_matches(op, [d.name for d in parsed.definitions], n=1)
     raise LookupError(f"no operator '{op}' in module '{module}'" + (f"; did you mean '{module}.{close[0]}'?"
                                                                     if close else ""))
