@@ -7,15 +7,20 @@
   every expected line, in order, each within one line of its output (`...` skips lines, or
   any text within a line);
 * a ```python block is a doctest, all blocks sharing one namespace.
-No other kind of block is allowed, so nothing in the guide goes untested.
+No other kind of block is allowed, so nothing in the guide goes untested. The folder holds what a
+clone's root has for the reader: `models/` and `docs/examples/` (the PyTorch chapter's ONNX file).
+The one block that needs torch skips its examples (`# doctest: +SKIP`); the script that made the
+shipped ONNX file holds the same model class, which the last test keeps identical.
 """
 
 from __future__ import annotations
 
+import ast
 import doctest
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +33,7 @@ from skriptnd.syntax.printer import format_module
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "guide.md"
+EXAMPLES = ROOT / "docs" / "examples"
 BLOCK = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
 
@@ -95,6 +101,7 @@ def run_python(folder: Path, block: str, line: int, globs: dict) -> None:
 
 def test_every_block_of_the_guide_runs(tmp_path: Path) -> None:
     (tmp_path / "models").symlink_to(ROOT / "models")  # the shipped models, as in a checkout
+    shutil.copytree(EXAMPLES, tmp_path / "docs" / "examples")  # a copy: the reader may write beside them
     globs: dict = {}
     found = blocks()
     assert len(found) > 20
@@ -115,3 +122,23 @@ def test_the_readme_links_the_guide_first() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     links = re.findall(r"\]\((docs/[^)]+)\)", readme)
     assert links and links[0] == "docs/guide.md"
+
+
+def _class_source(source: str, name: str) -> str:
+    tree = ast.parse(source)
+    found = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name]
+    assert len(found) == 1, f"one class {name} expected"
+    return ast.get_source_segment(source, found[0]) or ""
+
+
+def test_the_guides_pytorch_model_is_the_one_shipped() -> None:
+    """The guide cannot run torch, so it relies on docs/examples/tiny_cnn.onnx, written by
+    make_tiny_cnn.py: the class of the guide's torch block must be that script's, text for text."""
+    torch_blocks = [block for lang, block, _ in blocks() if lang == "python" and "class TinyCNN(" in block]
+    assert len(torch_blocks) == 1
+    examples = doctest.DocTestParser().get_examples(torch_blocks[0])
+    assert examples and all(ex.options.get(doctest.SKIP) for ex in examples), "every torch line is skipped"
+    source = "".join(re.sub(r"  # doctest: \+SKIP$", "", ex.source, flags=re.M) for ex in examples)
+    script = (EXAMPLES / "make_tiny_cnn.py").read_text(encoding="utf-8")
+    assert _class_source(source, "TinyCNN") == _class_source(script, "TinyCNN")
+    assert (EXAMPLES / "tiny_cnn.onnx").stat().st_size < 100_000
