@@ -20,8 +20,10 @@ def command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the Markdown to this file.")] = None,
     raw: Annotated[bool, typer.Option("--markdown", help="Print Markdown source even on a terminal.")] = False,
 ) -> None:
-    """Print the operator reference of the standard library (as in docs/stdlib.md): signature,
-    attributes and their meaning, formula, checks, and notes for PyTorch / ONNX users.
+    """Print the operator reference of the standard library (as in docs/stdlib.md).
+
+    Each operator's signature, attributes and their meaning, formula, checks, and notes for
+    PyTorch / ONNX users.
 
     Example: sknd doc nn.conv   (or: sknd doc -o stdlib.md)"""
     check_output_file(output, "--output")
