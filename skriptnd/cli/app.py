@@ -50,6 +50,8 @@ COMMANDS: dict[str, Entry] = {
     "bench": Entry("skriptnd.cli.bench", "Time a model on several backends (median latency, ratio to "
                    "onnxruntime)."),
     "export": Entry("skriptnd.cli.export", "Export a model's graph to TOSA 1.0 (MLIR and/or flatbuffer) or ONNX."),
+    "compare": Entry("skriptnd.cli.compare", "Compare backends operation by operation and name the first "
+                     "operation that diverges."),
     "stats": Entry("skriptnd.cli.stats", "Count a model's parameters, MACs and peak activation memory."),
     "import": Entry("skriptnd.cli.importing", "Import an ONNX (or NNEF 1.x) model as a SkriptND model folder."),
     "version": Entry("skriptnd.cli.version", "Print the skriptnd version (as sknd --version does)."),

@@ -1,0 +1,93 @@
+"""`sknd compare` (issue 26, item 3): backends compared operation by operation; the first operation that
+diverges is named and located. The divergence is planted: a backend whose relu kernel is wrong by 1.5x."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import skriptnd
+from skriptnd.backends import BACKENDS
+from skriptnd.backends.base import Backend, Options, Runner
+from skriptnd.backends.compare import compare_backends, probe_graph
+from skriptnd.backends.executor_runner import ExecutorRunner
+from skriptnd.backends.kernel_maps import kernels_for
+from skriptnd.cli.app import app
+from skriptnd.compose.ir import Graph, Operation
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _WrongRelu(Backend):
+    """The kernels backend with nn.relu off by a factor of 1.5 (the planted fault)."""
+
+    def __init__(self) -> None:
+        super().__init__("wrong-relu", "test only: nn.relu times 1.5")
+
+    def prepare(self, graph: Graph, options: Options) -> Runner:
+        kernels, optimize = kernels_for("kernels")
+        table = dict(kernels)
+        table["nn.relu"] = lambda op, args: [np.maximum(args[0], 0) * np.float32(1.5)]
+        return ExecutorRunner(graph, table, False, ["wrong relu"])
+
+
+@pytest.fixture
+def wrong_relu() -> Iterator[str]:
+    BACKENDS["wrong-relu"] = _WrongRelu()
+    yield "wrong-relu"
+    del BACKENDS["wrong-relu"]
+
+
+def _digits() -> tuple[Graph, dict[str, Any]]:
+    graph = skriptnd.load(ROOT / "models" / "digits").compose()
+    return graph, {"image": np.load(ROOT / "models" / "digits" / "samples" / "3.npy")}
+
+
+def test_two_correct_backends_agree_on_every_operation() -> None:
+    graph, inputs = _digits()
+    (cmp,) = compare_backends(graph, inputs, ["numpy", "lower"])
+    assert cmp.first_divergence is None
+    assert [r.label for r in cmp.rows] == [op.label for op in graph.operations]
+    assert all(r.max_rel < 1e-5 for r in cmp.rows)
+
+
+def test_the_first_divergence_is_the_faulty_operation(wrong_relu: str) -> None:
+    graph, inputs = _digits()
+    relus = [k for k, op in enumerate(graph.operations) if op.op == "nn.relu"]
+    (cmp,) = compare_backends(graph, inputs, ["numpy", wrong_relu])
+    first = cmp.first_divergence
+    assert first is not None and first.op == "nn.relu" and first.label == graph.operations[relus[0]].label
+    assert [r.agree for r in cmp.rows[:relus[0]]] == [True] * relus[0]  # everything before it agrees
+    assert first.file is not None and first.file.endswith("main.sknd") and first.line == graph.operations[relus[0]].span.line
+    assert first.max_rel == pytest.approx(0.5, rel=1e-3)  # 1.5x: off by half of the largest value
+
+
+def test_the_probe_leaves_the_graph_alone() -> None:
+    graph, _ = _digits()
+    outputs = list(graph.outputs)
+    probe, probes = probe_graph(graph)
+    assert graph.outputs == outputs and probe is not graph
+    assert len(probes) == sum(len(op.outputs) for op in graph.operations)
+    assert isinstance(graph.operations[0], Operation)
+
+
+def test_the_command_exits_1_and_names_the_operation(wrong_relu: str) -> None:
+    runner = CliRunner()
+    image = str(ROOT / "models" / "digits" / "samples" / "3.npy")
+    ok = runner.invoke(app, ["compare", "models/digits", "--input", f"image={image}", "--via", "numpy,lower"],
+                       env={"NO_COLOR": "1", "COLUMNS": "150"})
+    assert ok.exit_code == 0, ok.output
+    assert "agrees with numpy on every operation" in ok.output
+    bad = runner.invoke(app, ["compare", "models/digits", "--input", f"image={image}", "--via",
+                              f"numpy,{wrong_relu}", "--format", "json"], env={"NO_COLOR": "1"})
+    assert bad.exit_code == 1
+    (data,) = json.loads(bad.output)
+    assert data["agree"] is False and data["first_divergence"]["op"] == "nn.relu"
+    usage = runner.invoke(app, ["compare", "models/digits", "--via", "numpy"])
+    assert usage.exit_code == 2
