@@ -91,3 +91,45 @@ def test_the_command_exits_1_and_names_the_operation(wrong_relu: str) -> None:
     assert data["agree"] is False and data["first_divergence"]["op"] == "nn.relu"
     usage = runner.invoke(app, ["compare", "models/digits", "--via", "numpy"])
     assert usage.exit_code == 2
+
+
+def _two_conv_onnx(path: Path) -> Path:
+    from onnx_models import require_onnx
+
+    onnx, _ = require_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    w1 = numpy_helper.from_array(rng.standard_normal((3, 2, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((4, 3, 1, 1)).astype(np.float32), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="first_conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w2"], ["y"], name="second_conv")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])], [w1, w2])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_against_the_original_onnx_a_corrupted_convolution_is_named(tmp_path: Path) -> None:
+    """The imported folder agrees with onnxruntime on the original node by node; with one convolution's
+    weights corrupted in the folder, that convolution is the first divergence."""
+    from skriptnd.backends.compare import compare_with_onnx
+    from skriptnd.io.tensor_file import read_tensor, write_tensor
+
+    original = _two_conv_onnx(tmp_path / "m.onnx")
+    folder = skriptnd.import_model(original, tmp_path / "m")
+    x = {"x": np.random.default_rng(5).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    good = compare_with_onnx(skriptnd.load(folder).compose(), x, str(original))
+    assert good.first_divergence is None and [r.op for r in good.rows] == ["nn.conv", "nn.relu", "nn.conv"]
+    (weights,) = [f for f in Path(folder).glob("*.dat") if f.name.endswith("w2.dat")]
+    write_tensor(weights, read_tensor(weights) * 1.01)  # 1 %: far above float rounding
+    bad = compare_with_onnx(skriptnd.load(folder).compose(), x, str(original))
+    first = bad.first_divergence
+    assert first is not None and first.op == "nn.conv" and first.label.startswith("second_conv")
+    assert [r.agree for r in bad.rows[:2]] == [True, True]
+    result = CliRunner().invoke(app, ["compare", str(folder), "--reference", str(original), "--random-inputs"],
+                                env={"NO_COLOR": "1", "COLUMNS": "150"})
+    assert result.exit_code == 1 and "first divergence" in result.output and "second_conv" in result.output

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from skriptnd import backends
-from skriptnd.backends.compare import Comparison, compare_backends
+from skriptnd.backends.compare import Comparison, compare_backends, compare_with_onnx
 from skriptnd.cli.inputs import check_input_names, random_input
 from skriptnd.cli.io import read_array
 from skriptnd.cli.loading import compose_graph, load_model
@@ -67,8 +67,13 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                                                         "not given.")] = False,
             random_weights: RandomWeightsOpt = False,
             seed: SeedOpt = 0,
-            via: Annotated[str, typer.Option("--via", help="Backends to compare, comma-separated; the first is "
-                                             "the reference.")] = "numpy,kernels",
+            via: Annotated[str | None, typer.Option("--via", help="Backends to compare, comma-separated; the first "
+                                                    "is the reference (default numpy,kernels; with --reference: "
+                                                    "numpy).")] = None,
+            reference: Annotated[str | None, typer.Option("--reference", help="The original ONNX model the folder "
+                                                          "was imported from: each backend is compared with "
+                                                          "onnxruntime on it, node by node.",
+                                                          metavar="FILE")] = None,
             rtol: Annotated[float, typer.Option("--rtol", help="The relative tolerance.")] = 1e-4,
             atol: Annotated[float, typer.Option("--atol", help="The absolute tolerance.")] = 1e-5,
             format: Annotated[CompareFormat, typer.Option("--format", help="text or json")] = CompareFormat.text,
@@ -79,13 +84,15 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     compared in the graph's order. Exit 1 when an operation differs beyond --rtol/--atol.
 
     Example: sknd compare models/digits --via numpy,lower --random-inputs"""
+    via = via or ("numpy" if reference else "numpy,kernels")
     names = [b.strip() for b in via.split(",") if b.strip()]
     try:
         names = [backends.canonical(b) for b in names]
     except ValueError:
         raise typer.BadParameter(f"choose from {', '.join(backends.names())}", param_hint="--via") from None
-    if len(names) < 2:
-        raise typer.BadParameter("name two backends or more, e.g. --via numpy,kernels", param_hint="--via")
+    if len(names) < (1 if reference else 2):
+        raise typer.BadParameter("name two backends or more, e.g. --via numpy,kernels (or give --reference "
+                                 "ORIGINAL.onnx)", param_hint="--via")
     files: dict[str, str] = {}
     for item in input or []:
         name, sep, spec = item.partition("=")
@@ -104,7 +111,8 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     for t in composed.inputs:
         given.setdefault(t.name, random_input(rng, t))
     try:
-        comparisons = compare_backends(composed, given, names, rtol=rtol, atol=atol)
+        comparisons = ([compare_with_onnx(composed, given, reference, b, rtol=rtol, atol=atol) for b in names]
+                       if reference else compare_backends(composed, given, names, rtol=rtol, atol=atol))
     except DiagnosticError as err:
         fail(err.diagnostics, None, colours)
     if format is CompareFormat.json:
