@@ -16,6 +16,7 @@ import numpy as np
 
 from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.iree_devices import parse as parse_device
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import NO_SPAN
@@ -93,6 +94,7 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], backend: str = DEFAULT, 
     backend is kept on the graph, so later runs do no planning or compiling."""
     if settings:
         options = replace(options or Options(), **settings)  # type: ignore[arg-type]
+    check_shapes(graph, inputs)  # E0711 naming the fix (`--attrib batch=2`) before any backend compiles
     return prepare(graph, backend, options).run(inputs, progress)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from skriptnd import hostcpu
 from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.registry import register
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
@@ -85,8 +86,10 @@ class OnnxRuntimeRunner(Runner):
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan
+        self.graph = graph
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        check_shapes(self.graph, inputs)  # onnxruntime's own refusal would be an internal error
         feed = {}
         for ours, theirs, dtype in self.inputs:
             if ours not in inputs:
