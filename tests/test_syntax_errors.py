@@ -57,6 +57,11 @@ CASES: dict[str, list[Expected]] = {
     # ---- grammar errors with a hint
     "attr_colon.sknd": [(6, 22, "E0102", "expected '=' in statement, found ':'",
                          "attribute values in an invocation are assigned with '='")],
+    # a Python keyword argument: the invocation rewritten with attributes in braces (issue 29)
+    "keyword_argument.sknd": [(11, 24, "E0102", "'alpha=' inside '(...)': an invocation's inputs are not named",
+                               "attributes go in braces before the inputs: nn.relu{alpha=0.1}(x)")],
+    "keyword_arguments_merge.sknd": [(12, 16, "E0102", "'name=' inside '(...)'", "attributes go in braces before "
+                                      "the inputs: nn.relu{alpha=0.2, name=\"a=(\", beta=[1, 2]}(x)")],
     # documented (docs/grammar.md, shift/reduce 2): `[` continues the previous statement
     # `y = relu(x)` + newline + `[a, b] = ...` would read as `relu(x)[a, b]`: the ';' is missing
     "statement_continues_on_next_line.sknd": [(3, 20, "E0102", "expected ';' after statement", "insert ';'")],

@@ -1,0 +1,65 @@
+"""Messages that say what to do (issue 29, item 8): each diagnostic a newcomer meets carries the fix, with
+their own text, at a real location (file:line:col of the construct, never `<unknown>:1:1` or a folder)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GRAPH = """import nn;
+
+graph G {{
+    @input {{
+        x: real[1, 8];
+    }}
+    @output {{
+        y: real[1, 8];
+    }}
+    @compose {{
+        {body}
+    }}
+}}
+"""
+
+
+def sknd(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+def check_json(path: Path) -> list[dict]:
+    proc = sknd("check", "--format", "json", str(path))
+    assert proc.returncode == 1, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def model(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "main.sknd").write_text(GRAPH.format(body=body), encoding="utf-8")
+    return tmp_path / "main.sknd"
+
+
+def test_a_nested_invocation_is_split_with_the_users_own_text(tmp_path: Path) -> None:
+    [d] = check_json(model(tmp_path, "y = nn.relu(nn.sigmoid(x));"))
+    assert d["code"] == "E0503" and "operator invocations are not compile-time expressions" in d["message"]
+    assert (d["range"]["start"]["line"] + 1, d["range"]["start"]["character"] + 1) == (11, 21)
+    assert d["hint"] == "assign nn.sigmoid(x) to a name first: t = nn.sigmoid(x); y = nn.relu(t);"
+
+
+def test_the_suggested_name_is_free_and_the_statement_kept_whole(tmp_path: Path) -> None:
+    """`t` is taken (a tensor of the graph): the hint uses `t1`; the attributes and other inputs stay."""
+    [d] = check_json(model(tmp_path, "t = x;\n        y = nn.relu{alpha=0.5}(nn.sigmoid{}( t ));"))
+    assert (d["range"]["start"]["line"] + 1, d["range"]["start"]["character"] + 1) == (12, 32)
+    assert d["hint"] == ("assign nn.sigmoid{}( t ) to a name first: t1 = nn.sigmoid{}( t ); "
+                         "y = nn.relu{alpha=0.5}(t1);")
+
+
+def test_a_nested_invocation_in_an_attribute_gets_no_split_hint(tmp_path: Path) -> None:
+    """An attribute cannot take a tensor, so splitting it out would not help: the attribute's own message."""
+    [d] = check_json(model(tmp_path, "y = nn.relu{alpha=nn.sigmoid(x)}(x);"))
+    assert "assign" not in (d["hint"] or "")
