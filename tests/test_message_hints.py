@@ -63,3 +63,40 @@ def test_a_nested_invocation_in_an_attribute_gets_no_split_hint(tmp_path: Path) 
     """An attribute cannot take a tensor, so splitting it out would not help: the attribute's own message."""
     [d] = check_json(model(tmp_path, "y = nn.relu{alpha=nn.sigmoid(x)}(x);"))
     assert "assign" not in (d["hint"] or "")
+
+
+TINYQ = """import nn;
+import quant;
+
+graph TinyQ {
+    @input {
+        x: real[1, 4];
+    }
+    @output {
+        p: real[1, 3];
+    }
+    @variable {
+        w: real[3, 4];
+        b: real[3];
+    }
+    @compose {
+        p = nn.linear(x, w, b);
+    }
+    @quantize {
+        x: quant.zero_point_linear_quantize{zero_point=0, bits=8, scale=0.05};
+    }
+}
+"""
+
+
+def test_a_quantized_graph_without_an_integer_graph_names_the_backend_that_runs_it(tmp_path: Path) -> None:
+    """E0761 (only the input quantized): the hint says --via kernels, and --via kernels does run it."""
+    (tmp_path / "main.sknd").write_text(TINYQ, encoding="utf-8")
+    hint = "run it with --via kernels (backend 'kernels'): fake quantization"
+    for via, code in (("numpy", "E0761"), ("iree", "E0781")):
+        proc = sknd("run", str(tmp_path), "--random-inputs", "--random-weights", "--via", via, "--color", "never")
+        assert proc.returncode == 1, proc.stderr
+        assert f"main.sknd:16:13: error[{code}]: " in proc.stderr and "the filter of 'nn.linear'" in proc.stderr
+        assert f"= hint: {hint}" in proc.stderr
+    ok = sknd("run", str(tmp_path), "--random-inputs", "--random-weights", "--via", "kernels")
+    assert ok.returncode == 0, ok.stderr
