@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import DiagnosticError
-from skriptnd.tosa.integer.lower import IntegerGraph, lower_quantized
+from skriptnd.tosa.integer import lower as quantized
 
 __all__ = ["KERNELS_HINT", "lower_for_running", "with_kernels_hint"]
 
@@ -29,9 +29,9 @@ def with_kernels_hint(err: DiagnosticError) -> DiagnosticError:
                             if d.code == "E0761" else d for d in err.diagnostics])
 
 
-def lower_for_running(graph: Graph) -> IntegerGraph:
+def lower_for_running(graph: Graph) -> quantized.IntegerGraph:
     """The integer TOSA graph of `graph`; E0761 says that ``--via kernels`` runs it anyway."""
     try:
-        return lower_quantized(graph)
+        return quantized.lower_quantized(graph)  # through the module, so a test can watch it being called
     except DiagnosticError as err:
         raise with_kernels_hint(err) from None
