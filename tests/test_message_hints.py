@@ -100,3 +100,22 @@ def test_a_quantized_graph_without_an_integer_graph_names_the_backend_that_runs_
         assert f"= hint: {hint}" in proc.stderr
     ok = sknd("run", str(tmp_path), "--random-inputs", "--random-weights", "--via", "kernels")
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_backend_that_is_not_installed_is_located_at_the_graph(monkeypatch) -> None:
+    """E0780 at `graph Digits` in main.sknd (it was `<unknown>:1:1`), as E0786 for a missing device."""
+    import skriptnd
+    from skriptnd import backends
+    from skriptnd.diagnostics import DiagnosticError
+
+    graph = skriptnd.load(ROOT / "models" / "digits").compose()
+    monkeypatch.setattr(backends.get("onnxruntime"), "requires", ("no_such_package_for_sknd",))
+    try:
+        backends.prepare(graph, "onnxruntime")
+    except DiagnosticError as err:
+        (d,) = err.diagnostics
+    else:
+        raise AssertionError("a backend without its package was prepared")
+    assert d.code == "E0780" and "no_such_package_for_sknd" in d.message
+    assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 6, 7)
+    assert d.hint is not None and "choose another backend" in d.hint

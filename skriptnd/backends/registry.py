@@ -59,8 +59,10 @@ def get(name: str) -> Backend:
     return BACKENDS[canonical(name)]
 
 
-def unavailable(backend: Backend, reason: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code="E0780", message=reason, span=NO_SPAN,
+def unavailable(backend: Backend, reason: str, graph: Graph | None = None) -> DiagnosticError:
+    """E0780 at the declaration of the graph that was to run (as E0786 for a device), not `<unknown>:1:1`."""
+    return DiagnosticError([Diagnostic(code="E0780", message=reason,
+                                       span=graph.declared_at() if graph is not None else NO_SPAN,
                                        hint=f"or choose another backend: {', '.join(BACKENDS)}")])
 
 
@@ -79,7 +81,7 @@ def prepare(graph: Graph, backend: str = DEFAULT, options: Options | None = None
     if runner is None:
         reason = b.missing()
         if reason is not None:
-            raise unavailable(b, reason)
+            raise unavailable(b, reason, graph)
         runner = runners[key] = b.prepare(graph, options)
     return runner
 
