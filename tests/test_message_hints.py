@@ -119,3 +119,20 @@ def test_a_backend_that_is_not_installed_is_located_at_the_graph(monkeypatch) ->
     assert d.code == "E0780" and "no_such_package_for_sknd" in d.message
     assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 6, 7)
     assert d.hint is not None and "choose another backend" in d.hint
+
+
+def test_doc_of_an_unqualified_operator_suggests_its_module() -> None:
+    """`sknd doc relu`: a usage error (exit 2) naming nn.relu; a name in several modules names each; a typo the
+    closest operators; and the suggestion does work."""
+    proc = sknd("doc", "relu")
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("; did you mean nn.relu?"), proc.stderr
+    from skriptnd.semantics.docgen import STDLIB_MODULES, load_module
+
+    abs_in = [m for m in STDLIB_MODULES if any(d.name == "abs" for d in load_module(m).definitions)]
+    assert abs_in  # an independent count of the modules defining `abs`
+    proc = sknd("doc", "abs")
+    assert proc.stderr.strip().endswith(f"did you mean {' or '.join(f'{m}.abs' for m in abs_in)}?"), proc.stderr
+    assert "did you mean nn.relu" in sknd("doc", "reluu").stderr
+    assert "did you mean" not in sknd("doc", "zzzzq").stderr
+    ok = sknd("doc", "nn.relu")
+    assert ok.returncode == 0 and "relu" in ok.stdout
