@@ -192,7 +192,7 @@ def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser:
         return Reported(Diagnostic(code="E0102", message=f"unmatched '{tok}'",
                                    span=Span(path, tok.line, tok.column, tok.line, tok.column + 1),
                                    hint=f"remove it or add the opening '{'(' if tok.type == 'RPAR' else '['}'"))
-    named = named_input(code, text, offset) if tok.type == "EQ" else None
+    named = named_input(code, text, offset) if tok.type == "EQ" and block in ("compose", "update") else None
     if named is not None:  # `nn.relu(x, alpha=0.1)`: a keyword argument, as in Python
         line, col = _line_col(text, named.start)
         end_line, end_col = _line_col(text, named.end)

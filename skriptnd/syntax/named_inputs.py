@@ -13,6 +13,7 @@ from dataclasses import dataclass
 __all__ = ["NamedInput", "named_input"]
 
 _CALLEE = re.compile(r"[A-Za-z_][A-Za-z_0-9.]*$")
+_KEYWORDS = frozenset("if then elif else with for while do unroll yield".split())
 _KEYWORD = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s*=(?![=>]).*", re.S)
 
 
@@ -52,6 +53,8 @@ def named_input(code: str, text: str, offset: int) -> NamedInput | None:
     if m is None:
         return None
     callee = text[m.start():m.end()]
+    if callee in _KEYWORDS:  # `if (a = 1)`: not an invocation
+        return None
     inputs, named = [], [attrs] if attrs else []
     first: tuple[str, int, int] | None = None
     for start, end in _split_args(code, open_at + 1, close_at):
