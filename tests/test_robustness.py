@@ -352,3 +352,23 @@ def test_a_wrong_batch_through_the_api_names_the_attribute_or_the_dimension(tmp_
     d = caught.value.diagnostics[0]
     assert d.code == "E0711" and d.hint == "dimension 0 of 'x' is 4 (declared '2 * n') where the array has 5"
     assert (d.span.line, d.span.col) == (4, 14)
+
+
+@pytest.mark.parametrize(("shape", "hint"), [
+    ((3, 3, 5), "the graph was composed for n=2; compose for it: --attrib n=3"),
+    ((3, 3, 6), "the graph was composed for n=2, m=5; compose for it: --attrib n=3 --attrib m=6"),
+    # no value of n gives [2, 3]: the dimension, not a wrong --attrib
+    ((2, 3, 5), "dimension 1 of 'x' is 2 (declared 'n') where the array has 3"),
+    ((3, 4, 5), "dimension 0 of 'x' is 2 (declared 'n') where the array has 3; dimension 1 of 'x' is 2 "
+                "(declared 'n') where the array has 4"),
+    ((2, 2), "'x' has rank 3 (real[n, n, m], here real[2, 2, 5]); give an array of 3 dimensions"),
+])
+def test_an_attribute_is_suggested_only_when_one_value_of_it_fits(tmp_path: Path, shape: tuple[int, ...],
+                                                                   hint: str) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+
+    path = write(tmp_path, "import nn;\ngraph G {\n    @attrib { n: int = 2; m: int = 5; }\n"
+                 "    @input { x: real[n, n, m]; }\n    @output { y: real[n, n, m]; }\n    @compose { y = nn.relu(x); }\n}\n")
+    with pytest.raises(DiagnosticError) as caught:
+        skriptnd.run(skriptnd.load(path).compose(), {"x": np.zeros(shape, np.float32)})
+    assert caught.value.diagnostics[0].code == "E0711" and caught.value.diagnostics[0].hint == hint

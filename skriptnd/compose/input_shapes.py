@@ -65,14 +65,18 @@ def _hint(graph: Graph | None, t: Tensor, got: list[int]) -> str:
         return f"'{t.name}' has rank {t.rank} ({describe(t)}); give an array of {t.rank} dimensions"
     extents = _declared_extents(graph, t)
     wrong = [k for k, (d, a) in enumerate(zip(t.shape, got, strict=True)) if d is not None and d != a]
-    attribs = {}  # the attribute each wrong extent is, where the declaration writes it as one attribute
-    for k in wrong:
-        expr = extents[k] if extents is not None else None
-        if isinstance(expr, ast.Name) and graph is not None and expr.id in graph.attribs:
-            attribs.setdefault(expr.id, (graph.attribs[expr.id], got[k]))
-    if attribs and len(attribs) == len(wrong):
+    # the attribute each wrong extent is, where the declaration writes it as one attribute, and the values the
+    # array asks of it (`real[n, n]` given [3, 4] asks two: no single attribute value fits)
+    names = [e.id if isinstance(e, ast.Name) and graph is not None and e.id in graph.attribs else None
+             for e in (extents or [None] * t.rank)]
+    attribs: dict[str, tuple[object, set[int]]] = {}
+    for k, name in enumerate(names):  # every extent an attribute gives, wrong or not: a new value changes them all
+        if name is not None and graph is not None:
+            attribs.setdefault(name, (graph.attribs[name], set()))[1].add(got[k])
+    if wrong and all(names[k] is not None for k in wrong) and all(len(v) == 1 for _, v in attribs.values()):
+        attribs = {n: v for n, v in attribs.items() if v[0] not in v[1]}  # only those to change
         was = ", ".join(f"{n}={old!r}" for n, (old, _) in attribs.items())
-        fix = " ".join(f"--attrib {n}={new}" for n, (_, new) in attribs.items())
+        fix = " ".join(f"--attrib {n}={min(new)}" for n, (_, new) in attribs.items())
         return f"the graph was composed for {was}; compose for it: {fix}"
     if not wrong:  # a dynamic extent beyond its bound
         bounds = t.bounds or (None,) * t.rank
@@ -87,7 +91,7 @@ def _hint(graph: Graph | None, t: Tensor, got: list[int]) -> str:
     return "; ".join(parts)
 
 
-def _declared_extents(graph: Graph | None, t: Tensor) -> list[ast.Expr] | None:
+def _declared_extents(graph: Graph | None, t: Tensor) -> list[ast.Expr | None] | None:
     """The extent expressions of the input's declaration (`[batch, 1, 8, 8]`), one per dimension, or None where
     the declaration cannot be mapped dimension by dimension (a shape pack, no source)."""
     if graph is None or graph.program is None:
