@@ -238,3 +238,13 @@ def test_hover_composes_only_what_the_statement_reads() -> None:
         .replace("        y = nn.relu(c);\n", "        d = nn.relu(e);\n        y = nn.relu(c);\n")
     assert _hover_text(text, "c = ").startswith("intermediate tensor `c`: `real[2, 4, 3, 3]`")
     assert "real[2" not in _hover_text(text, "d = ")
+
+
+def test_hover_in_an_operator_shows_symbolic_shapes() -> None:
+    """An operator is not composable with numbers: its tensors' shapes are expressions in its input extents.
+    A stride-2 3x3 convolution without padding: floor((h - 3) / 2) + 1 rows, as sympy writes it."""
+    text = ("import nn;\n\noperator f {\n    @input {\n        x: real[n, c, h, w];\n        k: real[m, c, 3, 3];\n"
+            "    }\n    @output {\n        y: real[n, m, h, w];\n    }\n    @compose {\n"
+            "        h2 = nn.conv{stride=[2, 2], padding=0}(x, k);\n        y = nn.relu(h2);\n    }\n}\n")
+    assert _hover_text(text, "h2 = ").startswith(
+        "intermediate tensor `h2`: `real[n, m, floor(h/2 - 3/2) + 1, floor(w/2 - 3/2) + 1]`")

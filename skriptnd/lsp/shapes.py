@@ -1,18 +1,21 @@
-"""The shape of an intermediate tensor of a graph, for hover: `h: real[1, 8]`, not the checker's `real[]`.
+"""The shape of an intermediate tensor, for hover: `h: real[1, 8]`, not the checker's `real[]`.
 
-The type checker knows a tensor's dtype and rank but no extents: those come from binding the graph's
-attributes and inputs, which only composition does. So hover composes the graph, with its default attributes,
-but only the statement that assigns the tensor and the earlier ones it reads from: that statement's shape is
-known even when another statement has an error (a file being edited), and nothing else is composed. Outputs, @update and
-@quantize are left out of that partial graph (an output the truncated @compose does not assign yet is not an
-error here). When the graph cannot be composed that far (an attribute without a default, an error in an
-earlier statement), there is no shape to show and hover keeps the checker's type.
+The type checker knows a tensor's dtype and rank but no extents: those come from binding attributes and
+inputs, which only composition does. So hover composes the statement that assigns the tensor and the
+earlier ones it reads from, nothing else: that statement's shape is known even when another statement has an
+error (a file being edited). Outputs, @update and @quantize are left out of that partial definition (an
+output it does not assign yet is not an error here). A graph is composed for its default attributes; an
+operator's body as `sknd check` composes it (skriptnd.check.graph.compose_body), for symbolic input extents,
+so its shapes are expressions (`real[n, floor(h/2 - 3/2) + 1]`). Where that cannot be composed (a graph
+attribute without a default, an error in a statement read, a shape the symbolic sample cannot follow), there
+is no shape to show and hover keeps the checker's type.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from skriptnd.check.graph import compose_body
 from skriptnd.compose.composer import Composer
 from skriptnd.compose.ir import Tensor
 from skriptnd.diagnostics import DiagnosticError
@@ -27,9 +30,9 @@ _LEFT_OUT = ("output", "update", "quantize")
 
 def composed_type(program: Program, module: LoadedModule | None, definition: ast.Definition,
                   sym: Symbol) -> str | None:
-    """`real[1, 8]` for an intermediate tensor assigned at the top of a graph's @compose, or None (not a graph,
-    not composable that far). Kept in the symbol's cache: a document's scopes are rebuilt on each edit."""
-    if definition.kind != "graph" or sym.kind is not Kind.TENSOR or module is None:
+    """`real[1, 8]` for an intermediate tensor assigned at the top of a graph's or operator's @compose, or None
+    (not composable that far). Kept in the symbol's cache: a document's scopes are rebuilt on each edit."""
+    if sym.kind is not Kind.TENSOR or module is None:
         return None
     if "composed_type" not in sym.cache:
         sym.cache["composed_type"] = _compose_upto(program, module, definition, sym)
@@ -52,10 +55,17 @@ def _compose_upto(program: Program, module: LoadedModule, definition: ast.Defini
             blocks.append(block)
     if not statement_found:
         return None
-    try:
-        graph = Composer(program).compose_definition(module, replace(definition, blocks=tuple(blocks)), {})
-    except DiagnosticError:
-        return None
+    partial = replace(definition, blocks=tuple(blocks))
+    if definition.kind == "graph":
+        try:
+            graph = Composer(program).compose_definition(module, partial, {})
+        except DiagnosticError:
+            return None
+    else:  # an operator: its input extents and attributes without defaults are symbols
+        found = compose_body(program, module, partial)
+        if found is None:
+            return None
+        graph = found
     tensors = [t for t in graph.tensors if t.name == sym.name]
     return _type_text(tensors[-1]) if tensors else None
 
