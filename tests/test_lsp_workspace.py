@@ -248,3 +248,8 @@ def test_hover_in_an_operator_shows_symbolic_shapes() -> None:
             "        h2 = nn.conv{stride=[2, 2], padding=0}(x, k);\n        y = nn.relu(h2);\n    }\n}\n")
     assert _hover_text(text, "h2 = ").startswith(
         "intermediate tensor `h2`: `real[n, m, floor(h/2 - 3/2) + 1, floor(w/2 - 3/2) + 1]`")
+
+
+def test_hover_in_a_graph_with_an_attribute_without_default_shows_it_as_a_symbol() -> None:
+    text = HOVER_GRAPH.replace("batch: int = 2;", "batch: int;")
+    assert _hover_text(text, "c = ").startswith("intermediate tensor `c`: `real[batch, 4, 3, 3]`")

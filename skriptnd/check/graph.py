@@ -72,6 +72,12 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
             for k, decl in enumerate(undefaulted)}
 
 
+def symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
+    """The attribute values a graph is checked with beyond its defaults (see `_symbolic_attribs`), for other
+    readers of its composed shapes (hover)."""
+    return _symbolic_attribs(definition)
+
+
 def condition_text(condition: sympy.Basic) -> str:
     """A sympy condition in SkriptND syntax: `c == 2 && n > 0`."""
     import sympy

@@ -4,7 +4,7 @@ The type checker knows a tensor's dtype and rank but no extents: those come from
 inputs, which only composition does. So hover composes the statement that assigns the tensor and the
 earlier ones it reads from, nothing else: that statement's shape is known even when another statement has an
 error (a file being edited). Outputs, @update and @quantize are left out of that partial definition (an
-output it does not assign yet is not an error here). A graph is composed for its default attributes; an
+output it does not assign yet is not an error here). A graph is composed for its default attributes (an int without one: a symbol); an
 operator's body as `sknd check` composes it (skriptnd.check.graph.compose_body), for symbolic input extents,
 so its shapes are expressions (`real[n, floor(h/2 - 3/2) + 1]`). Where that cannot be composed (a graph
 attribute without a default, an error in a statement read, a shape the symbolic sample cannot follow), there
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from skriptnd.check.graph import compose_body
+from skriptnd.check.graph import compose_body, symbolic_attribs
 from skriptnd.compose.composer import Composer
 from skriptnd.compose.ir import Tensor
 from skriptnd.diagnostics import DiagnosticError
@@ -57,9 +57,16 @@ def _compose_upto(program: Program, module: LoadedModule, definition: ast.Defini
         return None
     partial = replace(definition, blocks=tuple(blocks))
     if definition.kind == "graph":
+        attribs = symbolic_attribs(definition)  # {} with every default; symbols for an int without one
+        if attribs is None:
+            return None
         try:
-            graph = Composer(program).compose_definition(module, partial, {})
+            graph = Composer(program).compose_definition(module, partial, attribs)
         except DiagnosticError:
+            return None
+        except Exception:  # noqa: BLE001 - a symbolic sample the composer cannot follow, as in check_graph
+            if not attribs:
+                raise
             return None
     else:  # an operator: its input extents and attributes without defaults are symbols
         found = compose_body(program, module, partial)
