@@ -4,11 +4,12 @@ The type checker knows a tensor's dtype and rank but no extents: those come from
 inputs, which only composition does. So hover composes the statement that assigns the tensor and the
 earlier ones it reads from, nothing else: that statement's shape is known even when another statement has an
 error (a file being edited). Outputs, @update and @quantize are left out of that partial definition (an
-output it does not assign yet is not an error here). A graph is composed for its default attributes (an int without one: a symbol); an
-operator's body as `sknd check` composes it (skriptnd.check.graph.compose_body), for symbolic input extents,
-so its shapes are expressions (`real[n, floor(h/2 - 3/2) + 1]`). Where that cannot be composed (a graph
-attribute without a default, an error in a statement read, a shape the symbolic sample cannot follow), there
-is no shape to show and hover keeps the checker's type.
+output it does not assign yet is not an error here). A graph is composed as `sknd check` composes it: for
+its default attributes, an int attribute without one a symbol; an operator's body for symbolic input
+extents (skriptnd.check.graph.compose_body), so its shapes are expressions (`real[n, floor(h/2 - 3/2) + 1]`).
+Where that cannot be composed (an attribute of another type without a default, an error in a statement
+read, a shape the symbolic sample cannot follow), there is no shape to show and hover keeps the checker's
+type.
 """
 
 from __future__ import annotations
