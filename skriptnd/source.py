@@ -54,3 +54,13 @@ class SourceFile:
         """The 1-based line `number`, or '' past the end of the file."""
         lines = self.lines
         return lines[number - 1] if 1 <= number <= len(lines) else ""
+
+    def excerpt(self, span: Span) -> str:
+        """The text `span` covers (lines joined by newlines), '' for a span outside this file, so a hint can
+        quote what the user wrote rather than a reprint of it."""
+        if span.file != self.path or not 1 <= span.line <= span.end_line <= len(self.lines):
+            return ""
+        rows = self.lines[span.line - 1:span.end_line]
+        rows[-1] = rows[-1][:span.end_col - 1]
+        rows[0] = rows[0][span.col - 1:]
+        return "\n".join(rows)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from skriptnd.io import write_tensor
 
@@ -63,6 +64,21 @@ def test_wrong_input_shape_and_dtype_name_the_declaration(tmp_path: Path) -> Non
     assert "main.sknd:11:9" in shape.stderr
     dtype = sknd("run", str(DIGITS), "--input", f"image={tmp_path / 'ints.npy'}")
     assert dtype.returncode == 1 and "must be real" in dtype.stderr and "int64" in dtype.stderr
+
+
+@pytest.mark.parametrize("via", ["numpy", "onnxruntime"])
+def test_a_batch_the_graph_was_not_composed_for_names_the_attribute(tmp_path: Path, via: str) -> None:
+    """A batch-2 array on a graph composed for batch=1: E0711 at the input's declaration, and the hint is the
+    command-line fix (onnxruntime used to refuse it itself: an internal error, exit 3)."""
+    np.save(tmp_path / "two.npy", np.zeros((2, 1, 8, 8), np.float32))
+    run = sknd("run", str(DIGITS), "--input", f"image={tmp_path / 'two.npy'}", "--via", via, "--color", "never")
+    assert run.returncode == 1, run.stderr
+    assert "main.sknd:11:9: error[E0711]: input 'image' must have shape real[batch, 1, 8, 8]" in run.stderr
+    assert "hint: the graph was composed for batch=1; compose for it: --attrib batch=2" in run.stderr
+    fixed = sknd("run", str(DIGITS), "--input", f"image={tmp_path / 'two.npy'}", "--via", via,
+                 "--attrib", "batch=2", "--output-dir", str(tmp_path / "out"))
+    assert fixed.returncode == 0, fixed.stderr
+    assert np.load(tmp_path / "out" / "probabilities.npy").shape == (2, 10)
 
 
 def test_missing_and_corrupt_weights_are_located(tmp_path: Path) -> None:

@@ -178,3 +178,78 @@ def test_hover_definition_name_import_and_attribute(tmp_path: Path) -> None:
     (loc,) = features.definition(ws, uri, at("padding="))
     assert loc.uri.endswith("/nn.sknd")
     assert features.hover(ws, uri, at("@compose")) is None
+
+
+HOVER_GRAPH = """import nn;
+
+graph G {
+    @attrib {
+        batch: int = 2;
+    }
+    @input {
+        x: real[batch, 3, 8, 8];
+    }
+    @output {
+        y: real[batch, 4, 3, 3];
+    }
+    @variable {
+        w: real[4, 3, 3, 3];
+    }
+    @compose {
+        c = nn.conv{stride=[2, 2], padding=0}(x, w);
+        y = nn.relu(c);
+    }
+}
+"""
+
+
+def _hover_text(text: str, needle: str, offset: int = 0) -> str:
+    ws = Workspace()
+    uri = (ROOT / "nowhere" / "main.sknd").as_uri()
+    ws.open(uri, text)
+    lines = text.split("\n")
+    line = next(i for i, t in enumerate(lines) if needle in t)
+    result = features.hover(ws, uri, types.Position(line, lines[line].index(needle) + offset))
+    assert result is not None
+    return result.contents.value
+
+
+def test_hover_on_an_intermediate_tensor_shows_its_composed_shape() -> None:
+    """`c` of a stride-2 3x3 convolution without padding on 8x8 at batch 2: (8 - 3) // 2 + 1 = 3, so
+    real[2, 4, 3, 3] (the checker alone knows only `real[]`)."""
+    assert _hover_text(HOVER_GRAPH, "c = ").startswith("intermediate tensor `c`: `real[2, 4, 3, 3]`")
+    assert _hover_text(HOVER_GRAPH, "relu(c)", len("relu(")).startswith("intermediate tensor `c`: `real[2, 4, 3, 3]`")
+
+
+@pytest.mark.parametrize("broken", [
+    "        y = nn.relu(c)\n",  # a syntax error after the statement (the ';' missing)
+    "        y = nn.relu(c); z = nn.no_such_op(c);\n",  # an unknown operator after it
+    "        y = nn.relu(c); q = nn.relu(missing);\n",  # an unknown name after it
+])
+def test_hover_shows_the_statements_shape_when_the_file_has_another_error(broken: str) -> None:
+    text = HOVER_GRAPH.replace("        y = nn.relu(c);\n", broken)
+    assert _hover_text(text, "c = ").startswith("intermediate tensor `c`: `real[2, 4, 3, 3]`")
+
+
+def test_hover_composes_only_what_the_statement_reads() -> None:
+    """An error in an unrelated earlier statement does not hide the shape; a statement that reads the broken
+    one has none to show, and hover keeps the checker's type."""
+    text = HOVER_GRAPH.replace("        c = nn.conv", "        e = nn.no_such_op(x);\n        c = nn.conv") \
+        .replace("        y = nn.relu(c);\n", "        d = nn.relu(e);\n        y = nn.relu(c);\n")
+    assert _hover_text(text, "c = ").startswith("intermediate tensor `c`: `real[2, 4, 3, 3]`")
+    assert "real[2" not in _hover_text(text, "d = ")
+
+
+def test_hover_in_an_operator_shows_symbolic_shapes() -> None:
+    """An operator is not composable with numbers: its tensors' shapes are expressions in its input extents.
+    A stride-2 3x3 convolution without padding: floor((h - 3) / 2) + 1 rows, as sympy writes it."""
+    text = ("import nn;\n\noperator f {\n    @input {\n        x: real[n, c, h, w];\n        k: real[m, c, 3, 3];\n"
+            "    }\n    @output {\n        y: real[n, m, h, w];\n    }\n    @compose {\n"
+            "        h2 = nn.conv{stride=[2, 2], padding=0}(x, k);\n        y = nn.relu(h2);\n    }\n}\n")
+    assert _hover_text(text, "h2 = ").startswith(
+        "intermediate tensor `h2`: `real[n, m, floor(h/2 - 3/2) + 1, floor(w/2 - 3/2) + 1]`")
+
+
+def test_hover_in_a_graph_with_an_attribute_without_default_shows_it_as_a_symbol() -> None:
+    text = HOVER_GRAPH.replace("batch: int = 2;", "batch: int;")
+    assert _hover_text(text, "c = ").startswith("intermediate tensor `c`: `real[batch, 4, 3, 3]`")

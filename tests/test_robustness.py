@@ -328,3 +328,47 @@ def test_fmt_onto_a_file_it_cannot_replace_is_a_usage_error(tmp_path: Path, monk
     monkeypatch.setattr(skriptnd.cli.io, "write_atomic", read_only)
     code, output = cli("fmt", str(path))
     assert code == 2 and f"cannot write {path}: Read-only file system" in output
+
+
+def test_a_wrong_batch_through_the_api_names_the_attribute_or_the_dimension(tmp_path: Path) -> None:
+    """skriptnd.run (any backend) and the executor: E0711 at the input with the attribute to compose for, or,
+    where the extent is an expression of attributes, the dimension and its declaration."""
+    from skriptnd.diagnostics import DiagnosticError
+    from skriptnd.execute.executor import run as execute
+
+    graph = skriptnd.load(DIGITS).compose()
+    two = np.zeros((2, 1, 8, 8), np.float32)
+    for call in (lambda: skriptnd.run(graph, {"image": two}), lambda: execute(graph, {"image": two})):
+        with pytest.raises(DiagnosticError) as caught:
+            call()
+        d = caught.value.diagnostics[0]
+        assert d.code == "E0711" and d.hint == "the graph was composed for batch=1; compose for it: --attrib batch=2"
+        assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 11, 9)
+    path = write(tmp_path, "import nn;\ngraph G {\n    @attrib { n: int = 2; }\n    @input { x: real[2 * n, 3]; }\n"
+                 "    @output { y: real[2 * n, 3]; }\n    @compose { y = nn.relu(x); }\n}\n")
+    small = skriptnd.load(path).compose()
+    with pytest.raises(DiagnosticError) as caught:
+        skriptnd.run(small, {"x": np.zeros((5, 3), np.float32)})
+    d = caught.value.diagnostics[0]
+    assert d.code == "E0711" and d.hint == "dimension 0 of 'x' is 4 (declared '2 * n') where the array has 5"
+    assert (d.span.line, d.span.col) == (4, 14)
+
+
+@pytest.mark.parametrize(("shape", "hint"), [
+    ((3, 3, 5), "the graph was composed for n=2; compose for it: --attrib n=3"),
+    ((3, 3, 6), "the graph was composed for n=2, m=5; compose for it: --attrib n=3 --attrib m=6"),
+    # no value of n gives [2, 3]: the dimension, not a wrong --attrib
+    ((2, 3, 5), "dimension 1 of 'x' is 2 (declared 'n') where the array has 3"),
+    ((3, 4, 5), "dimension 0 of 'x' is 2 (declared 'n') where the array has 3; dimension 1 of 'x' is 2 "
+                "(declared 'n') where the array has 4"),
+    ((2, 2), "'x' has rank 3 (real[n, n, m], here real[2, 2, 5]); give an array of 3 dimensions"),
+])
+def test_an_attribute_is_suggested_only_when_one_value_of_it_fits(tmp_path: Path, shape: tuple[int, ...],
+                                                                   hint: str) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+
+    path = write(tmp_path, "import nn;\ngraph G {\n    @attrib { n: int = 2; m: int = 5; }\n"
+                 "    @input { x: real[n, n, m]; }\n    @output { y: real[n, n, m]; }\n    @compose { y = nn.relu(x); }\n}\n")
+    with pytest.raises(DiagnosticError) as caught:
+        skriptnd.run(skriptnd.load(path).compose(), {"x": np.zeros(shape, np.float32)})
+    assert caught.value.diagnostics[0].code == "E0711" and caught.value.diagnostics[0].hint == hint

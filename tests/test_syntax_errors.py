@@ -57,6 +57,11 @@ CASES: dict[str, list[Expected]] = {
     # ---- grammar errors with a hint
     "attr_colon.sknd": [(6, 22, "E0102", "expected '=' in statement, found ':'",
                          "attribute values in an invocation are assigned with '='")],
+    # a Python keyword argument: the invocation rewritten with attributes in braces (issue 29)
+    "keyword_argument.sknd": [(11, 24, "E0102", "'alpha=' inside '(...)': an invocation's inputs are not named",
+                               "attributes go in braces before the inputs: nn.relu{alpha=0.1}(x)")],
+    "keyword_arguments_merge.sknd": [(12, 16, "E0102", "'name=' inside '(...)'", "attributes go in braces before "
+                                      "the inputs: nn.relu{alpha=0.2, name=\"a=(\", beta=[1, 2]}(x)")],
     # documented (docs/grammar.md, shift/reduce 2): `[` continues the previous statement
     # `y = relu(x)` + newline + `[a, b] = ...` would read as `relu(x)[a, b]`: the ';' is missing
     "statement_continues_on_next_line.sknd": [(3, 20, "E0102", "expected ';' after statement", "insert ';'")],
@@ -391,3 +396,22 @@ def test_cli_missing_path_and_folder_without_main(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "error[E0003]" in proc.stderr and "holds no .sknd file" in proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+KEYWORD_CALLS = [
+    ("nn.relu(x, alpha=0.1)", "nn.relu{alpha=0.1}(x)"),
+    ("nn.conv(x, w, stride = [2, 2], padding=0)", "nn.conv{stride=[2, 2], padding=0}(x, w)"),
+    ("nn.conv{groups=1}(x, w, padding=(1 + 1) * 2)", "nn.conv{groups=1, padding=(1 + 1) * 2}(x, w)"),
+    ("layout.reshape(x, shape=[n, -1], axis=0,)", "layout.reshape{shape=[n, -1], axis=0}(x)"),
+    ('nn.relu("a)b=", name="c,d")', 'nn.relu{name="c,d"}("a)b=")'),  # brackets and '=' in strings do not count
+]
+
+
+@pytest.mark.parametrize(("written", "rewritten"), KEYWORD_CALLS)
+def test_keyword_arguments_are_rewritten_into_a_statement_that_parses(written: str, rewritten: str) -> None:
+    """The hint's invocation is exactly the braces form, and it parses where the keyword form did not."""
+    body = "graph G {{\n    @compose {{\n        y = {};\n    }}\n}}\n"
+    _, diags = parse(body.format(written), "k.sknd")
+    (d,) = diags
+    assert d.code == "E0102" and d.hint == f"attributes go in braces before the inputs: {rewritten}"
+    assert parse(body.format(rewritten), "k.sknd")[1] == []

@@ -16,6 +16,7 @@ import numpy as np
 
 from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.iree_devices import parse as parse_device
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import NO_SPAN
@@ -58,8 +59,10 @@ def get(name: str) -> Backend:
     return BACKENDS[canonical(name)]
 
 
-def unavailable(backend: Backend, reason: str) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(code="E0780", message=reason, span=NO_SPAN,
+def unavailable(backend: Backend, reason: str, graph: Graph | None = None) -> DiagnosticError:
+    """E0780 at the declaration of the graph that was to run (as E0786 for a device), not `<unknown>:1:1`."""
+    return DiagnosticError([Diagnostic(code="E0780", message=reason,
+                                       span=graph.declared_at() if graph is not None else NO_SPAN,
                                        hint=f"or choose another backend: {', '.join(BACKENDS)}")])
 
 
@@ -78,7 +81,7 @@ def prepare(graph: Graph, backend: str = DEFAULT, options: Options | None = None
     if runner is None:
         reason = b.missing()
         if reason is not None:
-            raise unavailable(b, reason)
+            raise unavailable(b, reason, graph)
         runner = runners[key] = b.prepare(graph, options)
     return runner
 
@@ -93,6 +96,7 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], backend: str = DEFAULT, 
     backend is kept on the graph, so later runs do no planning or compiling."""
     if settings:
         options = replace(options or Options(), **settings)  # type: ignore[arg-type]
+    check_shapes(graph, inputs)  # E0711 naming the fix (`--attrib batch=2`) before any backend compiles
     return prepare(graph, backend, options).run(inputs, progress)
 
 

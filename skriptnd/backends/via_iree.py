@@ -31,6 +31,7 @@ import numpy as np
 from skriptnd.backends import iree_devices
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
 from skriptnd.backends.executor_runner import ExecutorRunner
+from skriptnd.backends.integer_graph import with_kernels_hint
 from skriptnd.backends.iree_cache import MODULE, PARAMS, cache_root, content_key, lookup_or_build
 from skriptnd.backends.iree_check import (
     RELATIVE,
@@ -138,7 +139,7 @@ def flags_reason(options: Options) -> str:
     return default_flags(options.target or "host")[1]
 
 
-def _refusal(graph: Graph, diags: list[Diagnostic]) -> DiagnosticError:
+def _refusal(graph: Graph, diags: list[Diagnostic], hint: str | None = None) -> DiagnosticError:
     """E0781 at the first thing keeping the graph from compiling, the others as notes."""
     first = diags[0]
     message = first.message.replace("is not legalized to TOSA", "does not legalize to TOSA")
@@ -148,16 +149,16 @@ def _refusal(graph: Graph, diags: list[Diagnostic]) -> DiagnosticError:
     return DiagnosticError([Diagnostic(
         code="E0781", span=first.span, notes=notes,
         message=f"the iree backend compiles the whole graph '{graph.name}' to TOSA, but {message}",
-        hint="run it with --via numpy (TOSA programs where it legalizes, numpy kernels for the rest); "
-             "sknd compose MODEL --tosa lists what legalizes")])
+        hint=hint or "run it with --via numpy (TOSA programs where it legalizes, numpy kernels for the rest); "
+                     "sknd compose MODEL --tosa lists what legalizes")])
 
 
 def graph_mlir(graph: Graph) -> tuple[str, Any]:
     """(TOSA MLIR, integer graph) of a graph with @quantize entries; E0781 when it has no integer TOSA graph."""
     try:
         integer = quantized.lower_quantized(graph)
-    except DiagnosticError as err:
-        raise _refusal(graph, err.diagnostics) from None
+    except DiagnosticError as err:  # no integer graph: the numpy backend has none either, kernels runs it
+        raise _refusal(graph, err.diagnostics, with_kernels_hint(err).diagnostics[0].hint) from None
     return integer_mlir.to_mlir(integer), integer
 
 

@@ -12,19 +12,19 @@ from typing import Any
 
 from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.executor_runner import ExecutorRunner
+from skriptnd.backends.integer_graph import lower_for_running
 from skriptnd.backends.kernel_maps import kernels_for
 from skriptnd.backends.registry import register
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import fake_quantize, has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
-from skriptnd.tosa.integer import lower as quantized
 
 
 class IntegerRunner(Runner):
     """A quantized graph as its integer TOSA graph on the numpy TOSA operators."""
 
     def __init__(self, graph: Graph) -> None:
-        self.integer = quantized.lower_quantized(graph)
+        self.integer = lower_for_running(graph)
         self.plan = [f"running the integer TOSA graph of {graph.name} ({len(self.integer.ops)} TOSA operations)"]
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:

@@ -12,10 +12,10 @@ import numpy as np
 from skriptnd import hostcpu
 from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.registry import register
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
-from skriptnd.source import NO_SPAN
 
 #: Why int8 QDQ graphs run unfused on this host (None: they run fused); see :func:`session`.
 UNFUSED_INT8 = ("onnxruntime's fused int8 kernels saturate on this CPU (x86 without VNNI or AMX), so the "
@@ -50,7 +50,7 @@ def to_onnx_bytes(graph: Graph) -> bytes:
     try:  # lazy: the exporter imports onnx, an optional heavy dependency
         from skriptnd.interop.onnx_export import to_onnx
     except ImportError:
-        raise DiagnosticError([Diagnostic(code="E0780", span=NO_SPAN, message="the onnxruntime backend needs the "
+        raise DiagnosticError([Diagnostic(code="E0780", span=graph.declared_at(), message="the onnxruntime backend needs the "
                                           "ONNX exporter (skriptnd.interop.onnx_export), which this installation "
                                           "does not have")]) from None
     return to_onnx(graph).SerializeToString()
@@ -77,7 +77,7 @@ class OnnxRuntimeRunner(Runner):
         try:
             self.session = session(model, threads, unfused_qdq)
         except Exception as err:  # onnxruntime raises its own exception types for models it refuses
-            raise DiagnosticError([Diagnostic(code="E0783", span=NO_SPAN,
+            raise DiagnosticError([Diagnostic(code="E0783", span=graph.declared_at(),
                                               message=f"onnxruntime refuses the ONNX model of '{graph.name}': "
                                               f"{str(err).strip()[:2000]}")]) from None
         # inputs keep their dtype: SkriptND int is the export's int64 (token ids), bool its bool
@@ -85,13 +85,15 @@ class OnnxRuntimeRunner(Runner):
                        for t, i in zip(graph.inputs, self.session.get_inputs(), strict=True)]
         self.output_names = [graph.output_name(i) for i in range(len(graph.outputs))]
         self.plan = plan
+        self.graph = graph
 
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        check_shapes(self.graph, inputs)  # onnxruntime's own refusal would be an internal error
         feed = {}
         for ours, theirs, dtype in self.inputs:
             if ours not in inputs:
                 raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{ours}'",
-                                                  span=NO_SPAN)])
+                                                  span=self.graph.declared_at())])
             feed[theirs] = np.ascontiguousarray(inputs[ours], dtype=dtype)
         results = self.session.run(None, feed)
         return dict(zip(self.output_names, results, strict=True))

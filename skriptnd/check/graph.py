@@ -72,6 +72,12 @@ def _symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
             for k, decl in enumerate(undefaulted)}
 
 
+def symbolic_attribs(definition: ast.Definition) -> dict[str, Any] | None:
+    """The attribute values a graph is checked with beyond its defaults (see `_symbolic_attribs`), for other
+    readers of its composed shapes (hover)."""
+    return _symbolic_attribs(definition)
+
+
 def condition_text(condition: sympy.Basic) -> str:
     """A sympy condition in SkriptND syntax: `c == 2 && n > 0`."""
     import sympy
@@ -268,6 +274,40 @@ def _operator_inputs(definition: ast.Definition, dtypes: dict[str, str], attribs
     return inputs
 
 
+def _operator_sample(definition: ast.Definition) -> tuple[dict[str, str], dict[str, Any], list[Any]] | None:
+    """(generic types, attributes, inputs) to compose an operator's body with: each generic type its default
+    or a sample, attributes without a default symbols, input extents symbols; None where there is none."""
+    dtypes = {d.name: d.default or _GENERIC_SAMPLE.get(d.base, "real")
+              for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items}
+    attribs = _symbolic_attribs(definition)
+    if attribs is None:
+        return None
+    inputs = _operator_inputs(definition, dtypes, attribs)
+    return None if inputs is None else (dtypes, attribs, inputs)
+
+
+def compose_body(program: Program, module: LoadedModule, definition: ast.Definition) -> Graph | None:
+    """An operator's @compose body composed for symbolic input extents (as `check_operator` does, callees
+    atomic), for the shapes of its tensors (`real[n, 2 * c]`: hover); None where it cannot be composed."""
+    sample = _operator_sample(definition)
+    if sample is None:
+        return None
+    dtypes, attribs, inputs = sample
+    composer = Composer(program, atomic=lambda *_: True)
+    graph = Graph(name=definition.name, program=program)
+    frame = _Frame(module, definition, {}, {}, "", graph=graph)
+    try:
+        binding = bind(definition, attribs, inputs, list(dtypes.values()), Site(span=definition.name_span))
+        args = [Tensor(name=d.name, dtype=v.dtype, shape=v.shape, kind="input")
+                for d, v in zip(binding.signature.inputs, inputs, strict=True)]
+        composer._decompose(frame, module, definition, binding, args, "")
+    except DiagnosticError:
+        return None
+    except Exception:  # noqa: BLE001 - a symbolic sample the composer cannot follow, as in check_operator
+        return None
+    return graph
+
+
 class _OperatorJudge(_Judge):
     """As _Judge, with every symbol a parameter of the operator; its own assertions are assumed."""
 
@@ -291,14 +331,10 @@ def check_operator(program: Program, module: LoadedModule, definition: ast.Defin
     if definition.kind == "graph" or not any(isinstance(b, ast.ComposeBlock) and b.kind == "compose"
                                              for b in definition.blocks):
         return []
-    dtypes = {d.name: d.default or _GENERIC_SAMPLE.get(d.base, "real")
-              for b in definition.blocks if isinstance(b, ast.DtypeBlock) for d in b.items}
-    attribs = _symbolic_attribs(definition)
-    if attribs is None:
+    sample = _operator_sample(definition)
+    if sample is None:
         return []
-    inputs = _operator_inputs(definition, dtypes, attribs)
-    if inputs is None:
-        return []
+    dtypes, attribs, inputs = sample
     judge = _OperatorJudge(definition)
     composer = Composer(program, atomic=lambda *_: True)
     graph = Graph(name=definition.name, program=program)

@@ -47,6 +47,7 @@ from skriptnd.cli.options import (
     parse_attribs,
 )
 from skriptnd.cli.report import fail
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
@@ -185,6 +186,10 @@ def _gather_inputs(composed: Graph, files: Inputs, random_inputs: bool, limit: i
         fail(err.diagnostics, None, color)
     rng = np.random.default_rng(seed)
     given = {name: read_array(spec, name) for name, spec in files.files.items()}
+    try:  # before any backend prepares (an IREE compile) or onnxruntime sees a wrong batch
+        check_shapes(composed, given)
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, color)
     for t in composed.inputs:
         if t.name not in given:
             given[t.name] = random_input(rng, t)

@@ -32,6 +32,7 @@ from skriptnd.compose.frame import (
     default_atomic,
 )
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.nesting import with_nesting_hint
 from skriptnd.diagnostics import DiagnosticError, Note, register_codes
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
@@ -347,7 +348,11 @@ class Composer(ControlFlow):
             assert isinstance(stmt, ast.Assign)
             names = [t.name for t in stmt.targets if isinstance(t, ast.LName)]
             label = self._label(frame, stmt, single)
-            results = self._rhs(frame, stmt.value, len(stmt.targets), names, label)
+            try:
+                results = self._rhs(frame, stmt.value, len(stmt.targets), names, label)
+            except DiagnosticError as err:  # an invocation nested in another's arguments: say how to split it
+                taken = set(frame.tensors) | set(frame.env)
+                raise with_nesting_hint(err, stmt, frame.module.source, taken) from None
             self._assign(frame, stmt.targets, results, stmt)
         return yielded
 

@@ -19,6 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
+from skriptnd.compose.input_shapes import describe as _describe
+from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
@@ -147,7 +149,7 @@ class Executor:
             if t.name not in inputs:
                 raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}' "
                                                   f"({_describe(t)})", span=_where(t))])
-            values[id(t)] = _check_input(t, inputs[t.name])
+            values[id(t)] = _check_input(self.graph, t, inputs[t.name])
         unknown = set(inputs) - {t.name for t in self.graph.inputs}
         if unknown:  # located at the graph's inputs (the @input block), with the closest name
             names = [t.name for t in self.graph.inputs]
@@ -468,15 +470,7 @@ def _where(t: Tensor) -> Span:
     return t.span if isinstance(t.span, Span) else NO_SPAN
 
 
-def _describe(t: Tensor) -> str:
-    dims = ", ".join("?" if d is None else str(d) for d in t.shape)
-    concrete = f"{t.dtype}[{dims}]"
-    if t.declared and t.declared != concrete:
-        return f"{t.declared}, here {concrete}"
-    return concrete
-
-
-def _check_input(t: Tensor, array: npt.ArrayLike) -> np.ndarray:
+def _check_input(graph: Graph, t: Tensor, array: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(array)
     expected = NUMPY_DTYPES.get(t.dtype)
     kind = {"real": "f", "int": "iu", "bool": "b"}.get(t.dtype, "")
@@ -484,11 +478,8 @@ def _check_input(t: Tensor, array: npt.ArrayLike) -> np.ndarray:
         raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must be {t.dtype} "
                                           f"({_describe(t)}), got an array of {arr.dtype}", span=_where(t),
                                           hint="convert it, e.g. with numpy's astype")])
-    bounds = t.bounds or (None,) * t.rank
-    if arr.ndim != t.rank or any((d is not None and d != a) or (d is None and b is not None and a > b)
-                                 for d, a, b in zip(t.shape, arr.shape, bounds, strict=False)):
-        raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must have shape "
-                                          f"{_describe(t)}, got {list(arr.shape)}", span=_where(t))])
+    if not shape_fits(t, arr.shape):
+        raise shape_mismatch(graph, t, arr.shape)
     return arr.astype(expected, copy=False) if expected is not None else arr
 
 

@@ -26,6 +26,7 @@ from skriptnd.lsp.locate import (
     word_at,
     words_in,
 )
+from skriptnd.lsp.shapes import composed_type
 from skriptnd.lsp.workspace import MAX_FILE_BYTES, Analysis, Workspace, same_file
 from skriptnd.resources import STDLIB_MODULES
 from skriptnd.semantics.builtins import BUILTIN_FUNCTIONS
@@ -209,8 +210,9 @@ def _decl_text(decl: ast.ParamDecl) -> str:
     return text + (f" = {format_expr(decl.default)}" if decl.default is not None else "")
 
 
-def describe_symbol(sym: Symbol, definition: ast.Definition | None = None) -> str:
-    """Markdown for a symbol: its kind, name, type or declared shape, and where it comes from."""
+def describe_symbol(sym: Symbol, definition: ast.Definition | None = None, composed: str | None = None) -> str:
+    """Markdown for a symbol: its kind, name, type or declared shape, and where it comes from; `composed`: the
+    type composition gives it (an intermediate tensor of a graph: `real[1, 8]`, where the checker says `real[]`)."""
     kind = sym.kind.value
     decl = sym.decl
     if decl is None and sym.kind is Kind.INDEX and definition is not None:
@@ -231,7 +233,7 @@ def describe_symbol(sym: Symbol, definition: ast.Definition | None = None) -> st
     elif isinstance(decl, ast.LoopBound):
         text = f"{kind} `{sym.name}` < `{format_expr(decl.bound)}`: `{sym.type}`"
     else:
-        text = f"{kind} `{sym.name}`: `{sym.type}`"
+        text = f"{kind} `{sym.name}`: `{composed or sym.type}`"
         if sym.value is not None:
             text += f" = `{format_expr(sym.value)}`"
     if isinstance(decl, ast.ParamDecl) and decl.name != sym.name:
@@ -257,7 +259,9 @@ def hover(ws: Workspace, uri: str, position: types.Position) -> types.Hover | No
         module, defn = target.operator
         text = render_operator(module.name, defn)
     elif target.kind == "symbol" and target.symbol is not None:
-        text = describe_symbol(target.symbol, target.definition)
+        composed = composed_type(analysis.view, analysis.view_module, target.definition, target.symbol) \
+            if target.definition is not None else None
+        text = describe_symbol(target.symbol, target.definition, composed)
     elif target.kind == "module" and target.module is not None:
         module = target.module
         count = len(module.definitions)

@@ -206,7 +206,8 @@ def render_target(target: str | None) -> str:
         return render_stdlib()
     module, _, op = target.partition(".")
     if module not in STDLIB_MODULES:
-        raise LookupError(f"no standard module '{module}'; modules are {', '.join(STDLIB_MODULES)}")
+        raise LookupError(f"no standard module '{module}' (modules are {', '.join(STDLIB_MODULES)})"
+                          f"{_operator_suggestion(module) if not op else ''}")
     parsed = load_module(module)
     if not op:
         return render_module(module, parsed)
@@ -216,3 +217,14 @@ def render_target(target: str | None) -> str:
     close = difflib.get_close_matches(op, [d.name for d in parsed.definitions], n=1)
     raise LookupError(f"no operator '{op}' in module '{module}'" + (f"; did you mean '{module}.{close[0]}'?"
                                                                     if close else ""))
+
+
+def _operator_suggestion(name: str) -> str:
+    """`relu` is not a module but an operator of one (or of several): "; did you mean nn.relu?" naming each
+    module that defines it, else the closest operator names; '' when nothing is close."""
+    qualified = [f"{m}.{d.name}" for m in STDLIB_MODULES for d in load_module(m).definitions
+                 if d.kind == "operator"]
+    close = [name] if any(q.endswith(f".{name}") for q in qualified) else \
+        difflib.get_close_matches(name, sorted({q.split(".", 1)[1] for q in qualified}), n=3)
+    found = [q for c in close for q in qualified if q.endswith(f".{c}")]  # closest first, each module's
+    return f"; did you mean {' or '.join(found)}?" if found else ""

@@ -17,6 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from skriptnd.diagnostics import Diagnostic
 from skriptnd.source import Span
+from skriptnd.syntax.named_inputs import named_input
 from skriptnd.syntax.scan import mask, mask_comments
 
 BLOCK_NAMES = ("dtype", "attrib", "input", "using", "constant", "variable", "output", "assert", "lower",
@@ -191,6 +192,14 @@ def to_diagnostic(err: UnexpectedInput, text: str, code: str, path: str, parser:
         return Reported(Diagnostic(code="E0102", message=f"unmatched '{tok}'",
                                    span=Span(path, tok.line, tok.column, tok.line, tok.column + 1),
                                    hint=f"remove it or add the opening '{'(' if tok.type == 'RPAR' else '['}'"))
+    named = named_input(code, text, offset) if tok.type == "EQ" and block in ("compose", "update") else None
+    if named is not None:  # `nn.relu(x, alpha=0.1)`: a keyword argument, as in Python
+        line, col = _line_col(text, named.start)
+        end_line, end_col = _line_col(text, named.end)
+        return Reported(Diagnostic(code="E0102", message=f"'{named.name}=' inside '(...)': an invocation's inputs "
+                                   "are not named; attributes go in '{...}'", span=Span(path, line, col, end_line,
+                                                                                          end_col),
+                                   hint=f"attributes go in braces before the inputs: {named.rewritten}"))
     if "SEMI" in expected and not at_end:
         construct = _CONSTRUCT.get(block or "", "statement") if block is not None else "import or version line"
         prev = _end_of_previous(mask_comments(text), offset)

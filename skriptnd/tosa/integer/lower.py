@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from skriptnd.compose.input_shapes import shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
@@ -132,6 +133,8 @@ class IntegerGraph:
     notes: list[tuple[Operation, str]] = field(default_factory=list)
     #: the constants that are shape operands (int64 too, like int48 values: told apart by name)
     shapes: set[str] = field(default_factory=set)
+    #: the composed graph, whose attributes an input-shape diagnostic names (`--attrib batch=2`)
+    graph: Graph | None = field(default=None, repr=False)
 
     def subgraph(self, outputs: list[str] | None = None) -> Subgraph:
         """The graph as a :class:`Subgraph` computing the TOSA values ``outputs`` (default: the graph
@@ -157,8 +160,7 @@ class IntegerGraph:
                                                   span=_where(t))])
             a = np.asarray(inputs[t.name])
             if tuple(a.shape) != tuple(t.shape):
-                raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must have shape "
-                                                  f"{list(t.shape)}, got {list(a.shape)}", span=_where(t))])
+                raise shape_mismatch(self.graph, t, a.shape)
             if qp is None:
                 arrays.append(a.astype(np.float32))
             elif a.dtype.kind in "iu":
@@ -198,7 +200,7 @@ class _Lowering:
     def __init__(self, graph: Graph, variables: dict[str, np.ndarray]) -> None:
         self.graph = graph
         self.variables = variables
-        self.ig = IntegerGraph(name=graph.name, inputs=[], outputs=[])
+        self.ig = IntegerGraph(name=graph.name, inputs=[], outputs=[], graph=graph)
         self.vals: dict[int, QValue] = {}
         self._n = 0
 
