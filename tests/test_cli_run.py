@@ -68,10 +68,12 @@ def test_wrong_input_shape_and_dtype_name_the_declaration(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("via", ["numpy", "onnxruntime"])
 def test_a_batch_the_graph_was_not_composed_for_names_the_attribute(tmp_path: Path, via: str) -> None:
-    """A batch-2 array on a graph composed for batch=1: E0711 at the input's declaration, and the hint is the
-    command-line fix (onnxruntime used to refuse it itself: an internal error, exit 3)."""
+    """A batch-2 array on a graph composed for batch=1 (given explicitly: without it, sknd run reads batch=2
+    from the array): E0711 at the input's declaration, and the hint is the command-line fix (onnxruntime used
+    to refuse it itself: an internal error, exit 3)."""
     np.save(tmp_path / "two.npy", np.zeros((2, 1, 8, 8), np.float32))
-    run = sknd("run", str(DIGITS), "--input", f"image={tmp_path / 'two.npy'}", "--via", via, "--color", "never")
+    run = sknd("run", str(DIGITS), "--attrib", "batch=1", "--input", f"image={tmp_path / 'two.npy'}", "--via", via,
+               "--color", "never")
     assert run.returncode == 1, run.stderr
     assert "main.sknd:11:9: error[E0711]: input 'image' must have shape real[batch, 1, 8, 8]" in run.stderr
     assert "hint: the graph was composed for batch=1; compose for it: --attrib batch=2" in run.stderr

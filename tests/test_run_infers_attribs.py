@@ -36,7 +36,8 @@ def test_batch_is_read_from_the_input_and_each_row_is_its_own_run(tmp_path: Path
 def test_an_explicit_attrib_is_not_overridden(tmp_path: Path) -> None:
     np.save(tmp_path / "two.npy", np.concatenate([np.load(SAMPLES / "3.npy")] * 2))
     done = sknd("run", "models/digits", "--attrib", "batch=1", "--input", f"image={tmp_path / 'two.npy'}")
-    assert done.returncode == 1 and "E0711" in done.stderr and "composed for" not in done.stderr
+    assert done.returncode == 1 and "E0711" in done.stderr and "read from the input shapes" not in done.stderr
+    assert "compose for it: --attrib batch=2" in done.stderr  # the hint of the mismatch
 
 
 def test_disagreeing_inputs_infer_nothing(tmp_path: Path) -> None:
