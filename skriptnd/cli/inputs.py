@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import typer
 
+from skriptnd.compose.input_shapes import declared_extents
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.io.npy import NpyError, npy_header_shape
 from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 
 register_codes({
     "E0791": "tensor too large for the memory allowed",
@@ -168,20 +170,11 @@ def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: It
     fixed = set(fixed)
     for t in graph.inputs:
         shape = shapes.get(t.name)
-        dims = _declared_dims(t.declared)
-        if shape is None or dims is None or len(dims) != len(shape):
+        extents = declared_extents(graph, t)  # the declaration's expressions, as E0711's hint reads them
+        if shape is None or extents is None or len(extents) != len(shape):
             continue
-        for dim, n in zip(dims, shape, strict=True):
-            if dim in graph.attribs and dim not in fixed and isinstance(graph.attribs[dim], int):
-                found.setdefault(dim, set()).add(int(n))
+        for extent, n in zip(extents, shape, strict=True):
+            if isinstance(extent, ast.Name) and extent.id in graph.attribs and extent.id not in fixed \
+                    and isinstance(graph.attribs[extent.id], int):
+                found.setdefault(extent.id, set()).add(int(n))
     return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
-
-
-def _declared_dims(declared: str | None) -> list[str] | None:
-    """``'real[batch, 1, 8, 8]'`` -> ``['batch', '1', '8', '8']`` (None for a type without a plain shape)."""
-    if not declared or "[" not in declared or not declared.endswith("]"):
-        return None
-    inner = declared[declared.index("[") + 1:-1]
-    if any(c in inner for c in "[]()."):
-        return None
-    return [d.strip() for d in inner.split(",")] if inner.strip() else []

@@ -63,7 +63,7 @@ def check_shapes(graph: Graph, inputs: Mapping[str, object]) -> None:
 def _hint(graph: Graph | None, t: Tensor, got: list[int]) -> str:
     if len(got) != t.rank:
         return f"'{t.name}' has rank {t.rank} ({describe(t)}); give an array of {t.rank} dimensions"
-    extents = _declared_extents(graph, t)
+    extents = declared_extents(graph, t)
     wrong = [k for k, (d, a) in enumerate(zip(t.shape, got, strict=True)) if d is not None and d != a]
     # the attribute each wrong extent is, where the declaration writes it as one attribute, and the values the
     # array asks of it (`real[n, n]` given [3, 4] asks two: no single attribute value fits)
@@ -91,7 +91,7 @@ def _hint(graph: Graph | None, t: Tensor, got: list[int]) -> str:
     return "; ".join(parts)
 
 
-def _declared_extents(graph: Graph | None, t: Tensor) -> list[ast.Expr | None] | None:
+def declared_extents(graph: Graph | None, t: Tensor) -> list[ast.Expr | None] | None:
     """The extent expressions of the input's declaration (`[batch, 1, 8, 8]`), one per dimension, or None where
     the declaration cannot be mapped dimension by dimension (a shape pack, no source)."""
     if graph is None or graph.program is None:
