@@ -16,7 +16,7 @@ from rich.table import Table
 
 from skriptnd import backends
 from skriptnd.backends.compare import Comparison, compare_backends, compare_with_onnx
-from skriptnd.cli.inputs import check_input_names, random_input
+from skriptnd.cli.inputs import Inputs, check_input_names, random_input
 from skriptnd.cli.io import read_array
 from skriptnd.cli.loading import compose_graph, load_model
 from skriptnd.cli.options import (
@@ -24,7 +24,9 @@ from skriptnd.cli.options import (
     Color,
     ColorOpt,
     GraphOpt,
+    InputOpt,
     ModelArg,
+    RandomInputsOpt,
     RandomWeightsOpt,
     SeedOpt,
     colour,
@@ -61,10 +63,8 @@ def _print(cmp: Comparison, color: bool | None) -> None:
 
 
 def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
-            input: Annotated[list[str] | None, typer.Option("--input", "-i", help="NAME=FILE (.npy or .dat), "
-                                                             "repeatable.")] = None,
-            random_inputs: Annotated[bool, typer.Option("--random-inputs", help="Random values for inputs "
-                                                        "not given.")] = False,
+            input: InputOpt = None,
+            random_inputs: RandomInputsOpt = False,
             random_weights: RandomWeightsOpt = False,
             seed: SeedOpt = 0,
             via: Annotated[str | None, typer.Option("--via", help="Backends to compare, comma-separated; the first "
@@ -93,12 +93,7 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     if len(names) < (1 if reference else 2):
         raise typer.BadParameter("name two backends or more, e.g. --via numpy,kernels (or give --reference "
                                  "ORIGINAL.onnx)", param_hint="--via")
-    files: dict[str, str] = {}
-    for item in input or []:
-        name, sep, spec = item.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"'{item}' is not NAME=FILE", param_hint="--input")
-        files[name] = spec
+    files = Inputs.parse(input).files
     colours = colour(color)
     model = load_model(path, colours)
     composed = compose_graph(model, graph, parse_attribs(attrib), colours, random_weights=random_weights, seed=seed)

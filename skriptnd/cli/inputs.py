@@ -12,6 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -178,3 +179,19 @@ def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: It
                     and isinstance(graph.attribs[extent.id], int):
                 found.setdefault(extent.id, set()).add(int(n))
     return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """`--input NAME=FILE` items split, before the graph is known to check the names against."""
+    files: dict[str, str]
+
+    @staticmethod
+    def parse(items: list[str] | None) -> Inputs:
+        files: dict[str, str] = {}
+        for item in items or []:
+            name, sep, spec = item.partition("=")
+            if not sep or not name:
+                raise typer.BadParameter(f"'{item}' is not name=file", param_hint="'--input'")
+            files[name] = spec
+        return Inputs(files)

@@ -83,3 +83,6 @@ def parse_attribs(items: list[str] | None) -> dict[str, object]:
         except EvalError as err:
             raise typer.BadParameter(f"'{name}': {err.message}", param_hint="--attrib") from None
     return out
+InputOpt = Annotated[list[str] | None, typer.Option("--input", "-i", help="name=file.npy or name=file.dat "
+                                                    "(repeatable).")]
+RandomInputsOpt = Annotated[bool, typer.Option("--random-inputs", help="Random values for inputs not given.")]

@@ -8,7 +8,6 @@ gathered, the graph run on the backend (skriptnd.backends), the outputs written,
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +21,7 @@ from skriptnd import backends
 from skriptnd.backends.base import Runner
 from skriptnd.cli.backend import CompileLine, check_device
 from skriptnd.cli.inputs import (
+    Inputs,
     check_input_names,
     check_memory,
     default_max_memory,
@@ -38,9 +38,11 @@ from skriptnd.cli.options import (
     ColorOpt,
     DeviceOpt,
     GraphOpt,
+    InputOpt,
     IreeFlagOpt,
     ModelArg,
     NoVerifyOpt,
+    RandomInputsOpt,
     RandomWeightsOpt,
     SeedOpt,
     colour,
@@ -58,27 +60,9 @@ from skriptnd.source import Span
 SOFTMAX_OPS = frozenset({"nn.softmax"})
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """`--input NAME=FILE` items split, before the graph is known to check the names against."""
-    files: dict[str, str]
-
-    @staticmethod
-    def parse(items: list[str] | None) -> Inputs:
-        files: dict[str, str] = {}
-        for item in items or []:
-            name, sep, spec = item.partition("=")
-            if not sep or not name:
-                raise typer.BadParameter(f"'{item}' is not name=file", param_hint="'--input'")
-            files[name] = spec
-        return Inputs(files)
-
-
 def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
-            input: Annotated[list[str] | None, typer.Option("--input", "-i", help="name=file.npy or "
-                                                             "name=file.dat")] = None,
-            random_inputs: Annotated[bool, typer.Option("--random-inputs", help="Random values for inputs "
-                                                        "not given.")] = False,
+            input: InputOpt = None,
+            random_inputs: RandomInputsOpt = False,
             random_weights: RandomWeightsOpt = False,
             seed: SeedOpt = 0,
             save_inputs: Annotated[Path | None, typer.Option("--save-inputs", help="Write the inputs used "
