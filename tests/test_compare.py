@@ -133,3 +133,20 @@ def test_against_the_original_onnx_a_corrupted_convolution_is_named(tmp_path: Pa
     result = CliRunner().invoke(app, ["compare", str(folder), "--reference", str(original), "--random-inputs"],
                                 env={"NO_COLOR": "1", "COLUMNS": "150"})
     assert result.exit_code == 1 and "first divergence" in result.output and "second_conv" in result.output
+
+
+def test_numpy_against_a_miscompiling_iree_names_the_miscompiled_operation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30's LayerNorm -> MatMul graph with IREE made to compile EXP where numpy runs RECIPROCAL in the
+    sqrt's operation (test_iree_loud's deterministic miscompile), the self-check off: compare names 'root'."""
+    from test_iree_loud import LAYERNORM_MATMUL, _miscompile, require
+
+    require("iree.compiler", "iree.runtime")
+    (tmp_path / "main.sknd").write_text(LAYERNORM_MATMUL, encoding="utf-8")
+    graph = skriptnd.load(tmp_path).compose(random_weights=True, seed=1)
+    _miscompile(monkeypatch, "RECIPROCAL", 3, "EXP")
+    x = {"x": np.random.default_rng(2).standard_normal((2, 10, 32)).astype(np.float32)}
+    (cmp,) = compare_backends(graph, x, ["numpy", "iree"], Options(verify=False, cache_dir=str(tmp_path / "c")))
+    first = cmp.first_divergence
+    assert first is not None and first.label == "root" and first.op == "math.sqrt"
+    assert [r.agree for r in cmp.rows[:3]] == [True, True, True]  # moments, sub, add
