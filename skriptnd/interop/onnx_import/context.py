@@ -128,6 +128,9 @@ class Context:
     #: handed in by the importer so that the control-flow converters need not import it (as onnx's
     #: `reference/ops/op_if.py` receives its evaluator).
     convert_node: Callable[[Context, Node], None] | None = None
+    #: the graph's (non-initializer) inputs, and whether --fold-constants was given: what E0808's hint suggests
+    graph_inputs: list[str] = field(default_factory=list)
+    fold_constants: bool = False
     _label_used: bool = False
 
     # ------------------------------------------------------------------ what is known of a tensor
@@ -139,8 +142,7 @@ class Context:
         value = self.const(name)
         if value is None:
             raise ImportProblem("E0808", f"{self.here}: its {what} is computed at run time; SkriptND needs it "
-                                "at import time", hint="fix the model's input shapes with --input-shape, or "
-                                "fold constant subgraphs with --fold-constants")
+                                "at import time", hint=self.import_time_hint())
         return value
 
     def shape(self, name: str) -> tuple[Dim, ...]:
@@ -152,6 +154,21 @@ class Context:
                                 hint="give the input shapes with --input-shape")
         return value.shape
 
+    def import_time_hint(self, fold: bool = True) -> str:
+        """What fixes an E0808, to copy: an --input-shape for each input with dynamic dimensions (1 for each, the
+        user's own value to be put in), and --fold-constants where it could help and was not given."""
+        fixes = []
+        for n in self.graph_inputs:
+            value = self.values.get(n)
+            if value is not None and value.shape is not None and any(not isinstance(d, int) for d in value.shape):
+                dims = ",".join(str(d) if isinstance(d, int) else "1" for d in value.shape)
+                fixes.append(f"--input-shape {n}={dims}")
+        hint = (f"fix the dynamic dimensions at import, e.g. {' '.join(fixes)} (each dynamic one as 1 here: give "
+                "yours)") if fixes else "fix the input shapes with --input-shape NAME=d0,d1,..."
+        if fold and not self.fold_constants:
+            hint += ", or fold constant subgraphs with --fold-constants"
+        return hint
+
     def rank(self, name: str) -> int:
         return len(self.shape(name))
 
@@ -160,7 +177,7 @@ class Context:
         if any(not isinstance(d, int) for d in shape):
             raise ImportProblem("E0808", f"{self.here}: the shape of '{name}' "
                                 f"[{', '.join(str(d) if d is not None else '?' for d in shape)}] must be known at "
-                                "import time", hint="fix dynamic dimensions with --input-shape NAME=d0,d1,...")
+                                "import time", hint=self.import_time_hint(fold=False))
         return tuple(int(d) for d in shape)  # type: ignore[arg-type]
 
     def dtype(self, name: str) -> str:

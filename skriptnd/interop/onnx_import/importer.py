@@ -103,13 +103,14 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tup
 
     _refuse_unsupported(model, source)
     graph = model.graph
-    ctx = Context(opset=norm.opset(model), convert_node=_convert_subgraph_node)
+    ctx = Context(opset=norm.opset(model), convert_node=_convert_subgraph_node, fold_constants=fold_constants)
     for t in graph.initializer:
         ctx.consts[t.name] = numpy_helper.to_array(t)
         ctx.initializers.add(t.name)
     for vi in [*graph.input, *graph.value_info, *graph.output]:
         ctx.values[vi.name] = value_of(vi)
     inputs = [vi for vi in graph.input if vi.name not in ctx.initializers]
+    ctx.graph_inputs = [vi.name for vi in inputs]
     # graph inputs and outputs keep their names when they can; symbolic dims become attributes
     for vi in inputs:
         for d in ctx.values[vi.name].shape or ():

@@ -217,7 +217,7 @@ def _space_to_depth(ctx: Context, node: Node) -> None:
 
 def _import_time_only(ctx: Context, node: Node) -> None:
     raise ImportProblem("E0808", f"{ctx.here}: its result depends on a shape or value known only at run time",
-                        hint="fix dynamic dimensions with --input-shape, or fold constants with --fold-constants")
+                        hint=ctx.import_time_hint())
 
 
 for _op in ("Shape", "Size", "ConstantOfShape", "Range", "Constant"):
