@@ -21,7 +21,7 @@ import numpy as np
 from skriptnd.backends.base import Options
 from skriptnd.backends.registry import prepare
 from skriptnd.backends.via_onnxruntime import session
-from skriptnd.compose.ir import Graph, Tensor
+from skriptnd.compose.ir import Graph, Tensor, flat_tensors
 from skriptnd.interop.onnx_import import normalize
 from skriptnd.interop.writer import Names
 
@@ -60,27 +60,22 @@ class Comparison:
                 "operations": [dataclasses.asdict(r) for r in self.rows]}
 
 
-def probe_graph(graph: Graph) -> tuple[Graph, list[tuple[int, Tensor]]]:
-    """A copy of ``graph`` whose outputs are its own followed by every top-level operation's results, and
-    (operation index, tensor) for each of those results, in order."""
-    probes: list[tuple[int, Tensor]] = []
-    seen = {id(t) for t in graph.outputs}
+def probe_graph(graph: Graph) -> tuple[Graph, list[tuple[int, Tensor, str]]]:
+    """A copy of ``graph`` whose outputs are its own followed by every other result of a top-level operation,
+    and (operation index, tensor, the copy's output name for it) for each operation result, in order."""
+    names = {id(t): graph.output_name(i) for i, t in enumerate(graph.outputs)}
+    extra: list[Tensor] = []
+    probes: list[tuple[int, Tensor, str]] = []
     for k, op in enumerate(graph.operations):
-        for v in op.outputs:
-            for t in v if isinstance(v, list) else [v]:
-                if isinstance(t, Tensor):
-                    probes.append((k, t))
-                    seen.add(id(t))
-    extra = [t for _, t in probes if t not in graph.outputs]
-    names = [graph.output_name(i) for i in range(len(graph.outputs))]
+        for t in flat_tensors(op.outputs):
+            if id(t) not in names:
+                names[id(t)] = f"%probe{len(extra)}:{t.name}"
+                extra.append(t)
+            probes.append((k, t, names[id(t)]))
     probe = dataclasses.replace(graph, outputs=[*graph.outputs, *extra],
-                                output_names=names + [f"%probe{i}:{t.name}" for i, t in enumerate(extra)])
+                                output_names=[names[id(t)] for t in [*graph.outputs, *extra]])
     probe.__dict__.pop("_runners", None)  # a copy prepares its own runners
     return probe, probes
-
-
-def _name_of(probe: Graph, t: Tensor) -> str:
-    return probe.output_name(next(i for i, o in enumerate(probe.outputs) if o is t))
 
 
 def _diff(op_label: str, op: object, t: Tensor, a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> OpDiff:
@@ -113,9 +108,8 @@ def compare_backends(graph: Graph, inputs: Mapping[str, np.ndarray], backends: S
     comparisons = []
     for other in backends[1:]:
         cmp = Comparison(reference, other, rtol, atol)
-        for k, t in probes:
+        for k, t, name in probes:
             op = graph.operations[k]
-            name = _name_of(probe, t)
             cmp.rows.append(_diff(op.label or f"#{k}", op, t, np.asarray(results[reference][name]),
                                   np.asarray(results[other][name]), rtol, atol))
         comparisons.append(cmp)
@@ -129,7 +123,7 @@ def compare_with_onnx(graph: Graph, inputs: Mapping[str, np.ndarray], onnx_path:
     output), matched to ours by name (the importer writes each ONNX tensor name as an identifier,
     skriptnd.interop.writer.Names); operations without a counterpart (ops the import added) are left out."""
     model = normalize.load(onnx_path, onnx_path)  # the importer's own checks: external data in its folder
-    clean = Names()._clean
+    clean = Names.clean
     by_name: dict[str, str] = {}
     for node in model.graph.node:
         for out in node.output:
@@ -137,13 +131,13 @@ def compare_with_onnx(graph: Graph, inputs: Mapping[str, np.ndarray], onnx_path:
                 by_name.setdefault(clean(out), out)
     probe, probes = probe_graph(graph)
     ours = prepare(probe, backend, options or Options()).run(dict(inputs))
-    wanted = [(k, t, by_name[t.name]) for k, t in probes if t.name in by_name]
+    wanted = [(k, t, name, by_name[t.name]) for k, t, name in probes if t.name in by_name]
     from onnx import helper  # an optional dependency: normalize.load above has said when it is missing
 
     existing = {o.name for o in model.graph.output}
-    model.graph.output.extend(helper.make_empty_tensor_value_info(n) for _, _, n in wanted if n not in existing)
+    model.graph.output.extend(helper.make_empty_tensor_value_info(n) for *_, n in wanted if n not in existing)
     sess = session(model.SerializeToString())
-    names = [n for _, _, n in wanted]
+    names = [n for *_, n in wanted]
     feeds = {}
     for i in sess.get_inputs():
         value = inputs.get(i.name, inputs.get(clean(i.name)))
@@ -151,8 +145,7 @@ def compare_with_onnx(graph: Graph, inputs: Mapping[str, np.ndarray], onnx_path:
             feeds[i.name] = value
     reference = dict(zip(names, sess.run(names, feeds), strict=True)) if names else {}
     cmp = Comparison(f"onnxruntime on {onnx_path}", backend, rtol, atol)
-    for k, t, n in wanted:
+    for k, t, name, n in wanted:
         op = graph.operations[k]
-        cmp.rows.append(_diff(op.label or f"#{k}", op, t, np.asarray(reference[n]),
-                              np.asarray(ours[_name_of(probe, t)]), rtol, atol))
+        cmp.rows.append(_diff(op.label or f"#{k}", op, t, np.asarray(reference[n]), np.asarray(ours[name]), rtol, atol))
     return cmp

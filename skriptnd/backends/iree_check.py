@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.compose.ir import Graph
+from skriptnd.compose.ir import Graph, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
@@ -285,17 +285,13 @@ class IntegerCheck:
     def locate(self, k: int) -> tuple[str, Span | None, str]:
         """The graph operation whose output is operator ``k``'s value, or the first later one that has one."""
         tensors = {qv.name: name for name, qv in self.integer.values.items()}
-        producers = {t.name: op for op in self.graph.operations for t in _flat(op.outputs)}
+        producers = {t.name: op for op in self.graph.operations for t in flat_tensors(op.outputs)}
         ops = self.sg.ops
         for j in range(k, len(ops)):
             op = producers.get(tensors.get(ops[j].output, ""))
             if op is not None:
                 return f"{op.op}" + (f" '{op.label}'" if op.label else ""), op.span, ops[k].name
         return f"TOSA {ops[k].name} ({ops[k].output})", None, ops[k].name
-
-
-def _flat(values: Sequence[Any]) -> list[Any]:
-    return [t for v in values for t in (v if isinstance(v, list) else [v]) if t is not None]
 
 
 def check(module_outputs: list[np.ndarray], arrays: list[np.ndarray], how: ProgramCheck | IntegerCheck) -> Verdict:

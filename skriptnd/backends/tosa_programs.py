@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.compose.ir import Operation, Tensor
+from skriptnd.compose.ir import Operation, Tensor, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
-from skriptnd.execute.executor import flat_tensors, read_keys
+from skriptnd.execute.executor import read_keys
 from skriptnd.semantics.intrinsics import STDLIB_INTRINSICS
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.tosa.legalize import legalize, run_subgraph

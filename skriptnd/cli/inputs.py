@@ -7,7 +7,6 @@ declaration (E0791-E0793); inputs not given are drawn at random (`--random-input
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 import stat
@@ -20,6 +19,7 @@ import typer
 
 from skriptnd.compose.input_shapes import declared_extents
 from skriptnd.compose.ir import Graph, Tensor
+from skriptnd.compose.stats import tensor_bytes
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.io.npy import NpyError, npy_header_shape
 from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
@@ -103,18 +103,6 @@ def format_bytes(n: int) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n} bytes"
-
-
-_ITEM_BYTES = {"real": 4, "int": 8, "bool": 1}
-
-
-def tensor_bytes(t: Tensor) -> int | None:
-    """Bytes of a tensor as run (dynamic extents at their bound, else 1); None for strings."""
-    if t.dtype not in _ITEM_BYTES:
-        return None
-    bounds = t.bounds or (None,) * len(t.shape)
-    dims = [d if d is not None else (b or 1) for d, b in zip(t.shape, bounds, strict=False)]
-    return math.prod(int(d) for d in dims) * _ITEM_BYTES[t.dtype]
 
 
 def check_memory(graph: Graph, limit: int, random: Iterable[str] = ()) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skriptnd.cli.inputs import format_bytes
 from skriptnd.cli.loading import compose_graph, load_model
 from skriptnd.cli.options import AttribOpt, Color, ColorOpt, GraphOpt, ModelArg, colour, parse_attribs
 from skriptnd.compose.stats import GraphStats, graph_stats
@@ -29,22 +30,15 @@ def _si(n: float, unit: str = "") -> str:
     return f"{n:.0f} {unit}".rstrip()
 
 
-def _bytes(n: int) -> str:
-    for scale, unit in ((2 ** 30, "GiB"), (2 ** 20, "MiB"), (2 ** 10, "KiB")):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} B"
-
-
 def _print(stats: GraphStats, color: bool | None) -> None:
     console = Console(no_color=not color if color is not None else None, highlight=False)
     console.print(f"[bold]{escape(stats.graph)}[/bold]: {stats.parameter_count:,} parameters "
-                  f"({_bytes(stats.parameter_bytes)}), {stats.macs:,} MACs ({_si(stats.macs, 'MAC')}), "
-                  f"peak activations {_bytes(stats.peak_activation_bytes)}")
+                  f"({format_bytes(stats.parameter_bytes)}), {stats.macs:,} MACs ({_si(stats.macs, 'MAC')}), "
+                  f"peak activations {format_bytes(stats.peak_activation_bytes)}")
     if stats.parameters:
         table = Table("parameters", "count", "bytes", title="parameters by type")
         for dtype, (n, b) in stats.parameters.items():
-            table.add_row(dtype, f"{n:,}", _bytes(b))
+            table.add_row(dtype, f"{n:,}", format_bytes(b))
         console.print(table)
     table = Table("operator", "operations", "MACs", "share", title="MACs by operator")
     total = stats.macs or 1

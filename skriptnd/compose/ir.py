@@ -10,6 +10,7 @@ it (``skriptnd.run(graph, inputs)``, skriptnd.backends).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,6 +52,11 @@ class Tensor:
 
 #: An operation argument or result: a tensor, a pack of tensors, or null (an omitted optional).
 Value = Tensor | list[Tensor] | None
+
+
+def flat_tensors(values: Sequence[Value]) -> list[Tensor]:
+    """An operation's inputs or outputs as one list of tensors: packs spread, omitted optionals left out."""
+    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v]) if t is not None]
 
 
 @dataclass(eq=False)

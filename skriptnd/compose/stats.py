@@ -18,19 +18,18 @@ operation runs and freed after its last use (graph outputs and inputs live throu
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.ir import Graph, Operation, Tensor, flat_tensors
 from skriptnd.compose.stdlib import expand
 from skriptnd.lower.plan import index_spaces
 from skriptnd.lower.values import LoweringError
 from skriptnd.syntax import ast
 
 #: bytes per element of each SkriptND type as skriptnd stores it (real: float32, int: int64)
-ITEMSIZE = {"real": 4, "int": 8, "bool": 1, "str": 8}
+ITEM_BYTES = {"real": 4, "int": 8, "bool": 1}
 
 
 @dataclass
@@ -87,11 +86,15 @@ class GraphStats:
         }
 
 
-def _elements(t: Tensor) -> int:
-    """Elements of ``t``; a dynamic extent counts at its upper bound."""
-    dims = [d if d is not None else (t.bounds[i] if t.bounds and t.bounds[i] is not None else 0)
-            for i, d in enumerate(t.shape)]
-    return int(np.prod(dims, dtype=np.int64)) if dims else 1
+def tensor_elements(t: Tensor) -> int:
+    """Elements of ``t`` as run: a dynamic extent at its upper bound (1 without one)."""
+    bounds = t.bounds or (None,) * len(t.shape)
+    return math.prod(int(d if d is not None else (b or 1)) for d, b in zip(t.shape, bounds, strict=False))
+
+
+def tensor_bytes(t: Tensor) -> int | None:
+    """Bytes of ``t`` as run (see :func:`tensor_elements`); None for strings."""
+    return tensor_elements(t) * ITEM_BYTES[t.dtype] if t.dtype in ITEM_BYTES else None
 
 
 def _multiplies(e: object) -> bool:
@@ -130,7 +133,7 @@ def operation_macs(op: Operation, graph: Graph, not_counted: list[str], depth: i
             return total
         for formula, lengths in spaces:
             if formula.op == "+=" and _multiplies(formula.value):
-                total += int(np.prod(lengths, dtype=np.int64)) if lengths else 1
+                total += math.prod(lengths)
         return total
     if _has(definition, ast.ComposeBlock) and depth < 32:
         inner = expand(op, graph.program)
@@ -140,25 +143,21 @@ def operation_macs(op: Operation, graph: Graph, not_counted: list[str], depth: i
     return total
 
 
-def _flat(values: list[object]) -> list[Tensor]:
-    return [t for v in values for t in (v if isinstance(v, list) else [v]) if isinstance(t, Tensor)]
-
-
 def peak_activation_bytes(graph: Graph) -> int:
     """The most activation bytes alive at once when the operations run in order (see the module docstring)."""
     last_use: dict[int, int] = {}
     for k, op in enumerate(graph.operations):
-        for t in _flat(op.inputs):
+        for t in flat_tensors(op.inputs):
             last_use[id(t)] = k
     keep = {id(t) for t in graph.inputs} | {id(t) for t in graph.outputs}
-    live = {id(t): _elements(t) * ITEMSIZE.get(t.dtype, 8) for t in graph.inputs}
+    live = {id(t): tensor_bytes(t) or 0 for t in graph.inputs}
     peak = sum(live.values())
     for k, op in enumerate(graph.operations):
-        for t in _flat(op.outputs):
+        for t in flat_tensors(op.outputs):
             if t.kind != "variable":
-                live[id(t)] = _elements(t) * ITEMSIZE.get(t.dtype, 8)
+                live[id(t)] = tensor_bytes(t) or 0
         peak = max(peak, sum(live.values()))
-        for t in _flat(op.inputs) + _flat(op.outputs):
+        for t in flat_tensors(op.inputs) + flat_tensors(op.outputs):
             if id(t) not in keep and last_use.get(id(t), -1) <= k:
                 live.pop(id(t), None)
     return peak
@@ -169,9 +168,8 @@ def graph_stats(graph: Graph) -> GraphStats:
     stats = GraphStats(graph.name)
     params: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for t in graph.variables:
-        n = _elements(t)
-        params[t.dtype][0] += n
-        params[t.dtype][1] += n * ITEMSIZE.get(t.dtype, 8)
+        params[t.dtype][0] += tensor_elements(t)
+        params[t.dtype][1] += tensor_bytes(t) or 0
     stats.parameters = {k: (v[0], v[1]) for k, v in params.items()}
     for op in graph.operations:
         before = len(stats.not_counted)

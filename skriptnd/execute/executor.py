@@ -21,7 +21,7 @@ import numpy.typing as npt
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.input_shapes import describe as _describe
 from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
-from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
 from skriptnd.lower import LoweringError, compile_lowering
@@ -391,10 +391,6 @@ class Executor:
 
 def _bound_kernel(fn: Kernel, op: Operation) -> Callable[[list[Any]], Any]:
     return lambda args: fn(op, args)
-
-
-def flat_tensors(values: list[Value]) -> list[Tensor]:
-    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
 
 
 def read_keys(op: Operation) -> list[int]:

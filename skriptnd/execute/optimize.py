@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.ir import Graph, Operation, Tensor, Value, flat_tensors
 from skriptnd.semantics.binding import Site, bind
 from skriptnd.semantics.values import TensorValue
 from skriptnd.source import NO_SPAN, Span
@@ -34,13 +34,9 @@ from skriptnd.source import NO_SPAN, Span
 __all__ = ["optimize_operations", "fold_batch_norm"]
 
 
-def _flat(values: list[Value]) -> list[Tensor]:
-    return [t for v in values if v is not None for t in (v if isinstance(v, list) else [v])]
-
-
 def _count_uses(operations: list[Operation], counts: Counter[int]) -> None:
     for op in operations:
-        for t in _flat(op.inputs):
+        for t in flat_tensors(op.inputs):
             counts[id(t)] += 1
         for sub in op.subgraphs.values():
             for t in sub.outputs:
@@ -143,7 +139,7 @@ def optimize_operations(operations: list[Operation], graph: Graph, variables: Ma
         counts[id(t)] += 2  # never folded away
     consumer: dict[int, int] = {}
     for i, op in enumerate(operations):
-        for t in _flat(op.inputs):
+        for t in flat_tensors(op.inputs):
             consumer[id(t)] = i
     result: list[Operation] = []
     constants: list[Tensor] = []

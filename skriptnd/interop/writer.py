@@ -60,7 +60,7 @@ class Names:
     def __call__(self, foreign: str) -> str:
         if foreign in self._given:
             return self._given[foreign]
-        base = foreign if is_identifier(foreign) else self._clean(foreign)
+        base = foreign if is_identifier(foreign) else self.clean(foreign)
         name, k = base, 1
         while name in self._used:
             k += 1
@@ -81,7 +81,8 @@ class Names:
         self._used.add(name)
 
     @staticmethod
-    def _clean(foreign: str) -> str:
+    def clean(foreign: str) -> str:
+        """``foreign`` as an identifier (what a name becomes before collisions are numbered)."""
         text = re.sub(r"[^A-Za-z0-9_]+", "_", foreign).strip("_")
         if not text:
             text = "t"

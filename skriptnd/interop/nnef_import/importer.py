@@ -411,7 +411,7 @@ def _convert(graph: NnefGraph, graph_file: Path, text: str, weight_files: dict[s
             raise DiagnosticError(Diagnostic(code=exc.code, message=exc.message,
                                              span=_span(graph_file, text, exc.tensor, exc.op))) from None
     quantize = _quantize_entries(ctx, graph, graph_file)
-    graph_name = graph.name if Names._clean(graph.name) == graph.name else Names._clean(graph.name)
+    graph_name = graph.name if Names.clean(graph.name) == graph.name else Names.clean(graph.name)
     comment = f"imported from NNEF 1.x {graph_file.name} by skriptnd"
     if names.renamed:
         comment += "\nrenamed: " + ", ".join(f"{k} -> {v}" for k, v in names.renamed.items())

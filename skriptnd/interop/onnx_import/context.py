@@ -233,7 +233,7 @@ class Context:
         return name
 
     def fresh(self, base: str = "t") -> str:
-        stem = self.names._clean(self.node.name or self.node.op_type.lower()) if self.node else "t"
+        stem = self.names.clean(self.node.name or self.node.op_type.lower()) if self.node else "t"
         return self.names(f"{stem}_{base}_tmp{len(self.names._used)}")
 
     def out(self, i: int = 0) -> str:

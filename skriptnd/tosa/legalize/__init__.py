@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from skriptnd.compose import int_ranges
-from skriptnd.compose.ir import Graph, Operation
+from skriptnd.compose.ir import Graph, Operation, flat_tensors
 from skriptnd.compose.stdlib import stdlib_kinds
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
 from skriptnd.tosa.legalize.composite import composite_rule
@@ -92,10 +92,6 @@ _ANY_VALUES = {"layout.scatter", "layout.scatter_nd"}  # SELECT-based: real or b
 _CONSTANTS = {"layout.tensor", "layout.range", "layout.shape"}
 _INT_REASON = ("int tensor {!r} (SkriptND int is 64-bit; TOSA integers are at most 32-bit, so int maps only "
                "for indices)")
-
-
-def _flat(values: list[Any]) -> list[Any]:
-    return [t for v in values for t in (v if isinstance(v, list) else [v]) if t is not None]
 
 
 #: Operators that map for SkriptND int tensors as TOSA int32 (the program NARROWs int inputs and WIDENs int
@@ -164,7 +160,7 @@ def _int_reason(op: Operation, ins: list[Any], outs: list[Any]) -> str | None:
 
 
 def _dtype_reason(op: Operation) -> str | None:
-    ins, outs = _flat(op.inputs), _flat(op.outputs)
+    ins, outs = flat_tensors(op.inputs), flat_tensors(op.outputs)
     for t in ins + outs:
         if any(d is None for d in t.shape):
             return "dynamic shape"
