@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "skriptnd"
 #: bottom up; a part may import its own part and the parts of the layers before its own
 LAYERS: list[set[str]] = [
     {"source", "version", "hostcpu", "deepstack", "extras"},
-    {"untrusted", "resources", "parallel"},
+    {"untrusted", "resources", "parallel", "profiling"},
     {"diagnostics"},
     {"fileio"},
     {"io"},

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd import profiling
 from skriptnd.compose.ir import Operation, Tensor, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.execute.executor import read_keys
@@ -27,6 +28,7 @@ from skriptnd.source import NO_SPAN, Span
 from skriptnd.tosa.legalize import legalize, run_subgraph
 from skriptnd.tosa.ops import TosaError, TosaUnpredictable
 from skriptnd.tosa.program.build import Builder, ProgramError
+from skriptnd.tosa.program.build import Op as TosaOp
 
 PROGRAM_OP = "tosa.program"
 Kernel = Callable[[Operation, list[Any]], Any]
@@ -124,9 +126,21 @@ def _source(op: Operation) -> Operation:
     return replace(op, inputs=[], outputs=[], binding=None, subgraphs={})
 
 
+def _recorder(prof: profiling.Profile, operations: list[Operation]) -> Callable[[TosaOp, float], None]:
+    """Each TOSA operator's time, attributed to the standard operation it implements (its label and line)."""
+    def record(top: TosaOp, seconds: float) -> None:
+        source = operations[top.origin] if 0 <= top.origin < len(operations) else operations[0]
+        span = source.span if isinstance(source.span, Span) else None
+        prof.add_inner(source.op, source.label, span, seconds, top.name)
+    return record
+
+
 def _run_program(op: Operation, args: list[Any]) -> list[Any]:
+    prof = profiling.active()
     try:
-        return op.attribs["program"](args)
+        if prof is None:
+            return op.attribs["program"](args)
+        return op.attribs["program"](args, _recorder(prof, op.attribs["operations"]))
     except ProgramError as err:  # located at the standard operation the failing TOSA operator implements
         operations = op.attribs["operations"]
         source = operations[err.op.origin] if 0 <= err.op.origin < len(operations) else operations[0]

@@ -8,6 +8,7 @@ gathered, the graph run on the backend (skriptnd.backends), the outputs written,
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -48,12 +49,14 @@ from skriptnd.cli.options import (
     colour,
     parse_attribs,
 )
+from skriptnd.cli.profile_report import print_profile
 from skriptnd.cli.report import fail
 from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.io.npy import NpyError, read_npy
+from skriptnd.profiling import Profile, profiling
 from skriptnd.source import Span
 
 #: Operators whose result reads as class probabilities (a row per sample, a column per class).
@@ -97,6 +100,10 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                                                       "each row of 2-D outputs as a class table (shown "
                                                       "by default for outputs computed by a softmax).")]
             = None,
+            profile: Annotated[int, typer.Option("--profile", min=0, help="After the run, N more runs timed per "
+                                                 "operation: tables of time by operator, the slowest "
+                                                 "operations (with their source line) and TOSA operators. A "
+                                                 "graph with @update profiles its one run.")] = 0,
             color: ColorOpt = Color.auto) -> None:
     """Run a model's graph on inputs and write or show its outputs.
 
@@ -125,7 +132,7 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     # 4. the inputs, checked against the graph, then read or drawn
     given = _gather_inputs(composed, files, random_inputs, limit, seed, colours)
     # 5. the graph run on the backend
-    outputs = _execute(composed, via, options, given, verbose, colours)
+    outputs = _execute(composed, via, options, given, verbose, colours, profile)
     # 6. the outputs: written, shown, compared
     if save_inputs is not None:
         save_arrays(save_inputs, given, "--save-inputs")
@@ -181,9 +188,11 @@ def _gather_inputs(composed: Graph, files: Inputs, random_inputs: bool, limit: i
 
 
 def _execute(composed: Graph, via: str, options: backends.Options, inputs: dict[str, np.ndarray], verbose: bool,
-             color: bool | None) -> dict[str, np.ndarray]:
+             color: bool | None, profile: int = 0) -> dict[str, np.ndarray]:
     """The graph prepared by the backend (a compile shown as a status line) and run; its plan shown with -v
-    (and always for @quantize); a split plan is never silent."""
+    (and always for @quantize); a split plan is never silent. ``profile``: that many more runs, timed per
+    operation (the first run builds plans and warms caches, so it is not among them; a graph with @update
+    changes its variables at every run, so its one run is the profiled one)."""
     try:
         with backends.reporting_compiles(CompileLine()):
             runner = backends.prepare(composed, via, options)
@@ -191,9 +200,29 @@ def _execute(composed: Graph, via: str, options: backends.Options, inputs: dict[
             typer.echo(line, err=True)
         if getattr(runner, "split", False) and not verbose:  # never a silent fallback
             typer.echo(f"{runner.plan[0]}; -v lists them", err=True)
-        return _run_with_progress(composed, runner, inputs)
+        if profile and composed.updates:
+            return _profiled(runner, inputs, 1)
+        outputs = _run_with_progress(composed, runner, inputs)
+        if profile:
+            _profiled(runner, inputs, profile)
+        return outputs
     except DiagnosticError as err:
         fail(err.diagnostics, None, color)
+
+
+def _profiled(runner: Runner, inputs: dict[str, np.ndarray], runs: int) -> dict[str, np.ndarray]:
+    """``runs`` runs timed per operation, their tables printed on stderr; the last run's outputs."""
+    prof = Profile()
+    outputs: dict[str, np.ndarray] = {}
+    with profiling(prof):
+        for _ in range(runs):
+            started = time.perf_counter()
+            outputs = runner.run(inputs)
+            prof.wall += time.perf_counter() - started
+            prof.runs += 1
+    # piped (no terminal width): wide enough for labels and source lines
+    print_profile(prof, Console(stderr=True, width=None if sys.stderr.isatty() else 150))
+    return outputs
 
 
 def _run_with_progress(graph: Graph, runner: Runner, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

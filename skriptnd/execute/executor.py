@@ -11,6 +11,7 @@ use, and (with `optimize`) batch norms folded into convolutions (skriptnd.execut
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from skriptnd import profiling
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.input_shapes import describe as _describe
 from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
@@ -188,10 +190,14 @@ class Executor:
         program = self._program
         assert program is not None
         report = self.on_operation
+        prof = profiling.active()
+        started = mark = 0.0
         try:
             for done, (kind, op, call, ins, outs, frees) in enumerate(program):
                 if report is not None:
                     report(done, len(program))
+                if prof is not None:
+                    started, mark = time.perf_counter(), prof.inner
                 if kind == 0:
                     args = [None if k is None else values[k] for k in ins]
                     results = call(args) if call is not None else NotImplemented
@@ -210,6 +216,8 @@ class Executor:
                         _put(values, out, result)
                 for k in frees:
                     values.pop(k, None)
+                if prof is not None:
+                    prof.step(op.op, op.label, _span(op), time.perf_counter() - started, mark)
         except DiagnosticError:
             raise
         except (ArithmeticError, ValueError, IndexError) as err:

@@ -26,6 +26,7 @@ conversions at the edges of index computations (``NARROW``/``WIDEN``, see ``BOUN
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,7 +115,10 @@ class Program:
         lines.append(f"outputs: {', '.join(show(o) for o in self.outputs)}")
         return "\n".join(lines)
 
-    def __call__(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def __call__(self, args: Sequence[np.ndarray],
+                 record: Callable[[Op, float], None] | None = None) -> list[np.ndarray]:
+        """The program's outputs for ``args``; ``record(op, seconds)``, when given, is told each TOSA operator's
+        time (a profile: skriptnd.profiling), after it ran."""
         if self._steps is None:
             self._plan()
         slots = self._slots
@@ -125,15 +129,18 @@ class Program:
         # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
         if parallel.threads() > 1:
             with parallel.blas_single():
-                self._run_steps(values)
+                self._run_steps(values, record)
         else:
-            self._run_steps(values)
+            self._run_steps(values, record)
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
-    def _run_steps(self, values: list[Any]) -> None:
+    def _run_steps(self, values: list[Any], record: Callable[[Op, float], None] | None = None) -> None:
         step = None
+        started = 0.0
         try:
             for step in self._steps:  # type: ignore[union-attr]
+                if record is not None:
+                    started = time.perf_counter()
                 operands = [values[v] if is_slot else v for is_slot, v in step.operands]
                 result = step.fn(*operands)
                 if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
@@ -141,6 +148,8 @@ class Program:
                 values[step.out] = result
                 for k in step.frees:
                     values[k] = None
+                if record is not None:
+                    record(step.op, time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
             assert step is not None
             raise ProgramError(step.op, err) from err
