@@ -120,6 +120,7 @@ def always_split(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(F, "_CONV_SPLIT_POSITIONS", 0)
     monkeypatch.setattr(F, "_POOL_SPLIT_BYTES", 0)
     monkeypatch.setattr(F, "_ELEMENTWISE_SPLIT_BYTES", 0)
+    monkeypatch.setattr(F, "_TRANSCENDENTAL_SPLIT_BYTES", 0)
 
 
 def _run(fn: object, threads: int, *args: np.ndarray) -> np.ndarray:
@@ -250,6 +251,30 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     np.testing.assert_array_equal(got, _run(fn, 1, *args))
     np.testing.assert_array_equal(got, OPS[name](*args, *([np.zeros(1, np.int8)] if name == "MUL" else []), **attrs))
     assert not np.shares_memory(got, a)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("name", ["SIGMOID", "EXP", "LOG", "TANH", "SIN", "COS"])
+def test_threaded_transcendental_equals_serial_and_the_generic_kernel(always_split: None, name: str,
+                                                                      threads: int) -> None:
+    """Split over threads, the same bits as in one piece; within the TOSA tolerances of the generic kernel
+    (float64, rounded once: SIGMOID 3 ulp, the others 2 ulp), NaN, infinities and overflow included."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 9, 7, 5)) * 4).astype(np.float32)
+    x.flat[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 95.0]
+    if name == "LOG":
+        x = np.abs(x)
+    fn = specialise(name, [None], {})
+    got = _run(fn, threads, x)
+    np.testing.assert_array_equal(got, _run(fn, 1, x))
+    ref = OPS[name](x)
+    ulps = 3 if name == "SIGMOID" else 2
+    finite = np.isfinite(ref) & (np.abs(ref) > np.finfo(np.float32).tiny)
+    assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.array_equal(got[~finite & ~np.isnan(ref)],
+                                                                           ref[~finite & ~np.isnan(ref)])
+    spacing = np.spacing(np.abs(ref[finite]))
+    assert np.all(np.abs(got[finite] - ref[finite]) <= ulps * spacing + (1e-6 if name in ("SIN", "COS") else 0))
+    assert not np.shares_memory(got, x)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

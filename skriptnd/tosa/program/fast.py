@@ -30,9 +30,8 @@ F32 = np.float32
 Fn = Callable[..., np.ndarray]
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "ABS": np.abs, "CEIL": np.ceil, "FLOOR": np.floor, "EXP": np.exp, "LOG": np.log, "NEGATE": np.negative,
-    "TANH": np.tanh, "SIN": np.sin, "COS": np.cos,
-}
+    "ABS": np.abs, "CEIL": np.ceil, "FLOOR": np.floor, "NEGATE": np.negative,
+}  # EXP, LOG, TANH, SIN, COS, SIGMOID: _TRANSCENDENTAL
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "ADD": np.add, "SUB": np.subtract, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
 }
@@ -83,6 +82,9 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     if name == "CLAMP":
         bounds = Clamp(float(attrs["min_val"]), float(attrs["max_val"]), attrs.get("nan_mode") == "IGNORE")
         return _checked(lambda x: _split_elementwise(bounds.apply, x))
+    if name in _TRANSCENDENTAL:
+        into = _TRANSCENDENTAL[name]
+        return _checked(lambda x: _split_unary(into, x))
     if name in _UNARY and (name != "NEGATE" or all(_zero(c) for c in consts[1:])):
         fn = _UNARY[name]
         return _checked(lambda x, *zp: fn(x))
@@ -93,8 +95,6 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _checked(lambda x: reduce(x, axis=axis, keepdims=True))
     if name == "RECIPROCAL":
         return _checked(lambda x: np.divide(F32(1), x))
-    if name == "SIGMOID":
-        return _checked(_sigmoid)
     if name in _BINARY:
         fn2 = _BINARY[name]
         return _checked(lambda a, b: _binary(fn2, a, b))
@@ -146,9 +146,43 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
         return np.divide(F32(1), np.sqrt(x))
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def _sigmoid_into(x: np.ndarray, out: np.ndarray) -> None:
+    """1 / (1 + exp(-x)) in float32 into ``out``, with the rounding of each step as written."""
+    np.negative(x, out=out)
     with np.errstate(over="ignore"):
-        return np.divide(F32(1), F32(1) + np.exp(-x))
+        np.exp(out, out=out)
+    out += F32(1)
+    np.divide(F32(1), out, out=out)
+
+
+def _unary_into(fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], None]:
+    def into(x: np.ndarray, out: np.ndarray) -> None:
+        with np.errstate(all="ignore"):  # inf / NaN results are the operator's (e.g. LOG(0) = -inf)
+            fn(x, out=out)
+    return into
+
+
+#: Element-wise operators that cost ~10x a memory pass per element (numpy's float32 exp, tanh, log, sin are
+#: scalar libm loops on this host; sknd run --profile: EfficientNet-B0's 65 SiLU sigmoids took 40 % of its run),
+#: so they split over the worker threads from :data:`_TRANSCENDENTAL_SPLIT_BYTES` on.
+_TRANSCENDENTAL: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
+    "SIGMOID": _sigmoid_into, "EXP": _unary_into(np.exp), "LOG": _unary_into(np.log),
+    "TANH": _unary_into(np.tanh), "SIN": _unary_into(np.sin), "COS": _unary_into(np.cos),
+}
+_TRANSCENDENTAL_SPLIT_BYTES = 1 << 16
+
+
+def _split_unary(into: Callable[[np.ndarray, np.ndarray], None], x: np.ndarray) -> np.ndarray:
+    """``into(x, out)`` for a new C-ordered ``out``, in flat chunks over threads when ``x`` is large and
+    C-contiguous (each element depends only on its own input, so the chunks give the same bits)."""
+    y = np.empty_like(x, order="C")
+    parts = parallel.worth(y.nbytes, _TRANSCENDENTAL_SPLIT_BYTES) if x.flags.c_contiguous else 1
+    if parts == 1:
+        into(x, y)
+        return y
+    src, flat = x.reshape(-1), y.reshape(-1)
+    parallel.parallel_chunks(flat.size, lambda a, b: into(src[a:b], flat[a:b]), parts)
+    return y
 
 
 #: from this many output positions (n * oh * ow) a convolution splits into row blocks over threads
