@@ -335,3 +335,26 @@ def _collect(threads: int) -> list[int]:
     with parallel.using(threads):
         parallel.parallel_for(9, add)
     return seen
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("name", ["SELECT", "GREATER", "GREATER_EQUAL", "EQUAL"])
+def test_fast_select_and_comparisons_equal_the_generic_kernel(name: str, dtype: type) -> None:
+    """The program's fast SELECT and comparisons give the generic kernels' results, NaN and broadcasting
+    included, and leave other operand types to them."""
+    rng = np.random.default_rng(11)
+    a = rng.integers(-2, 3, (3, 1, 5)).astype(dtype)
+    b = rng.integers(-2, 3, (3, 4, 1)).astype(dtype)
+    if dtype == np.float32:
+        a[0, 0, :2] = np.nan
+        b[1, 2, 0] = -0.0
+    fn = specialise(name, [None] * (3 if name == "SELECT" else 2), {})
+    args = (rng.random((1, 4, 5)) < 0.5, a, b) if name == "SELECT" else (a, b)
+    got = fn(*args)
+    ref = OPS[name](*args)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    np.testing.assert_array_equal(got, ref)
+    if name == "SELECT":
+        assert fn(args[0], a, b.astype(np.float64)) is NotImplemented
+    else:
+        assert fn(a.astype(np.float64), b.astype(np.float64)) is NotImplemented
