@@ -31,6 +31,7 @@ header h1 { font-size: 16px; margin: 0; }
 .tools { display: flex; gap: 6px; align-items: center; }
 .tools input { width: 16em; padding: 3px 6px; }
 .tools button { min-width: 2.2em; }
+#view > svg { display: block; margin: 0 auto; }
 #view { overflow: auto; height: calc(100vh - 120px); min-height: 300px; background: #fff; cursor: grab; }
 #view.dragging { cursor: grabbing; }
 .body-view { overflow: auto; max-height: 80vh; background: #fff; border: 1px solid #ddd; }

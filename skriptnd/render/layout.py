@@ -6,7 +6,8 @@ classic Sugiyama scheme kept small:
 1. **layers** by longest path from the sources (a node sits one layer below its lowest predecessor), so every
    edge points downward;
 2. an edge spanning several layers gets a **waypoint** in each layer it crosses, so it is routed between the
-   boxes of those layers instead of through them;
+   boxes of those layers instead of through them; the edges leaving one node share their waypoints (one lane
+   with branches);
 3. **order** within a layer: a few barycenter sweeps, down then up, each node moved to the mean position of
    its neighbours in the layer just placed; the ordering with the fewest crossings seen is kept;
 4. **x**: each node pulled towards the mean x of its neighbours, then pushed apart to keep the order and a
@@ -148,31 +149,32 @@ def layout(sizes: Sequence[tuple[float, float]], edges: Sequence[tuple[int, int]
     layer = _layers(n, edges)
     width = [float(w) for w, _ in sizes]
     height = [float(h) for _, h in sizes]
-    # waypoints: one node per layer an edge crosses
-    chains: list[list[int]] = []
-    for a, b in edges:
-        chain = [a]
-        for lay in range(layer[a] + 1, layer[b]):
-            layer.append(lay)
-            width.append(WAYPOINT_WIDTH)
-            height.append(0.0)
-            chain.append(len(layer) - 1)
-        chain.append(b)
-        chains.append(chain)
+    # waypoints: the edges leaving one node share one lane, a waypoint per layer down to its last consumer's
+    # (a tensor read by many later operations, as DenseNet's concatenations read every earlier feature map,
+    # is one lane with branches, not one lane per reader)
+    lane: dict[int, list[int]] = {}  # node -> its waypoints, by layer from layer[node] + 1
+    for a, b in sorted(edges, key=lambda e: -layer[e[1]]):
+        if a not in lane:
+            lane[a] = []
+            for lay in range(layer[a] + 1, layer[b]):
+                layer.append(lay)
+                width.append(WAYPOINT_WIDTH)
+                height.append(0.0)
+                lane[a].append(len(layer) - 1)
     total = len(layer)
     up: list[list[int]] = [[] for _ in range(total)]
     down: list[list[int]] = [[] for _ in range(total)]
-    for chain in chains:
-        for a, b in zip(chain, chain[1:], strict=False):
-            down[a].append(b)
-            up[b].append(a)
+    links = {(a, b) for a, ways in lane.items() for a, b in zip([a, *ways], ways, strict=False)}
+    links |= {(lane[a][layer[b] - layer[a] - 2] if layer[b] > layer[a] + 1 else a, b) for a, b in edges}
+    for a, b in sorted(links):
+        down[a].append(b)
+        up[b].append(a)
     depth = max(layer, default=-1) + 1
     rows: list[list[int]] = [[] for _ in range(depth)]
     for v in range(total):
         rows[layer[v]].append(v)
     rows = _order(rows, up, down, sweeps)
 
-    gap = [gap_x] * total
     lefts: dict[int, float] = {}
     for row in rows:  # a first placement: each row packed from 0
         x = 0.0
@@ -188,7 +190,7 @@ def layout(sizes: Sequence[tuple[float, float]], edges: Sequence[tuple[int, int]
             for v in row:
                 near = [centre[u] for u in nbrs[v]]
                 want[v] = sum(near) / len(near) if near else centre[v]
-            placed = _spread(row, want, width, gap[0])
+            placed = _spread(row, want, width, gap_x)
             for v, left in placed.items():
                 centre[v] = left + width[v] / 2
     shift = min((centre[v] - width[v] / 2 for v in range(total)), default=0.0)
@@ -206,12 +208,12 @@ def layout(sizes: Sequence[tuple[float, float]], edges: Sequence[tuple[int, int]
 
     boxes = [box(v) for v in range(total)]
     routes = []
-    for chain in chains:
-        src, dst = boxes[chain[0]], boxes[chain[-1]]
+    for a, b in edges:
+        src, dst = boxes[a], boxes[b]
         points = [(src.center, src.bottom)]
-        for w in chain[1:-1]:
-            points.append((boxes[w].center, tops[boxes[w].layer]))
-            points.append((boxes[w].center, tops[boxes[w].layer] + row_height[boxes[w].layer]))
+        for w in lane[a][:layer[b] - layer[a] - 1]:
+            lay = boxes[w].layer
+            points += [(boxes[w].center, tops[lay]), (boxes[w].center, tops[lay] + row_height[lay])]
         points.append((dst.center, dst.y))
         routes.append(points)
     right = max((b.x + b.width for b in boxes), default=0.0)

@@ -43,8 +43,15 @@ def drawing(scene: Scene, placed: Layout, *, prefix: str, dx: float = 0.0, dy: f
     """The edges and nodes of a placed scene as SVG elements, offset by (dx, dy); node ids ``{prefix}{i}``;
     a node with a body names it (``data-body``, its id in ``body_ids``) for the HTML page's script."""
     out = [f'<g transform="translate({dx:.1f},{dy:.1f})">', '<g fill="none" stroke="#777" stroke-width="1.2">']
-    for (a, b), points in zip(scene.edges, placed.edges, strict=True):
-        out.append(f'<path d="{_path(points)}" marker-end="url(#arrow)" data-from="{prefix}{a}" '
+    # the edges leaving one node share their lane (layout): each is drawn from where the previous, shorter
+    # one branched off, so a tensor read by many later operations is one line, not many on top of each other
+    drawn: dict[int, int] = {}  # source -> waypoints already drawn
+    order = sorted(range(len(scene.edges)), key=lambda k: len(placed.edges[k]))
+    for k in order:
+        (a, b), points = scene.edges[k], placed.edges[k]
+        start = 2 * drawn.get(a, 0)
+        drawn[a] = (len(points) - 2) // 2
+        out.append(f'<path d="{_path(points[start:])}" marker-end="url(#arrow)" data-from="{prefix}{a}" '
                    f'data-to="{prefix}{b}"/>')
     out.append("</g>")
     for i, (node, box) in enumerate(zip(scene.nodes, placed.nodes, strict=True)):
