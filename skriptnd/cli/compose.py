@@ -68,8 +68,8 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
             decompose_all: Annotated[bool, typer.Option("--decompose-all",
                                                         help="Decompose down to @lower primitives.")] = False,
             output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically); "
-                                                        "with --format dot a .png/.svg/.pdf is rendered by "
-                                                        "graphviz, which must be installed.")] = None,
+                                                        "with --format dot a .png/.pdf/.svg is rendered by "
+                                                        "graphviz (a .svg without it: our own drawing).")] = None,
             tosa: Annotated[bool, typer.Option("--tosa", help="Report which operations map to TOSA and which "
                                                "run a native kernel or @lower.")] = False,
             target: Annotated[str | None, typer.Option("--target", help="nnapi, mli or tosa: the target "
