@@ -178,3 +178,44 @@ def test_without_graphviz_no_dot_text_lands_in_a_picture(tmp_path: Path) -> None
     assert "graphviz is not installed" in svg.stderr
     target = _sknd("compose", model, "--target", "nnapi", "--format", "dot")
     assert target.returncode == 2
+
+
+def test_equal_composites_share_one_body_named_by_its_parameters() -> None:
+    """ResNet-18's 20 batch norms have 5 input shapes (64 x 112², 64 x 56², 128 x 28², 256 x 14², 512 x 7²; the
+    downsampling ones share their stage's), so 5 bodies are drawn; a body's inputs carry the operator's
+    parameter names, and its labels drop the first instance's label path (it stands for all of them)."""
+    graph = skriptnd.load(ROOT / "models" / "resnet18").compose()
+    assert sum(op.op == "nn.batch_norm" for op in graph.operations) == 20
+    page = to_html(graph)
+    summaries = re.findall(r"<summary>(nn\.batch_norm \(its @compose\)) — <small>([^<]*)</small>", page)
+    assert len(summaries) == 5
+    assert {re.search(r"\(real\[([^\]]*)\]", key).group(1) for _, key in summaries} == {
+        "1, 64, 112, 112", "1, 64, 56, 56", "1, 128, 28, 28", "1, 256, 14, 14", "1, 512, 7, 7"}
+    first = page.index("<summary>nn.batch_norm")
+    section = page[first:page.index("</details>", first)]
+    texts = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", section)
+    assert [t for t in texts[:10:2]] == ["input", "mean", "variance", "bias", "scale"]  # nn.batch_norm's @input
+    assert "centered" in texts and not any("conv1.bn" in t for t in texts)
+    # every batch norm box opens one of the five
+    ids = set(re.findall(r'<details id="(body\d+)"><summary>nn\.batch_norm', page))
+    main = page[:page.index("<section")]
+    opened = re.findall(r'data-text="nn\.batch_norm[^"]*" data-body="(body\d+)"', main)
+    assert len(opened) == 20 and set(opened) == ids
+
+
+def test_two_loops_alike_keep_their_own_bodies(tmp_path: Path) -> None:
+    (tmp_path / "main.sknd").write_text("""import math;
+graph G {
+    @input { x: real[4]; p: int; }
+    @output { y: real[4]; z: real[4]; }
+    @compose {
+        y = with s = x do..(p) math.add(s, x);
+        z = with s = x do..(p) math.mul(s, x);
+    }
+}
+""", encoding="utf-8")
+    page = to_html(skriptnd.load(tmp_path).compose())
+    bodies = re.findall(r'<details id="body\d+"><summary>loop.*?</details>', page, re.S)
+    assert len(bodies) == 2
+    assert sorted("math.add" in b for b in bodies) == [False, True]
+    assert sorted("math.mul" in b for b in bodies) == [False, True]

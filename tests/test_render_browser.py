@@ -37,14 +37,21 @@ def _chromium() -> str:
     pytest.skip("Chromium is not installed (apt-get install chromium)")
 
 
-def screenshot(page: Path, tmp: Path) -> Path:
-    png = tmp / (page.stem + ".png")
+def _browse(page: Path, tmp: Path, *what: str, fragment: str = "") -> subprocess.CompletedProcess[str]:
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--force-color-profile=srgb", f"--user-data-dir={tmp / 'profile'}", f"--screenshot={png}",
-           f"--window-size={WIDTH},{HEIGHT}", page.resolve().as_uri()]
+           "--force-color-profile=srgb", f"--user-data-dir={tmp / 'profile'}", *what,
+           f"--window-size={WIDTH},{HEIGHT}", page.resolve().as_uri() + fragment]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0 and png.is_file(), proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def screenshot(page: Path, tmp: Path, fragment: str = "") -> Path:
+    png = tmp / (page.stem + ".png")
+    png.unlink(missing_ok=True)
+    _browse(page, tmp, f"--screenshot={png}", fragment=fragment)
+    assert png.is_file()
     return png
 
 
@@ -130,3 +137,19 @@ def test_every_kind_of_operation_shows_its_colour(tmp_path: Path) -> None:
     # each, the @lower one smaller: about 70 x 50), plus a legend swatch per colour
     for key, least in (("tosa", 6_000), ("kernel", 2_000), ("lower", 2_000), ("control", 2_000), ("io", 2_000)):
         assert fills[key] > least, (key, fills)
+
+
+def test_the_page_script_searches_and_highlights(tmp_path: Path) -> None:
+    """The inline script runs in the browser: a search given in the link (#search=nn.relu) counts the boxes
+    it finds (ResNet-18 has 17 ReLUs: the stem's and two in each of its 8 basic blocks) and outlines them."""
+    graph = skriptnd.load(ROOT / "models" / "resnet18").compose()
+    assert sum(op.op == "nn.relu" for op in graph.operations) == 17
+    page = tmp_path / "resnet18.html"
+    page.write_text(to_html(graph), encoding="utf-8")
+    dom = _browse(page, tmp_path, "--dump-dom", fragment="#search=nn.relu").stdout
+    assert re.search(r'<span id="count">17 matches</span>', dom), dom[:2000]
+    assert len(re.findall(r'class="node op cat-tosa hit"', dom)) == 17
+    red = _rgb("#d40000")
+    _, _, plain = read_png(screenshot(page, tmp_path))
+    _, _, searched = read_png(screenshot(page, tmp_path, "#search=nn.relu"))
+    assert Counter(plain)[red] == 0 and Counter(searched)[red] > 200  # the found boxes' red outline

@@ -2,7 +2,8 @@
 each operator body (control-flow subgraphs, a composite's @compose) drawn once, collapsible.
 
 Everything is inline (CSS, script, SVG): the page loads nothing, so it opens offline, from a mail or an
-artefact store, and has no URL but the SVG namespace. Clicking a box marked ``▸ body`` opens its body.
+artefact store, and has no URL but the SVG namespace. Clicking a box marked ``▸ body`` opens its body;
+``page.html#search=nn.conv`` opens the page with that search made.
 """
 
 from __future__ import annotations
@@ -107,13 +108,16 @@ SCRIPT = """
     count.textContent = q ? hits + (hits === 1 ? ' match' : ' matches') : '';
     if (first) first.scrollIntoView({ block: 'center', inline: 'center' });
   });
+  // a link can carry a search: page.html#search=nn.conv
+  const wanted = /^#search=(.*)$/.exec(location.hash);
+  if (wanted) { search.value = decodeURIComponent(wanted[1]); search.dispatchEvent(new Event('input')); }
 })();
 """
 
 
 def _svg(graph: Graph, colouring: Colouring, bodies: dict[str, Body], ids: dict[str, str], prefix: str,
-         element_id: str | None = None, with_defs: bool = False) -> str:
-    scene = build(graph, colouring.of, lambda op: colouring.reason.get(id(op), ""), bodies)
+         element_id: str | None = None, with_defs: bool = False, labels: str = "") -> str:
+    scene = build(graph, colouring.of, lambda op: colouring.reason.get(id(op), ""), bodies, labels)
     for node in scene.nodes:
         if node.body is not None and node.body not in ids and len(ids) < MAX_BODIES:
             ids[node.body] = f"body{len(ids)}"
@@ -156,7 +160,7 @@ def to_html(graph: Graph, colouring: Colouring | None = None) -> str:
                 known = all(id(op) in colouring.category for op in sub.operations)
                 sub_colours = colouring if known else colouring.recolour(sub)
                 parts.append(f"<h3>{escape(name)}: {len(sub.operations)} operations</h3>"
-                             f'<div class="body-view">{_svg(sub, sub_colours, bodies, ids, body_id + "_" + name)}'
+                             f'<div class="body-view">{_svg(sub, sub_colours, bodies, ids, body_id + "_" + name, labels=body.prefix)}'
                              "</div>")
             sections.append(f'<details id="{body_id}"><summary>{escape(body.title)} — '
                             f"<small>{escape(key)}</small></summary>{''.join(parts)}</details>")

@@ -48,6 +48,9 @@ class Body:
 
     title: str
     graphs: dict[str, Graph]
+    #: the label path an expansion's labels start with (the first operation's that had it): not shown, as
+    #: the drawing stands for every operation with this body
+    prefix: str = ""
 
 
 @dataclass
@@ -73,7 +76,10 @@ def _weights(tensors: list[Tensor]) -> list[str]:
 
 
 def body_key(op: Operation) -> str:
-    """Operations with equal bodies share one drawing: the operator, its attributes, types and input shapes."""
+    """Composites with equal bodies share one drawing: the operator, its attributes, types and input shapes.
+    Control flow's subgraphs are its own (two loops alike in all that may run different bodies)."""
+    if op.subgraphs:
+        return f"{op.op} {op.label} #{id(op):x}"
     attribs = ",".join(f"{k}={format_value(v)}" for k, v in op.attribs.items() if v is not None)
     shapes = ";".join(tensor_type(t) for t in flat_tensors(op.inputs))
     return f"{op.op}{{{attribs}}}<{','.join(op.dtypes.values())}>({shapes})"
@@ -87,14 +93,23 @@ def body_of(op: Operation, graph: Graph) -> Body | None:
     if op.definition is None or op.binding is None or op.module is None or operator_kind(op.definition) != "composite":
         return None
     try:
-        return Body(f"{op.op} (its @compose)", {"compose": expand(op, graph.program)})
+        body = expand(op, graph.program)
     except (DiagnosticError, AssertionError, KeyError, ValueError):
         return None
+    # the expansion is a fresh graph of ours: its inputs ('%in1', ...) take the operator's parameter names
+    params = [p.name for p in op.binding.signature.inputs]
+    names = [f"{name}.{k}" if isinstance(v, list) else name for name, v in zip(params, op.inputs, strict=False)
+             if v is not None for k in range(len(v) if isinstance(v, list) else 1)]
+    if len(names) == len(body.inputs):
+        for t, name in zip(body.inputs, names, strict=True):
+            t.name = name
+    return Body(f"{op.op} (its @compose)", {"compose": body}, op.label + "." if op.label else "")
 
 
 def build(graph: Graph, category: Callable[[Operation], str], reason: Callable[[Operation], str],
-          bodies: dict[str, Body] | None = None) -> Scene:
-    """The scene of one graph; with ``bodies``, each operation's body is recorded there under its key."""
+          bodies: dict[str, Body] | None = None, prefix: str = "") -> Scene:
+    """The scene of one graph; with ``bodies``, each operation's body is recorded there under its key;
+    ``prefix`` is left out of the labels shown (an expansion's, see Body.prefix)."""
     scene = Scene()
     producer: dict[int, int] = {}
 
@@ -102,8 +117,9 @@ def build(graph: Graph, category: Callable[[Operation], str], reason: Callable[[
         scene.nodes.append(node)
         return len(scene.nodes) - 1
 
-    for t in graph.inputs:
-        producer[id(t)] = add(Node("input", [_cut(t.name), _cut(tensor_type(t))], f"input {t.name}: "
+    for t in graph.inputs:  # an expansion's inputs are '%in1', ...: shown as 'in1'
+        name = t.name.lstrip("%")
+        producer[id(t)] = add(Node("input", [_cut(name), _cut(tensor_type(t))], f"input {name}: "
                                    f"{tensor_type(t)}", "io"))
     for op in graph.operations:
         ins = flat_tensors(op.inputs)
@@ -112,8 +128,9 @@ def build(graph: Graph, category: Callable[[Operation], str], reason: Callable[[
         weights = [t for t in ins if id(t) not in producer]
         dtypes = "<" + ", ".join(op.dtypes.values()) + ">" if op.dtypes else ""
         lines = [op.op + dtypes]
-        if op.label:
-            lines.append(op.label)
+        label = op.label.removeprefix(prefix) if prefix else op.label
+        if label:
+            lines.append(label)
         types = list(dict.fromkeys(tensor_type(t) for t in outs))
         lines.append("-> " + ", ".join(types) if len(types) < 3 else f"-> {len(outs)} tensors")
         lines += _weights(weights)
@@ -129,7 +146,7 @@ def build(graph: Graph, category: Callable[[Operation], str], reason: Callable[[
             lines.append("▸ body")
         attribs = ", ".join(f"{k}={format_value(v)}" for k, v in op.attribs.items() if v is not None)
         tooltip = "\n".join([f"{op.op}{dtypes}" + (f"{{{attribs}}}" if attribs else ""),
-                             *([f"label: {op.label}"] if op.label else []),
+                             *([f"label: {label}"] if label else []),
                              *(f"in {t.name}: {tensor_type(t)}" for t in ins),
                              *(f"out {t.name}: {tensor_type(t)}" for t in outs),
                              f"{category(op)}: {reason(op)}"])
@@ -139,7 +156,7 @@ def build(graph: Graph, category: Callable[[Operation], str], reason: Callable[[
         for t in outs:
             producer[id(t)] = index
     for i, t in enumerate(graph.outputs):
-        name = graph.output_name(i)
+        name = graph.output_name(i).lstrip("%").removeprefix(prefix)
         index = add(Node("output", [_cut(name), _cut(tensor_type(t))], f"output {name}: {tensor_type(t)}", "io"))
         if id(t) in producer:
             scene.edges.append((producer[id(t)], index))
