@@ -100,6 +100,7 @@ def _order(rows: list[list[int]], up: list[list[int]], down: list[list[int]], sw
 
     best, best_count = [list(r) for r in rows], total(rows)
     order = [list(r) for r in rows]
+    stale = 0
     for sweep in range(sweeps):
         downward = sweep % 2 == 0
         indices = range(1, len(order)) if downward else range(len(order) - 2, -1, -1)
@@ -115,8 +116,10 @@ def _order(rows: list[list[int]], up: list[list[int]], down: list[list[int]], sw
             order[i] = [v for _, v in sorted((key(v, k), v) for k, v in enumerate(order[i]))]
         count = total(order)
         if count < best_count:
-            best, best_count = [list(r) for r in order], count
-        if best_count == 0:
+            best, best_count, stale = [list(r) for r in order], count, 0
+        else:
+            stale += 1
+        if best_count == 0 or stale == 2:  # untangled, or a down and an up sweep gained nothing
             break
     return best
 
