@@ -219,3 +219,28 @@ graph G {
     assert len(bodies) == 2
     assert sorted("math.add" in b for b in bodies) == [False, True]
     assert sorted("math.mul" in b for b in bodies) == [False, True]
+
+
+def test_model_text_cannot_inject_markup(tmp_path: Path) -> None:
+    """Untrusted models: a string attribute is shown (in the tooltip) as text, never as markup or script."""
+    evil = "</title><script>alert(1)</script><title>"
+    (tmp_path / "main.sknd").write_text("""operator tag {
+    @attrib { note: str; }
+    @input { x: real[n]; }
+    @output { y: real[n]; }
+    @lower { y[i,] = x[i,], i < n; }
+}
+
+graph G {
+    @input { x: real[2]; }
+    @output { y: real[2]; }
+    @compose { y = tag{note="EVIL"}(x); }
+}
+""".replace("EVIL", evil), encoding="utf-8")
+    graph = skriptnd.load(tmp_path).compose()
+    assert graph.operations[0].attribs["note"] == evil
+    page, svg = to_html(graph), to_svg(graph, by_backend(graph))
+    for text in (page, svg):
+        assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert page.count("<script>") == 1  # the page's own
+    ET.fromstring(svg)  # still well-formed
