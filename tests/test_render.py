@@ -244,3 +244,22 @@ graph G {
         assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert page.count("<script>") == 1  # the page's own
     ET.fromstring(svg)  # still well-formed
+
+
+def test_every_body_link_opens_a_drawn_body(tmp_path: Path) -> None:
+    """A box marked ▸ body names a <details> that exists, and every drawn body is opened by some box, also
+    for a body inside a body (a loop whose body holds a composite, nn.softmax)."""
+    (tmp_path / "main.sknd").write_text("""import nn;
+graph G {
+    @input { x: real[1, 4]; p: int; }
+    @output { y: real[1, 4]; }
+    @compose { y = with s = x do..(p) nn.softmax(s); }
+}
+""", encoding="utf-8")
+    page = to_html(skriptnd.load(tmp_path).compose())
+    drawn = set(re.findall(r'<details id="(body\d+)">', page))
+    linked = re.findall(r'data-body="(body\d+)"', page)
+    assert set(linked) == drawn and len(drawn) == 2  # the loop's body, and in it softmax's @compose
+    softmax = re.search(r'<details id="(body\d+)"><summary>nn\.softmax', page)
+    loop = page[page.index("<summary>loop"):page.index("</details>", page.index("<summary>loop"))]
+    assert softmax and f'data-body="{softmax.group(1)}"' in loop  # opened from inside the loop's body

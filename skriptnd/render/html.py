@@ -15,8 +15,7 @@ from skriptnd.render.colours import STYLES, Colouring, by_backend
 from skriptnd.render.scene import FONT_SIZE, Body, build
 from skriptnd.render.svg import FONT, XMLNS, counts, defs, drawing, place
 
-#: at most this many distinct bodies (a body's own bodies included) and this deep: a page stays a page
-MAX_BODIES = 120
+#: bodies are drawn this deep (a body's bodies' bodies); each distinct body once, so a page stays a page
 MAX_DEPTH = 3
 PAD = 12.0
 
@@ -115,11 +114,12 @@ SCRIPT = """
 """
 
 
-def _svg(graph: Graph, colouring: Colouring, bodies: dict[str, Body], ids: dict[str, str], prefix: str,
+def _svg(graph: Graph, colouring: Colouring, bodies: dict[str, Body] | None, ids: dict[str, str], prefix: str,
          element_id: str | None = None, with_defs: bool = False, labels: str = "") -> str:
+    """One drawing; each body its boxes open gets an id in ``ids`` (``bodies`` None: none marked)."""
     scene = build(graph, colouring.of, lambda op: colouring.reason.get(id(op), ""), bodies, labels)
     for node in scene.nodes:
-        if node.body is not None and node.body not in ids and len(ids) < MAX_BODIES:
+        if node.body is not None and node.body not in ids:
             ids[node.body] = f"body{len(ids)}"
     placed = place(scene)
     width, height = placed.width + 2 * PAD, placed.height + 2 * PAD
@@ -147,24 +147,23 @@ def to_html(graph: Graph, colouring: Colouring | None = None) -> str:
     bodies: dict[str, Body] = {}
     ids: dict[str, str] = {}
     main = _svg(graph, colouring, bodies, ids, "n", "main", with_defs=True)
-    sections, done, depth = [], set(), 0
-    while depth < MAX_DEPTH and any(k not in done for k in ids):
-        for key, body_id in list(ids.items()):
-            if key in done:
-                continue
-            done.add(key)
-            body = bodies[key]
-            parts = []
-            for name, sub in body.graphs.items():
-                # a control-flow subgraph is coloured with the graph; an expansion's operations are new
-                known = all(id(op) in colouring.category for op in sub.operations)
-                sub_colours = colouring if known else colouring.recolour(sub)
-                parts.append(f"<h3>{escape(name)}: {len(sub.operations)} operations</h3>"
-                             f'<div class="body-view">{_svg(sub, sub_colours, bodies, ids, body_id + "_" + name, labels=body.prefix)}'
-                             "</div>")
-            sections.append(f'<details id="{body_id}"><summary>{escape(body.title)} — '
-                            f"<small>{escape(key)}</small></summary>{''.join(parts)}</details>")
-        depth += 1
+    sections: list[str] = []
+    queue = [(key, 1) for key in ids]  # breadth first: (a body, how deep it is)
+    for key, depth in queue:  # grows while it is walked: a body's own bodies join it
+        body, body_id = bodies[key], ids[key]
+        parts = []
+        for name, sub in body.graphs.items():
+            # a control-flow subgraph is coloured with the graph; an expansion's operations are new
+            known = all(id(op) in colouring.category for op in sub.operations)
+            sub_colours = colouring if known else colouring.recolour(sub)
+            before = set(ids)
+            drawn = _svg(sub, sub_colours, bodies if depth < MAX_DEPTH else None, ids, f"{body_id}_{name}",
+                         labels=body.prefix)
+            queue += [(new, depth + 1) for new in ids if new not in before]
+            parts.append(f"<h3>{escape(name)}: {len(sub.operations)} operations</h3>"
+                         f'<div class="body-view">{drawn}</div>')
+        sections.append(f'<details id="{body_id}"><summary>{escape(body.title)} — '
+                        f"<small>{escape(key)}</small></summary>{''.join(parts)}</details>")
     title = f"graph {graph.name}"
     summary = f"{len(graph.operations)} operations, coloured by {colouring.title}"
     bodies_html = ("<section><h2>Operator bodies</h2><p>Each distinct body once (click a box marked ▸ body "
