@@ -245,8 +245,11 @@ def _cli_args(data: st.DataObject, folder: Path) -> list[str]:
     options = {
         "check": [["--format", "json"], ["--format", "xml"], ["--color", "never"]],
         "fmt": [["--check"], ["--stdout"]],
-        "compose": [["--format", "json"], ["--format", "dot"], ["--tosa"], ["--decompose-all"],
-                    ["-o", data.draw(st.sampled_from(paths))], ["--graph", "Nope"],
+        "compose": [["--format", data.draw(st.sampled_from(["json", "dot", "svg", "html"]))], ["--tosa"],
+                    ["--decompose-all"], ["--target", data.draw(st.sampled_from(["nnapi", "mli", "x"]))],
+                    ["-o", data.draw(st.sampled_from([*paths, *(str(folder / f"g.{s}") for s in ("svg", "html",
+                                                                                               "png"))]))],
+                    ["--graph", "Nope"],
                     ["--attrib", "batch=" + data.draw(st.sampled_from(values))]],
         "run": [["--random-inputs"], ["--random-weights"], ["--seed", data.draw(st.sampled_from(values))],
                 ["--input", "image=" + data.draw(st.sampled_from([*paths, str(ROOT / "models/digits/samples/3.npy")]))],

@@ -11,7 +11,8 @@ dependency), except those under ``if TYPE_CHECKING:``, which only name types. Th
   ``check`` (checking programs and graphs), ``model`` (loading a model folder and composing it);
 - ``tosa`` (the operator set, legalization, programs, serializers), ``execute`` (the executor and the
   native kernels), ``interop`` (ONNX / NNEF import and export), ``backends`` (running a graph),
-  ``targets`` (target tables and conformance runners);
+  ``targets`` (target tables and conformance runners), ``render`` (pictures of a graph: they colour by the
+  legalization, the kernels and the targets);
 - the faces: ``lsp``, ``cli``, ``__main__``, and the package ``__init__`` on top.
 """
 
@@ -43,6 +44,7 @@ LAYERS: list[set[str]] = [
     {"interop"},
     {"backends"},
     {"targets"},
+    {"render"},
     {"lsp"},
     {"cli"},
     {"__main__"},

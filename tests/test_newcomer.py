@@ -53,6 +53,16 @@ def test_ci_runs_exactly_the_readme_commands() -> None:
     assert install_and_demo.split(" && ")[-1].startswith(".venv/bin/sknd run models/digits")
 
 
+def test_ci_installs_the_browser_the_browser_test_needs_and_the_readme_says_so() -> None:
+    """tests/test_render_browser.py needs Chromium: .ci/run installs it when missing (unattended), and the
+    set-up section names it with the command that installs it."""
+    assert (ROOT / "tests" / "test_render_browser.py").is_file()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "command -v chromium" in ci and "DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium" in ci
+    assert ci.index("chromium") < ci.index("python3 -m venv")  # before the tests run
+    assert "`apt-get install chromium`" in _setup_section() and "test_render_browser.py" in _setup_section()
+
+
 def test_readme_needs_nothing_beside_the_clone() -> None:
     assert "../shared" not in README and "shared/spec" not in README
     for link in re.findall(r"\]\(((?:docs|models)/[^)#]+)\)", README):

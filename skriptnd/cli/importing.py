@@ -21,6 +21,7 @@ from skriptnd.cli.options import Color, ColorOpt, colour
 from skriptnd.diagnostics import DiagnosticError, print_diagnostics
 from skriptnd.interop.nnef_import import import_nnef
 from skriptnd.interop.onnx_import import import_onnx
+from skriptnd.interop.writer import output_folder_problem
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,12 @@ def parse_input_shapes(items: list[str] | None) -> dict[str, list[int]]:
     return shapes
 
 
+def _output_error(message: str) -> typer.BadParameter:
+    """E0790 as what it is: a usage error (exit 2) of the -o option naming the path and the fix, not a
+    diagnostic at a made-up line of a folder."""
+    return typer.BadParameter(f"{message} [E0790]", param_hint="'-o' / '--output'")
+
+
 def command(
     source: Annotated[Path, typer.Argument(help="MODEL.onnx, GRAPH.nnef or an NNEF 1.x folder.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write (must not exist "
@@ -103,6 +110,9 @@ def command(
     if importer is None:
         raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .nnef file or a "
                                  "folder with graph.nnef", param_hint="SOURCE")
+    problem = output_folder_problem(output)  # before reading the model: a usage error of -o, not of the model
+    if problem is not None:
+        raise _output_error(problem)
     # a status line while it works (reading, shape inference, converting, checking: seconds to minutes for a
     # large model); rich shows it only on a terminal, so a pipe or a log gets none
     status = Console(stderr=True).status(f"importing {source.name}…")
@@ -112,6 +122,8 @@ def command(
         with status:
             path, renamed, attribs = importer.run(source, output, options)
     except DiagnosticError as err:
+        if all(d.code == "E0790" for d in err.diagnostics):  # the folder refused the write: still about -o
+            raise _output_error(err.diagnostics[0].message) from None
         print_diagnostics(err.diagnostics, lambda _path: None, color=colours)
         raise typer.Exit(1) from None
     for foreign, name in renamed.items():

@@ -9,7 +9,8 @@ from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.semantics.evaluate import format_value
 
 
-def _type(t: Tensor) -> str:
+def tensor_type(t: Tensor) -> str:
+    """`real[1, 64, ~]`: dims, a dynamic one by its symbolic expression (with `|bound` when bounded)."""
     dims = []
     for i, d in enumerate(t.shape):
         bound = t.bounds[i] if t.bounds and i < len(t.bounds) else None
@@ -36,20 +37,20 @@ def _result_decl(v: Value) -> str:
     if v is None:
         return "~"
     if isinstance(v, list):
-        return "[" + ", ".join(f"{t.name}: {_type(t)}" for t in v) + "]"
-    return f"{v.name}: {_type(v)}"
+        return "[" + ", ".join(f"{t.name}: {tensor_type(t)}" for t in v) + "]"
+    return f"{v.name}: {tensor_type(v)}"
 
 
 def to_text(graph: Graph, indent: str = "") -> str:
-    lines = [f"{indent}graph {graph.name}(" + ", ".join(f"{t.name}: {_type(t)}" for t in graph.inputs)
-             + ") -> (" + ", ".join(f"{graph.output_name(i)}: {_type(t)}" + ("" if graph.output_name(i) == t.name
+    lines = [f"{indent}graph {graph.name}(" + ", ".join(f"{t.name}: {tensor_type(t)}" for t in graph.inputs)
+             + ") -> (" + ", ".join(f"{graph.output_name(i)}: {tensor_type(t)}" + ("" if graph.output_name(i) == t.name
                                                                              else f" = {t.name}")
                                     for i, t in enumerate(graph.outputs)) + ")"]
     for t in graph.tensors:
         if t.kind == "variable":
-            lines.append(f"{indent}    variable {t.name}: {_type(t)}")
+            lines.append(f"{indent}    variable {t.name}: {tensor_type(t)}")
         elif t.kind == "constant" and not t.name.startswith("%"):
-            lines.append(f"{indent}    constant {t.name}: {_type(t)}")
+            lines.append(f"{indent}    constant {t.name}: {tensor_type(t)}")
     for op in graph.operations:
         dtypes = "<" + ", ".join(op.dtypes.values()) + ">" if op.dtypes else ""
         head = ", ".join(_result_decl(v) for v in op.outputs)
@@ -111,7 +112,7 @@ def to_dot(graph: Graph) -> str:
     lines = [f'digraph "{graph.name}" {{', "  rankdir=TB;", '  node [fontname="Helvetica", fontsize=10];']
     producer: dict[int, str] = {}
     for t in graph.inputs:
-        lines.append(f'  "t_{t.name}" [shape=ellipse, label="{t.name}\\n{_type(t)}"];')
+        lines.append(f'  "t_{t.name}" [shape=ellipse, label="{t.name}\\n{tensor_type(t)}"];')
         producer[id(t)] = f"t_{t.name}"
     for i, op in enumerate(graph.operations):
         node = f"op{i}"
@@ -121,15 +122,15 @@ def to_dot(graph: Graph) -> str:
                 src = producer.get(id(t))
                 if src is None and t.kind == "variable":
                     src = f"t_{t.name}"
-                    lines.append(f'  "{src}" [shape=note, label="{t.name}\\n{_type(t)}"];')
+                    lines.append(f'  "{src}" [shape=note, label="{t.name}\\n{tensor_type(t)}"];')
                     producer[id(t)] = src
                 if src is not None:
-                    lines.append(f'  "{src}" -> {node} [label="{_type(t)}"];')
+                    lines.append(f'  "{src}" -> {node} [label="{tensor_type(t)}"];')
         for v in op.outputs:
             for t in v if isinstance(v, list) else [v] if v is not None else []:
                 producer[id(t)] = node
     for t in graph.outputs:
-        lines.append(f'  "out_{t.name}" [shape=ellipse, label="{t.name}\\n{_type(t)}"];')
+        lines.append(f'  "out_{t.name}" [shape=ellipse, label="{t.name}\\n{tensor_type(t)}"];')
         if id(t) in producer:
             lines.append(f'  {producer[id(t)]} -> "out_{t.name}";')
     lines.append("}")

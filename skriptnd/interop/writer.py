@@ -295,25 +295,19 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
     a folder that fails later, and leaves nothing behind when it would."""
     named = Path(out_dir)
-    # a symlink (to a folder, or dangling): the folder it points to is written, the link stays a link
-    out = Path(os.path.realpath(named)) if named.is_symlink() else named
-    if out.exists() and not out.is_dir():
-        raise DiagnosticError([_path_error(out, "exists and is not a folder")])
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise DiagnosticError([_path_error(out, "exists and is not empty; choose another folder or remove it")])
-    if out.is_dir() and _holds_cwd(out):
-        raise DiagnosticError([_path_error(out, "is the current folder (or holds it), which cannot be replaced; "
-                                                "give the name of a folder to create, e.g. -o ./model")])
+    out = _target(named)
+    problem = output_folder_problem(named, overwrite=overwrite)
+    if problem is not None:
+        raise DiagnosticError([_path_error(out, problem)])
     parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise DiagnosticError([_path_error(parent, "does not exist")])
     texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
              **folder.modules}
     rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
     except OSError as err:  # a read-only or pseudo file system (/proc), no permission
-        raise DiagnosticError([_path_error(out, f"cannot be written in {parent}: {err.strerror or err}")]) from None
+        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written in {parent}: "
+                                                f"{err.strerror or err}")]) from None
     try:
         for rel, text in rendered.items():
             target = tmp / rel
@@ -338,7 +332,7 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     except (OSError, UnsafeFile) as err:  # the file system refused (full, read-only, ...): nothing half-written
         shutil.rmtree(tmp, ignore_errors=True)
         reason = err.reason if isinstance(err, UnsafeFile) else err.strerror or str(err)
-        raise DiagnosticError([_path_error(out, f"cannot be written: {reason}")]) from None
+        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written: {reason}")]) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -385,11 +379,37 @@ def verify_model(path: Path, graph: str, where: Span) -> None:
              "valid")])
 
 
+def _target(named: Path) -> Path:
+    """A symlink (to a folder, or dangling): the folder it points to is written, the link stays a link."""
+    return Path(os.path.realpath(named)) if named.is_symlink() else named
+
+
+def output_folder_problem(out_dir: Path | str, *, overwrite: bool = False) -> str | None:
+    """Why no model folder can be written at ``out_dir``, with what to do instead, or None: asked before any
+    work (``sknd import`` reports it as a usage error of ``-o``) and again by write_model (E0790). What only
+    writing tells (a read-only or pseudo file system) write_model reports as it happens."""
+    out = _target(Path(out_dir))
+    if out.exists() and not out.is_dir():
+        return f"output folder {out} exists and is not a folder; give the name of a folder to create"
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        return (f"output folder {out} exists and is not empty (nothing is overwritten); choose a new or empty "
+                "folder, or remove this one first")
+    if out.is_dir() and _holds_cwd(out):
+        return (f"output folder {out} is the current folder (or holds it), which cannot be replaced; give the "
+                "name of a folder to create, e.g. -o ./model")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        return f"output folder {out} cannot be created: {parent} does not exist (create it first)"
+    return None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-def _path_error(path: Path, what: str) -> Diagnostic:
-    return Diagnostic(code="E0790", message=f"output folder {path} {what}", span=Span(str(path), 1, 1, 1, 2))
+def _path_error(path: Path, message: str) -> Diagnostic:
+    """E0790 for callers of the API (``sknd import`` turns it into a usage error naming ``-o``): the span is
+    the folder itself, which has no line to point at."""
+    return Diagnostic(code="E0790", message=message, span=Span(str(path), 1, 1, 1, 2))

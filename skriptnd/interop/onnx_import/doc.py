@@ -66,7 +66,8 @@ def render() -> str:
              "E0807 an attribute combination that is not supported (naming the node), E0808 a value needed at "
              "import time, E0809 a bad `--input-shape`, E0810 a data type SkriptND has no type for (float8, "
              "int4, strings), E0794 the written model would not check or run (e.g. an int constant beyond "
-             "32 bits), E0790 an output folder that cannot be written. Two nodes of the same name get distinct "
+             "32 bits), E0790 an output folder that cannot be written (not empty, the current folder, a missing "
+             "parent, a read-only file system: a usage error of `-o`, exit 2). Two nodes of the same name get distinct "
              "labels; an output that is a graph input is a copy of it. "
              "Types: float16/32/64 and bfloat16 are `real`, all integers `int`, bool `bool`.",
              "",
