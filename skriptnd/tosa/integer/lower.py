@@ -56,7 +56,11 @@ cancel — directly or around a CLAMP — are removed (``simplify``).
 
 Anything else — per-channel activation quantization, quantized outputs of operations that have no
 integer lowering, control flow, dynamic shapes, bit widths without an integer type — is refused with an
-``E0761`` diagnostic located at the operation.
+``E0761`` diagnostic located at the operation. The lowering goes on past a refused operation (its outputs
+stand in as :func:`boundary_qparams` says), so :func:`lower_quantized` refuses a graph with one diagnostic
+naming every operation that does not lower and what would make it lower (:func:`refusal`), and
+:func:`partition` tells a backend which operations lower: the numpy backend runs the others with fake
+quantization (skriptnd.backends.quantized_split).
 """
 
 from __future__ import annotations
@@ -319,10 +323,12 @@ class _Lowering:
             return v
         raise _fail(op, f"tensor '{t.name}' is used before it is computed")
 
-    def activation_qp(self, v: QValue, op: Operation, what: str) -> QParams:
+    def activation_qp(self, v: QValue, op: Operation, what: str, tensor: Tensor | None = None) -> QParams:
         if v.qp is None:
             raise _fail(op, f"the {what} of '{op.op}' is not quantized (no @quantize entry reaches it), so it "
-                        "cannot run in integer arithmetic", hint="give the tensor a @quantize entry")
+                        "cannot run in integer arithmetic",
+                        hint=f"give '{tensor.name}' a @quantize entry" if tensor is not None
+                        else "give the tensor a @quantize entry")
         if v.qp.axis is not None:
             raise _fail(op, f"the {what} of '{op.op}' is quantized per channel; integer TOSA operations need "
                         "per-tensor activation quantization")
@@ -481,12 +487,19 @@ class _Lowering:
     def _weights(self, op: Operation, i: int, per_channel_axis: int) -> tuple[QValue, QParams]:
         t = op.inputs[i]
         if t is None or t.kind not in ("variable", "constant") or t.quant is None:
-            raise _fail(op, f"the filter of '{op.op}' must be a variable or constant with a @quantize entry")
+            computed = t is None or t.kind not in ("variable", "constant")
+            raise _fail(op, f"the filter of '{op.op}' must be a variable or constant with a @quantize entry",
+                        hint="weights must be constants: give the filter as a @variable (weights given as graph "
+                        "inputs or computed in the graph are not folded into the integer graph)" if computed else
+                        f"add '{t.name}: quant.zero_point_linear_quantize{{zero_point=0, bits=8, symmetric=true, "
+                        "channel_axis=0, scale=[...]}' to the @quantize block")
         v = self.value(t, op)
         qp = v.qp
         assert qp is not None
         if qp.dtype != "int8":
-            raise _fail(op, f"the filter of '{op.op}' is {qp.bits}-bit; TOSA convolutions take int8 filters")
+            raise _fail(op, f"the filter of '{op.op}' is {qp.bits}-bit; TOSA convolutions take int8 filters",
+                        hint=f"TOSA has no int{qp.bits} x int{qp.bits} convolution: quantize the filter to 8 bits "
+                        "(int16 activations with int8 filters lower)" if qp.bits > 8 else None)
         if qp.axis is not None and qp.axis != per_channel_axis:
             raise _fail(op, f"the filter of '{op.op}' is quantized along axis {qp.axis}; per-channel filter "
                         f"quantization must be along the output channels (channel_axis={per_channel_axis})")
@@ -542,7 +555,7 @@ class _Lowering:
 
     def conv(self, op: Operation) -> tuple[list[QValue], str]:
         x = self.vals.get(id(op.inputs[0])) or self.value(op.inputs[0], op)
-        xq = self.activation_qp(x, op, "input")
+        xq = self.activation_qp(x, op, "input", op.inputs[0])
         w, wq = self._weights(op, 1, 0)
         yq = self._output_qp(op)
         sg, reason = legalize(op)
@@ -580,7 +593,7 @@ class _Lowering:
 
     def linear(self, op: Operation) -> tuple[list[QValue], str]:
         x = self.vals.get(id(op.inputs[0])) or self.value(op.inputs[0], op)
-        xq = self.activation_qp(x, op, "input")
+        xq = self.activation_qp(x, op, "input", op.inputs[0])
         wt = op.inputs[1]
         w, wq = self._weights(op, 1, 0)
         yq = self._output_qp(op)
