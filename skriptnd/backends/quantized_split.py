@@ -221,8 +221,8 @@ def describe(runner: Runner) -> str:
     if isinstance(runner, SplitRunner):
         ops = sorted({op.op for op, _ in runner.refused})
         n = len(runner.integer_operations)
-        return (f"integer TOSA for {n} operations, fake quantization for {', '.join(ops)}" if n
-                else f"fake quantization ({runner.refused[0][1].message.split(':')[0][:60]})")
+        return (f"integer TOSA + fake quantization (fake quantization for {', '.join(ops)}; integer TOSA for {n} "
+                "operations)" if n else f"fake quantization ({runner.refused[0][1].message.split(':')[0][:60]})")
     if isinstance(runner, FakeQuantRunner):
         return "fake quantization (" + runner.refusal.message.split(":")[0][:60] + ")"
     return "fp32 TOSA"
