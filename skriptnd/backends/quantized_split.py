@@ -186,9 +186,10 @@ class SplitRunner(ExecutorRunner):
         split, self.regions = split_graph(graph, part, variables)
         total = len(graph.operations)
         integer = sum(len(r.operations) for r in self.regions if r.integer)
+        how = "fake quantization (float arithmetic, each quantized tensor rounded to its grid)"
         head = (f"{graph.name}: integer TOSA for {integer} of {total} operations "
-                f"({sum(r.integer for r in self.regions)} regions), fake quantization (float arithmetic, each "
-                f"quantized tensor rounded to its grid) for {total - integer} that do not lower:")
+                f"({sum(r.integer for r in self.regions)} regions), {how} for {total - integer} that do not lower:"
+                if integer else f"{graph.name}: {how} for all {total} operations, none lowers to integer TOSA:")
         lines = [f"  fake quantization for '{op.label or op.op}' ({op.op}): {d.code} at {_where(d, graph)}: {d.message}"
                  for op, d in self.refused]
         kernels: dict[str, Kernel] = {**KERNELS, INTEGER_OP: _run_integer}
