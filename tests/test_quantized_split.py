@@ -150,6 +150,10 @@ def test_run_names_each_fallback_once_and_export_refuses_naming_each_operation(t
     assert run.stderr.count("fake quantization for 'conv1' (nn.conv): E0761 at ") == 1
     assert run.stderr.count("fake quantization for 'conv2' (nn.conv): E0761 at ") == 1
     assert "integer TOSA for 7 of 9 operations" in run.stderr
+    compose = _sknd("compose", str(folder), "--tosa")
+    assert compose.returncode == 0, compose.stderr
+    assert "@quantize: 2 operations do not lower to integer TOSA" in compose.stdout
+    assert "conv1 (nn.conv): the output 'conv1'" in compose.stdout and "conv2 (nn.conv)" in compose.stdout
     for flag, out in (("--tosa-mlir", "m.mlir"), ("--spirv", "m.spv")):
         proc = _sknd("export", str(folder), flag, str(tmp_path / out))
         assert proc.returncode == 1, proc.stderr
