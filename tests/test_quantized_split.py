@@ -21,6 +21,7 @@ import pytest
 import skriptnd
 from skriptnd import backends
 from skriptnd.backends.quantized_split import INTEGER_OP, IntegerRunner, SplitRunner
+from skriptnd.diagnostics import DiagnosticError
 from skriptnd.tosa.integer.lower import lower_quantized
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -305,3 +306,53 @@ def test_an_onnxruntime_quantized_resnet18_in_the_conv_relu_pattern_runs_like_on
     assert float(steps.max()) <= 1.0 + 1e-3
     assert float(np.mean(steps < 1e-3)) >= 0.6, float(np.mean(steps < 1e-3))
     assert int(got.argmax()) == int(expected.argmax())
+
+
+PER_CHANNEL_INPUT = """import nn;
+import quant;
+
+graph PerChannelInput {
+    @input {
+        x: real[1, 2, 4, 4];
+    }
+    @output {
+        y: real[1, 3, 4, 4];
+    }
+    @variable {
+        w: real[3, 2, 3, 3];
+        b: real[3];
+    }
+    @compose {
+        r = nn.relu(x);
+        y = nn.conv{padding=[1, 1, 1, 1]}(r, w, b);
+    }
+    @quantize {
+        x: quant.zero_point_linear_quantize{zero_point=0, bits=8, channel_axis=1, scale=[0.02, 0.05]};
+        r: quant.zero_point_linear_quantize{zero_point=-128, bits=8, scale=0.03};
+        w: quant.zero_point_linear_quantize{zero_point=0, bits=8, symmetric=true, channel_axis=0, scale=[0.01, 0.02, 0.015]};
+        y: quant.zero_point_linear_quantize{zero_point=0, bits=8, scale=0.05};
+    }
+}
+"""
+
+
+def test_an_input_quantized_per_channel_is_fake_quantized_and_the_rest_runs_on_integers(tmp_path: Path) -> None:
+    """No integer TOSA graph takes a per-channel input (export refuses it), but the operations after it still
+    lower: the input goes through its quantize operator, the relu (fp32 on it, quantized in the graph) and
+    the convolution run as integer TOSA; the result is fake quantization's (--via kernels) within one step."""
+    (tmp_path / "main.sknd").write_text(PER_CHANNEL_INPUT, encoding="utf-8")
+    graph = skriptnd.load(tmp_path).compose(random_weights=True)
+    runner = backends.prepare(graph, "numpy")
+    assert isinstance(runner, SplitRunner)
+    assert [t.name for t in runner.real_inputs] == ["x"] and not runner.refused
+    assert [o.op for o in runner.integer_operations] == ["nn.relu", "nn.conv"]
+    assert "integer TOSA for all 2 operations" in runner.plan[0] and "input 'x': quantized per channel" in runner.plan[1]
+    with pytest.raises(DiagnosticError) as err:  # what `sknd export` reports: located at the input
+        lower_quantized(graph)
+    [d] = err.value.diagnostics
+    assert d.code == "E0761" and "quantized per channel" in d.message and d.span.line == 6
+    x = np.random.default_rng(2).uniform(-3, 3, (1, 2, 4, 4)).astype(np.float32)
+    got = skriptnd.run(graph, {"x": x})["y"]
+    expected = skriptnd.run(graph, {"x": x}, backend="kernels")["y"]
+    assert float(np.abs(got - expected).max()) <= 0.05 * 1.001 and np.unique(expected).size > 10
+    assert float(np.mean(np.abs(got - expected) < 1e-6)) >= 0.9

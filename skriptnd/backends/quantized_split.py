@@ -20,9 +20,10 @@ region for the operations outside it, leaves as they are). So each refused opera
 quantization computes, and each other what the integer graph does. The plan says which operations fall
 back and why, once.
 
-Refusals that concern the whole graph (it updates variables, an input has a dynamic shape or is quantized
-per channel) cannot be split: then the whole graph runs with fake quantization (:class:`FakeQuantRunner`),
-its plan saying so.
+A graph input quantized per channel, which no integer TOSA graph takes as integers, goes through its
+quantize operator first (fake quantization) and the integer regions read it as fp32. Refusals that concern
+the whole graph (it updates variables, an input has a dynamic shape) cannot be split: then the whole graph
+runs with fake quantization (:class:`FakeQuantRunner`), its plan saying so.
 """
 
 from __future__ import annotations
@@ -187,11 +188,20 @@ class SplitRunner(ExecutorRunner):
         total = len(graph.operations)
         integer = sum(len(r.operations) for r in self.regions if r.integer)
         how = "fake quantization (float arithmetic, each quantized tensor rounded to its grid)"
-        head = (f"{graph.name}: integer TOSA for {integer} of {total} operations "
-                f"({sum(r.integer for r in self.regions)} regions), {how} for {total - integer} that do not lower:"
-                if integer else f"{graph.name}: {how} for all {total} operations, none lowers to integer TOSA:")
-        lines = [f"  fake quantization for '{op.label or op.op}' ({op.op}): {d.code} at {_where(d, graph)}: {d.message}"
-                 for op, d in self.refused]
+        regions = sum(r.integer for r in self.regions)
+        if not integer:
+            head = f"{graph.name}: {how} for all {total} operations, none lowers to integer TOSA:"
+        elif integer < total:
+            head = (f"{graph.name}: integer TOSA for {integer} of {total} operations ({regions} regions), {how} "
+                    f"for {total - integer} that do not lower:")
+        else:
+            head = f"{graph.name}: integer TOSA for all {total} operations, {how} for inputs it cannot take:"
+        self.real_inputs = list(part.real_inputs)
+        lines = [f"  fake quantization for input '{t.name}': quantized per channel, which no integer TOSA graph "
+                 "takes; its quantize operator runs first, the integer TOSA graph reads the result as fp32"
+                 for t in self.real_inputs]
+        lines += [f"  fake quantization for '{op.label or op.op}' ({op.op}): {d.code} at {_where(d, graph)}: "
+                  f"{d.message}" for op, d in self.refused]
         kernels: dict[str, Kernel] = {**KERNELS, INTEGER_OP: _run_integer}
         super().__init__(split, kernels, True, [head, *lines], threads=options.threads)
 
@@ -209,7 +219,7 @@ def prepare_quantized(graph: Graph, options: Options) -> Runner:
         if err.diagnostics[0].code != "E0761":
             raise
         return FakeQuantRunner(graph, err.diagnostics[0], options)
-    if not part.refused:
+    if not part.refused and not part.real_inputs:
         return IntegerRunner(graph)
     return SplitRunner(graph, part, options)
 
@@ -220,7 +230,7 @@ def describe(runner: Runner) -> str:
         inside = sorted({op.op for op, how in runner.integer.notes if how.startswith("fp32")})
         return "integer TOSA" + (f" (fp32 inside for {', '.join(inside)})" if inside else "")
     if isinstance(runner, SplitRunner):
-        ops = sorted({op.op for op, _ in runner.refused})
+        ops = [f"input {t.name}" for t in runner.real_inputs] + sorted({op.op for op, _ in runner.refused})
         n = len(runner.integer_operations)
         return (f"integer TOSA + fake quantization (fake quantization for {', '.join(ops)}; integer TOSA for {n} "
                 "operations)" if n else f"fake quantization ({runner.refused[0][1].message.split(':')[0][:60]})")

@@ -653,17 +653,22 @@ class Partition:
 
     refused: list[tuple[Operation, Diagnostic]]
     qparams: dict[int, QParams | None]
+    #: graph inputs quantized per channel, which no integer TOSA graph takes as integers: taken as their
+    #: real values, quantized by their quantize operator outside (fake quantization)
+    real_inputs: list[Tensor] = field(default_factory=list)
 
 
 def partition(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> Partition:
     """Lower ``graph`` operation by operation, noting each that refuses (a refused operation's outputs
-    stand in as :func:`boundary_qparams` says); raises :class:`DiagnosticError` only for what concerns the
-    whole graph (updates, dynamic or per-channel inputs, E0760)."""
+    stand in as :func:`boundary_qparams` says; an input quantized per channel is taken as real values);
+    raises :class:`DiagnosticError` only for what concerns the whole graph (updates, dynamic input shapes,
+    E0760)."""
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    lowering = _Lowering(graph, variables)
+    real = [t for t in graph.inputs if t.quant is not None and qparams(t).axis is not None]
+    lowering = _Lowering(graph, variables, {id(t): None for t in real})
     lowering.run()
-    return Partition(lowering.refused, {k: v.qp for k, v in lowering.vals.items()})
+    return Partition(lowering.refused, {k: v.qp for k, v in lowering.vals.items()}, real)
 
 
 def refusal(graph: Graph, refused: Sequence[tuple[Operation, Diagnostic]]) -> Diagnostic:
