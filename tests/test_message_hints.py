@@ -90,14 +90,15 @@ graph TinyQ {
 
 
 def test_a_quantized_graph_without_an_integer_graph_names_the_backend_that_runs_it(tmp_path: Path) -> None:
-    """E0761 (only the input quantized): iree refuses it with a hint naming --via kernels, which does run it;
+    """E0761 (only the input quantized): iree refuses it with a hint naming --via numpy and kernels, which run it;
     the default backend runs it with fake quantization itself, saying where the integer graph failed."""
     (tmp_path / "main.sknd").write_text(TINYQ, encoding="utf-8")
-    hint = "run it with --via kernels (backend 'kernels'): fake quantization"
+    hint = "run it with --via numpy (the default: integer TOSA for the operations that lower, fake quantization"
     proc = sknd("run", str(tmp_path), "--random-inputs", "--random-weights", "--via", "iree", "--color", "never")
     assert proc.returncode == 1, proc.stderr
     assert "main.sknd:16:13: error[E0781]: " in proc.stderr and "the filter of 'nn.linear'" in proc.stderr
-    assert f"= hint: {hint}" in proc.stderr
+    assert "= hint: add 'w: quant.zero_point_linear_quantize{" in proc.stderr  # what would make it lower
+    assert f"; or {hint}" in proc.stderr
     default = sknd("run", str(tmp_path), "--random-inputs", "--random-weights", "--color", "never")
     assert default.returncode == 0, default.stderr
     assert "fake quantization" in default.stderr and "E0761 at " in default.stderr

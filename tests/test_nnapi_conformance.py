@@ -152,3 +152,22 @@ def test_invalid_json_is_located(tmp_path: Path) -> None:
         read_vector(path)
     d = err.value.diagnostics[0]
     assert d.code == "E0900" and d.span.line == 2 and "JSON" in d.message
+
+
+def test_every_quantized_vector_passes_through_skriptnd_run_itself(vectors: dict[str, dict],
+                                                                   results: dict[str, VectorResult],
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """issue 26: each quantized vector (weights as inputs, 16-bit, ... included) gives the same verdict when its
+    graph runs through plain ``skriptnd.run`` (what ``sknd run`` runs) as through the conformance runner: the
+    runner has no fallback of its own."""
+    import skriptnd
+    from skriptnd.targets.conformance import nnapi_run, runner
+
+    assert runner.run is skriptnd.run  # the session's results ran through it; again with no runner around it:
+    monkeypatch.setattr(nnapi_run, "run_graph", lambda graph, inputs: (skriptnd.run(graph, inputs), "skriptnd.run"))
+    quantized = [n for n, r in results.items() if r.path and r.path != "fp32 TOSA"]
+    assert len(quantized) >= 40 and any("fake quantization" in results[n].path for n in quantized)
+    for name in quantized:
+        again = run_vector(vectors[name], tmp_path)
+        assert (again.ok, again.detail) == (results[name].ok, results[name].detail), name

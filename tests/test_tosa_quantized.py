@@ -393,8 +393,9 @@ def test_conv_output_without_quantize_is_a_located_diagnostic(tmp_path: Path) ->
 
 
 def test_conv_output_without_quantize_runs_by_default_with_fake_quantization(tmp_path: Path) -> None:
-    """What onnxruntime's Conv -> Relu -> QDQ pattern imports as (issue 26): no integer TOSA graph (E0761), so
-    the default backend runs it with fake quantization, exactly as --via kernels does, and says why."""
+    """The Conv -> Relu -> QDQ pattern (issue 26): the convolution does not lower (E0761), so the default
+    backend runs it with fake quantization (the relu, unquantized, in fp32 in an integer TOSA region: the
+    same arithmetic), exactly as --via kernels does, and says why."""
     folder = _small(tmp_path, "nn.relu(c)", "")
     graph = skriptnd.load(folder).compose(random_weights=True)
     x = np.random.default_rng(5).uniform(-3, 3, (1, 2, 4, 4)).astype(np.float32)

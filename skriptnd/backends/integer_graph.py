@@ -3,7 +3,8 @@ it has none.
 
 The integer lowering (skriptnd.tosa.integer.lower) refuses what it cannot compute in integers (E0761: an
 operand without a @quantize entry, per-channel activations, ...). Running such a graph is still possible: the
-``kernels`` backend runs it in fake quantization, real arithmetic rounded to each @quantize entry's steps.
+default ``numpy`` backend runs the operations that do not lower with fake quantization and the others as
+integer TOSA (skriptnd.backends.quantized_split), the ``kernels`` backend all of it with fake quantization.
 The lowering itself cannot say so (it also serves the exporters, where no backend choice exists), so the
 backends that run the integer graph add it to the hint here.
 """
@@ -19,8 +20,9 @@ from skriptnd.tosa.integer import lower as quantized
 __all__ = ["KERNELS_HINT", "lower_for_running", "with_kernels_hint"]
 
 #: How to run a quantized graph that has no integer TOSA graph.
-KERNELS_HINT = ("run it with --via kernels (backend 'kernels'): fake quantization, real arithmetic rounded to "
-                "each @quantize entry's steps")
+KERNELS_HINT = ("run it with --via numpy (the default: integer TOSA for the operations that lower, fake "
+                "quantization for the others) or --via kernels (backend 'kernels'): fake quantization, real "
+                "arithmetic rounded to each @quantize entry's steps")
 
 
 def with_kernels_hint(err: DiagnosticError) -> DiagnosticError:

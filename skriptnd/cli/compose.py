@@ -28,7 +28,7 @@ from skriptnd.render import Colouring, by_backend, by_target, to_html, to_svg
 from skriptnd.render.colours import fallback
 from skriptnd.targets import targets
 from skriptnd.targets.table import print_table, to_json
-from skriptnd.tosa.integer.lower import lower_quantized
+from skriptnd.tosa.integer.lower import lower_quantized, partition
 from skriptnd.tosa.legalize import coverage
 
 
@@ -176,8 +176,18 @@ def _tosa_coverage(graph: Graph) -> None:
         try:
             integer = lower_quantized(graph)
         except DiagnosticError as err:
-            console.print(f"@quantize: no integer TOSA graph ({escape(err.diagnostics[0].message)}); "
-                          "sknd run uses fake quantization")
+            try:
+                refused = partition(graph).refused
+            except DiagnosticError:  # the graph as a whole: no operation lowers on its own
+                refused = []
+            if not refused:
+                console.print(f"@quantize: no integer TOSA graph ({escape(err.diagnostics[0].message)}); "
+                              "sknd run uses fake quantization for the whole graph")
+                return
+            console.print(f"@quantize: {len(refused)} operations do not lower to integer TOSA; sknd run runs "
+                          "them with fake quantization and the others as integer TOSA:")
+            for op, d in refused:
+                console.print(f"  {escape(op.label or op.op)} ({op.op}): {escape(d.message)}")
             return
         console.print(f"@quantize: runs as an integer TOSA graph of {len(integer.ops)} operations "
                       f"({', '.join(sorted({o.name for o in integer.ops}))})")

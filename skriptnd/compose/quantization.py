@@ -271,6 +271,15 @@ def _quantize_operation(graph: Graph, t: Tensor, out: Tensor) -> Operation:
                      binding=binding, span=t.span, module=module)
 
 
+def quantize_step(graph: Graph, t: Tensor) -> tuple[Tensor, Operation]:
+    """The quantized tensor ``t`` through its quantize operator: ``(t~q, the operation computing it)``, what
+    fake quantization gives ``t``'s readers (also for a graph that runs only some operations this way,
+    skriptnd.backends.quantized_split)."""
+    out = Tensor(name=f"{t.name}~q", dtype=t.dtype, shape=t.shape, kind="intermediate", bounds=t.bounds,
+                 symbolic=t.symbolic)
+    return out, _quantize_operation(graph, t, out)
+
+
 def fake_quantize(graph: Graph) -> Graph:
     """A copy of ``graph`` whose quantized tensors are replaced, for every reader, by the output of their
     quantize operator (inputs, variables and constants before the first operation, the others right
@@ -287,11 +296,10 @@ def fake_quantize(graph: Graph) -> Graph:
     pending: dict[int, Operation] = {}
 
     def make(t: Tensor) -> Operation:
-        out = Tensor(name=f"{t.name}~q", dtype=t.dtype, shape=t.shape, kind="intermediate", bounds=t.bounds,
-                     symbolic=t.symbolic)
+        out, op = quantize_step(graph, t)
         new_tensors.append(out)
         subst[id(t)] = out
-        return _quantize_operation(graph, t, out)
+        return op
 
     head = [make(t) for t in quantized if t.kind in ("input", "variable", "constant")]
     for t in quantized:

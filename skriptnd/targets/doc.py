@@ -98,7 +98,9 @@ def render(nn: dict[str, VectorResult], mli: dict[str, CaseResult], nn_vectors: 
     w("### NNAPI conformance results\n")
     w("Each file: `to_sknd` → compose → run as `sknd run` (quantized graphs: the integer TOSA graph — \"+ fp32 "
       "step\" where one operation runs in fp32 on dequantized integers and its result is quantized in the graph "
-      "—, or fake quantization where that lowering refuses the graph; float graphs: the TOSA backend), "
+      "—; \"integer TOSA + fake quantization\" where some operations do not lower and run with fake "
+      "quantization, the others as integer TOSA; fake quantization where no operation lowers or the graph as a "
+      "whole cannot; float graphs: the TOSA backend), "
       "compared as the "
       "CTS compares (float32 `|e - a| <= 1e-5 + 5 ulp·|e|`, quant8 ±1 LSB on the output's grid, int32 "
       "exact).\n")

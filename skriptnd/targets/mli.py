@@ -53,7 +53,8 @@ SPEC: list[SpecOp] = [
     SpecOp("mli_krn_fully_connected", "supported", "layout.reshape to [1, N] + nn.linear (2.0 weights NM "
            "transposed to [M, N] on the host) + fused ReLU", ""),
     SpecOp("mli_krn_rnn_dense", "supported", "a sum of nn.linear over the inputs (2.0)", "the per-input "
-           "products have no quantization of their own (one accumulator in MLI): runs with fake quantization"),
+           "products have no quantization of their own (one accumulator in MLI): those nn.linear run with fake "
+           "quantization, the rest as integer TOSA"),
     SpecOp("mli_krn_lstm_cell", "supported", "nn.lstm_step per time step, gates re-ordered (i, g, f, o) → "
            "(i, f, g, o); direction, LAST/ALL results", "LUT-based sigmoid/tanh: not bit-exact; the reader unrolls "
            "the sequence and runs it with fake quantization"),

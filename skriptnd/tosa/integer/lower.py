@@ -56,13 +56,17 @@ cancel — directly or around a CLAMP — are removed (``simplify``).
 
 Anything else — per-channel activation quantization, quantized outputs of operations that have no
 integer lowering, control flow, dynamic shapes, bit widths without an integer type — is refused with an
-``E0761`` diagnostic located at the operation.
+``E0761`` diagnostic located at the operation. The lowering goes on past a refused operation (its outputs
+stand in as :func:`boundary_qparams` says), so :func:`lower_quantized` refuses a graph with one diagnostic
+naming every operation that does not lower and what would make it lower (:func:`refusal`), and
+:func:`partition` tells a backend which operations lower: the numpy backend runs the others with fake
+quantization (skriptnd.backends.quantized_split).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +74,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from skriptnd.compose.input_shapes import shape_mismatch
-from skriptnd.compose.ir import Graph, Operation, Tensor
+from skriptnd.compose.ir import Graph, Operation, Tensor, flat_tensors
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.source import NO_SPAN, Span
@@ -79,7 +83,8 @@ from skriptnd.tosa.ops import OPS
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
-__all__ = ["IntegerGraph", "lower_quantized", "rescale_parameters"]
+__all__ = ["IntegerGraph", "Partition", "boundary_qparams", "lower_quantized", "partition", "refusal",
+           "rescale_parameters"]
 
 #: TOSA operators that only move, select or compare values: exact on quantized integers.
 TRANSPARENT = {"RESHAPE", "TRANSPOSE", "SLICE", "PAD", "TILE", "CONCAT", "IDENTITY", "MAX_POOL2D", "CLAMP"}
@@ -197,11 +202,15 @@ def _tensors(values: list[Any]) -> list[Tensor]:
 
 
 class _Lowering:
-    def __init__(self, graph: Graph, variables: dict[str, np.ndarray]) -> None:
+    def __init__(self, graph: Graph, variables: dict[str, np.ndarray],
+                 input_qparams: Mapping[int, QParams | None] | None = None) -> None:
         self.graph = graph
         self.variables = variables
+        self.input_qparams = input_qparams or {}
         self.ig = IntegerGraph(name=graph.name, inputs=[], outputs=[], graph=graph)
         self.vals: dict[int, QValue] = {}
+        #: the operations that did not lower (E0761 each), in graph order: the lowering goes on past them
+        self.refused: list[tuple[Operation, Diagnostic]] = []
         self._n = 0
 
     # -- emitting ---------------------------------------------------------------------------------
@@ -314,10 +323,12 @@ class _Lowering:
             return v
         raise _fail(op, f"tensor '{t.name}' is used before it is computed")
 
-    def activation_qp(self, v: QValue, op: Operation, what: str) -> QParams:
+    def activation_qp(self, v: QValue, op: Operation, what: str, tensor: Tensor | None = None) -> QParams:
         if v.qp is None:
             raise _fail(op, f"the {what} of '{op.op}' is not quantized (no @quantize entry reaches it), so it "
-                        "cannot run in integer arithmetic", hint="give the tensor a @quantize entry")
+                        "cannot run in integer arithmetic",
+                        hint=f"give '{tensor.name}' a @quantize entry" if tensor is not None
+                        else "give the tensor a @quantize entry")
         if v.qp.axis is not None:
             raise _fail(op, f"the {what} of '{op.op}' is quantized per channel; integer TOSA operations need "
                         "per-tensor activation quantization")
@@ -339,7 +350,10 @@ class _Lowering:
         for t in g.inputs:
             if any(d is None for d in t.shape):
                 raise _fail(t, f"graph input '{t.name}' has a dynamic shape")
-            qp = qparams(t) if t.quant is not None else None
+            if id(t) in self.input_qparams:  # a region's input: as the whole graph's lowering had it
+                qp = self.input_qparams[id(t)]
+            else:
+                qp = qparams(t) if t.quant is not None else None
             if qp is not None and qp.axis is not None:
                 raise _fail(t, f"graph input '{t.name}' is quantized per channel; only per-tensor inputs are "
                             "lowered")
@@ -347,7 +361,15 @@ class _Lowering:
             self.ig.inputs.append((name, t, qp))
             self.vals[id(t)] = QValue(name, qp)
         for op in g.operations:
-            self.operation(op)
+            try:
+                self.operation(op)
+            except DiagnosticError as err:
+                if len(err.diagnostics) != 1 or err.diagnostics[0].code != "E0761":
+                    raise
+                self.refused.append((op, err.diagnostics[0]))
+                self.stand_in(op)
+        if self.refused:
+            return self.ig
         for i, t in enumerate(g.outputs):
             v = self.value(t, None) if id(t) not in self.vals else self.vals[id(t)]
             if t.kind in ("input", "variable", "constant") or v.qp is not None:
@@ -359,6 +381,12 @@ class _Lowering:
             if id(t) in self.vals:
                 self.ig.values[t.name] = self.vals[id(t)]
         return self.ig
+
+    def stand_in(self, op: Operation) -> None:
+        """Values for the outputs of a refused operation, so that the lowering can go on and find every
+        other refusal: what fake quantization gives its readers (:func:`boundary_qparams`)."""
+        for t in flat_tensors(op.outputs):
+            self.vals[id(t)] = QValue(self.fresh("refused"), boundary_qparams(t))
 
     def operation(self, op: Operation) -> None:
         if op.subgraphs:
@@ -459,12 +487,19 @@ class _Lowering:
     def _weights(self, op: Operation, i: int, per_channel_axis: int) -> tuple[QValue, QParams]:
         t = op.inputs[i]
         if t is None or t.kind not in ("variable", "constant") or t.quant is None:
-            raise _fail(op, f"the filter of '{op.op}' must be a variable or constant with a @quantize entry")
+            computed = t is None or t.kind not in ("variable", "constant")
+            raise _fail(op, f"the filter of '{op.op}' must be a variable or constant with a @quantize entry",
+                        hint="weights must be constants: give the filter as a @variable (weights given as graph "
+                        "inputs or computed in the graph are not folded into the integer graph)" if computed else
+                        f"add '{t.name}: quant.zero_point_linear_quantize{{zero_point=0, bits=8, symmetric=true, "
+                        "channel_axis=0, scale=[...]}' to the @quantize block")
         v = self.value(t, op)
         qp = v.qp
         assert qp is not None
         if qp.dtype != "int8":
-            raise _fail(op, f"the filter of '{op.op}' is {qp.bits}-bit; TOSA convolutions take int8 filters")
+            raise _fail(op, f"the filter of '{op.op}' is {qp.bits}-bit; TOSA convolutions take int8 filters",
+                        hint=f"TOSA has no int{qp.bits} x int{qp.bits} convolution: quantize the filter to 8 bits "
+                        "(int16 activations with int8 filters lower)" if qp.bits > 8 else None)
         if qp.axis is not None and qp.axis != per_channel_axis:
             raise _fail(op, f"the filter of '{op.op}' is quantized along axis {qp.axis}; per-channel filter "
                         f"quantization must be along the output channels (channel_axis={per_channel_axis})")
@@ -520,7 +555,7 @@ class _Lowering:
 
     def conv(self, op: Operation) -> tuple[list[QValue], str]:
         x = self.vals.get(id(op.inputs[0])) or self.value(op.inputs[0], op)
-        xq = self.activation_qp(x, op, "input")
+        xq = self.activation_qp(x, op, "input", op.inputs[0])
         w, wq = self._weights(op, 1, 0)
         yq = self._output_qp(op)
         sg, reason = legalize(op)
@@ -558,7 +593,7 @@ class _Lowering:
 
     def linear(self, op: Operation) -> tuple[list[QValue], str]:
         x = self.vals.get(id(op.inputs[0])) or self.value(op.inputs[0], op)
-        xq = self.activation_qp(x, op, "input")
+        xq = self.activation_qp(x, op, "input", op.inputs[0])
         wt = op.inputs[1]
         w, wq = self._weights(op, 1, 0)
         yq = self._output_qp(op)
@@ -592,6 +627,64 @@ class _Lowering:
         y = self.emit("RESHAPE", y, self.shape([b, n]))
         return [QValue(y, yq)], (f"MATMUL int8 → int32, ADD bias, RESCALE "
                                  f"{'per channel ' if wq.axis is not None else ''}to {yq.dtype}")
+
+
+def boundary_qparams(t: Tensor) -> QParams | None:
+    """How an integer TOSA graph takes tensor ``t`` from outside (computed by an operation that runs with fake
+    quantization): as the integers of its @quantize entry where an integer operation can read those (per
+    tensor, int8, or int16 with zero point 0), else as its real value (fp32; fake quantization has already
+    rounded it to its grid)."""
+    if t.quant is None or t.dtype != "real":
+        return None
+    try:
+        qp = qparams(t)
+    except DiagnosticError:
+        return None
+    usable = qp.axis is None and (qp.dtype == "int8" or (qp.dtype == "int16" and int(qp.zero_point[0]) == 0))
+    return qp if usable else None
+
+
+@dataclass
+class Partition:
+    """Which operations of a quantized graph lower to integer TOSA: ``refused``, the others' E0761 (in
+    graph order); ``qparams``, by tensor id, each tensor's quantization in the integer graph (None: fp32),
+    which a region of the graph lowered on its own takes for its inputs (``lower_quantized(...,
+    input_qparams=...)``) so that it lowers exactly as it does within the whole graph."""
+
+    refused: list[tuple[Operation, Diagnostic]]
+    qparams: dict[int, QParams | None]
+    #: graph inputs quantized per channel, which no integer TOSA graph takes as integers: taken as their
+    #: real values, quantized by their quantize operator outside (fake quantization)
+    real_inputs: list[Tensor] = field(default_factory=list)
+
+
+def partition(graph: Graph, variables: dict[str, np.ndarray] | None = None) -> Partition:
+    """Lower ``graph`` operation by operation, noting each that refuses (a refused operation's outputs
+    stand in as :func:`boundary_qparams` says; an input quantized per channel is taken as real values);
+    raises :class:`DiagnosticError` only for what concerns the whole graph (updates, dynamic input shapes,
+    E0760)."""
+    if variables is None:
+        variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+    real = [t for t in graph.inputs if t.quant is not None and qparams(t).axis is not None]
+    lowering = _Lowering(graph, variables, {id(t): None for t in real})
+    lowering.run()
+    return Partition(lowering.refused, {k: v.qp for k, v in lowering.vals.items()}, real)
+
+
+def refusal(graph: Graph, refused: Sequence[tuple[Operation, Diagnostic]]) -> Diagnostic:
+    """One located E0761 for the operations of ``graph`` that do not lower: the refusal itself when one
+    does not, else at the first, a note for each (label, where, why and what would make it lower)."""
+    if len(refused) == 1:
+        return refused[0][1]
+    notes = []
+    for op, d in refused:
+        name = f"'{op.label}' ({op.op})" if op.label else f"'{op.op}'"
+        notes.append(Note(f"{name}: {d.message}" + (f"; to lower it: {d.hint}" if d.hint else ""),
+                          span=d.span if d.span.line else None))
+    first = refused[0][1]
+    return Diagnostic(code="E0761", message=f"{len(refused)} operations of graph '{graph.name}' cannot be lowered to "
+                      f"integer TOSA; the first: {first.message}", span=first.span, notes=tuple(notes),
+                      hint="each note says what would make its operation lower")
 
 
 def _hint(name: str) -> str:
@@ -652,17 +745,23 @@ def _simplify(ig: IntegerGraph) -> None:
 
 
 def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None, *,
-                    simplify: bool = True) -> IntegerGraph:
+                    simplify: bool = True, input_qparams: Mapping[int, QParams | None] | None = None
+                    ) -> IntegerGraph:
     """The integer TOSA graph of ``graph`` (see the module docstring); ``variables`` by name (default:
     the model's tensor files). ``simplify``: fold constant layout operations and cancel TRANSPOSE pairs
     (then ``values`` keeps only the graph tensors whose TOSA values remain; without it every tensor's
     value is there, in the graph's own layout). Raises :class:`DiagnosticError` (E0760/E0761) for what
-    it cannot lower."""
+    it cannot lower: one diagnostic naming every operation that does not lower (:func:`refusal`).
+    ``input_qparams``: by tensor id, the quantization of graph inputs that are a region's inputs (see
+    :class:`Partition`), instead of their @quantize entries."""
     if not has_quantization(graph):
         raise _fail(None, f"graph '{graph.name}' has no @quantize entries: nothing to run in integer arithmetic")
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    ig = _Lowering(graph, variables).run()
+    lowering = _Lowering(graph, variables, input_qparams)
+    ig = lowering.run()
+    if lowering.refused:
+        raise DiagnosticError([refusal(graph, lowering.refused)])
     if simplify:
         _simplify(ig)
     return ig
