@@ -43,6 +43,7 @@ LAYERS: list[set[str]] = [
     {"interop"},
     {"backends"},
     {"targets"},
+    {"quantize"},
     {"lsp"},
     {"cli"},
     {"__main__"},

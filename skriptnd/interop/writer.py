@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,9 +294,39 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     With `verify` (where the imported model is, for the diagnostic), the written folder is checked as
     `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
     a folder that fails later, and leaves nothing behind when it would."""
-    named = Path(out_dir)
+    texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
+             **folder.modules}
+    out = _target(Path(out_dir))
+    rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
+
+    def fill(tmp: Path) -> None:
+        for rel, text in rendered.items():
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        for name, array in folder.weights.items():
+            write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
+        for name, source in folder.weight_files.items():
+            # a regular file only (the importer checked it inside its model folder): never a device or FIFO
+            variable_file(tmp, folder.module, folder.graph.name, name).write_bytes(read_regular(source))
+
+    return write_folder(out_dir, fill, overwrite=overwrite,
+                        verify=(folder.graph.name, verify) if verify is not None else None)
+
+
+def _target(named: Path) -> Path:
     # a symlink (to a folder, or dangling): the folder it points to is written, the link stays a link
-    out = Path(os.path.realpath(named)) if named.is_symlink() else named
+    return Path(os.path.realpath(named)) if named.is_symlink() else named
+
+
+def write_folder(out_dir: Path | str, fill: Callable[[Path], None], *, overwrite: bool = False,
+                 verify: tuple[str, Span] | None = None) -> Path:
+    """Write a model folder atomically: `fill` writes its files into a temporary sibling of `out_dir`,
+    which replaces `out_dir` only when complete (and, with `verify` = (graph, where), when it checks:
+    `verify_model`). An existing non-empty `out_dir` is an error unless `overwrite`. The way every
+    importer and `sknd quantize` write: an error leaves nothing behind."""
+    named = Path(out_dir)
+    out = _target(named)
     if out.exists() and not out.is_dir():
         raise DiagnosticError([_path_error(out, "exists and is not a folder")])
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -307,25 +337,14 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     parent = out.parent if str(out.parent) else Path(".")
     if not parent.is_dir():
         raise DiagnosticError([_path_error(parent, "does not exist")])
-    texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
-             **folder.modules}
-    rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
     except OSError as err:  # a read-only or pseudo file system (/proc), no permission
         raise DiagnosticError([_path_error(out, f"cannot be written in {parent}: {err.strerror or err}")]) from None
     try:
-        for rel, text in rendered.items():
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        for name, array in folder.weights.items():
-            write_tensor(variable_file(tmp, folder.module, folder.graph.name, name), np.ascontiguousarray(array))
-        for name, source in folder.weight_files.items():
-            # a regular file only (the importer checked it inside its model folder): never a device or FIFO
-            variable_file(tmp, folder.module, folder.graph.name, name).write_bytes(read_regular(source))
+        fill(tmp)
         if verify is not None:
-            verify_model(tmp, folder.graph.name, verify)
+            verify_model(tmp, *verify)
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
