@@ -27,15 +27,15 @@ register_codes({"E0850": "calibration data unusable"})
 _NUMPY = {"real": np.float32, "int": np.int64, "bool": np.bool_}
 
 
-def _file_span(path: Path) -> Span:
-    return Span(str(path), 1, 1, 1, 2)
-
-
 def _error(path: Path, message: str, t: Tensor | None = None, hint: str | None = None) -> DiagnosticError:
-    notes: tuple[Note, ...] = ()
+    """E0850 located at the input's declaration (quoted with a caret) when there is one, else at the data
+    path itself (line 0: a binary file has no line to quote); the message names the data file."""
     if t is not None and isinstance(t.span, Span) and t.span is not NO_SPAN:
-        notes = (Note(f"input '{t.name}' is declared here as {t.dtype}{list(t.shape)}", t.span),)
-    return DiagnosticError([Diagnostic(code="E0850", message=message, span=_file_span(path), notes=notes, hint=hint)])
+        span, message = t.span, f"{message} (in {path})"
+        notes: tuple[Note, ...] = (Note(f"input '{t.name}' is declared as {t.dtype}{list(t.shape)}"),)
+    else:
+        span, notes = Span(str(path), 0, 0, 0, 0), ()
+    return DiagnosticError([Diagnostic(code="E0850", message=message, span=span, notes=notes, hint=hint)])
 
 
 @dataclass
@@ -53,16 +53,18 @@ class Calibration:
             yield {name: a[i] for name, a in self.arrays.items()}
 
 
-def _read(path: Path, names: list[str]) -> dict[str, tuple[Path, np.ndarray]]:
+def _read(path: Path, inputs: list[Tensor]) -> dict[str, tuple[Path, np.ndarray]]:
+    names = [t.name for t in inputs]
     if path.is_dir():
         found: dict[str, tuple[Path, np.ndarray]] = {}
-        for name in names:
-            f = path / f"{name}.npy"
+        for t in inputs:
+            f = path / f"{t.name}.npy"
             if f.exists():
                 try:
-                    found[name] = (f, read_npy(f))
+                    found[t.name] = (f, read_npy(f))
                 except NpyError as err:
-                    raise _error(f, f"cannot read calibration data {f}: {err.message}") from None
+                    raise _error(f, f"cannot read the calibration data for input '{t.name}': {err.message}",
+                                 t) from None
         return found
     if path.suffix == ".npz" and path.is_file():
         try:
@@ -79,8 +81,7 @@ def _read(path: Path, names: list[str]) -> dict[str, tuple[Path, np.ndarray]]:
 def load_calibration(path: Path | str, graph: Graph) -> Calibration:
     """The calibration samples at ``path`` for ``graph``'s inputs (see the module docstring); E0850."""
     path = Path(path)
-    names = [t.name for t in graph.inputs]
-    found = _read(path, names)
+    found = _read(path, list(graph.inputs))
     arrays: dict[str, np.ndarray] = {}
     count: int | None = None
     first: str | None = None

@@ -61,7 +61,8 @@ class Result:
             roles[e.role] = roles.get(e.role, 0) + 1
         return {"output": str(self.path), "samples": self.samples, "entries": roles, "float": self.floats,
                 "integer_tosa": self.integer is not None, "integer": self.integer or self.integer_error,
-                "backend": self.backend, "sqnr_db": self.sqnr}
+                "backend": self.backend,  # an exact output (infinite SQNR) is null: JSON has no infinity
+                "sqnr_db": {k: (None if math.isinf(v) else v) for k, v in self.sqnr.items()}}
 
 
 def sqnr_db(reference: np.ndarray, actual: np.ndarray) -> float:
