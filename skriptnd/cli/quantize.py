@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skriptnd import backends
 from skriptnd.cli.loading import compose_graph, load_model
 from skriptnd.cli.options import AttribOpt, Color, ColorOpt, GraphOpt, ModelArg, colour, parse_attribs
 from skriptnd.cli.report import fail
@@ -64,6 +65,9 @@ def command(path: ModelArg,
                                                    "tensor) or mli (embARC MLI sa8).")] = Target.tosa,
             exclude: Annotated[str | None, typer.Option("--exclude", help="Operation labels to keep in float, "
                                                         "comma-separated.", metavar="LABEL,...")] = None,
+            via: Annotated[str, typer.Option("--via", help="The backend of the calibration and measuring runs "
+                                             "(numpy, or iree: compiled once, much faster on large models).")
+                           ] = "numpy",
             graph: GraphOpt = None, attrib: AttribOpt = None,
             overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace OUT if it exists.")] = False,
             format: Annotated[QuantizeFormat, typer.Option("--format", help="text or json")] = QuantizeFormat.text,
@@ -86,7 +90,11 @@ def command(path: ModelArg,
         some = ", ".join(sorted(labels)[:8]) + (", ..." if len(labels) > 8 else "")
         raise typer.BadParameter(f"no operation labelled {', '.join(unknown)} in graph '{composed.name}' (labels: "
                                  f"{some or 'none'})", param_hint="--exclude")
-    settings = Settings(method=method, per_channel=not per_tensor, target=target, exclude=excluded)
+    try:
+        backend = backends.canonical(via)
+    except ValueError:
+        raise typer.BadParameter(f"choose from {', '.join(backends.names())}", param_hint="--via") from None
+    settings = Settings(method=method, per_channel=not per_tensor, target=target, exclude=excluded, backend=backend)
     status = Console(stderr=True).status("calibrating…")
 
     def progress(what: str, i: int, n: int) -> None:

@@ -38,6 +38,9 @@ class Settings:
     per_channel: bool = True
     target: Target = Target.tosa
     exclude: frozenset[str] = frozenset()
+    #: the backend of the calibration and SQNR runs (iree compiles each graph once: much faster on a
+    #: ResNet than the numpy TOSA interpreter); a quantized graph without an integer graph runs on kernels
+    backend: str = "numpy"
 
 
 @dataclass
@@ -86,7 +89,7 @@ def choose(graph: Graph, data: Calibration, settings: Settings, progress: Progre
            ) -> tuple[list[Entry], dict[str, str], list[dict[str, np.ndarray]]]:
     """The @quantize entries for ``graph``, what stays float, and the float outputs of every sample."""
     plan = make_plan(graph, set(settings.exclude), settings.per_channel)
-    obs = observe(graph, data, plan.observed(), histograms=settings.method is not Method.minmax, progress=progress)
+    obs = observe(graph, data, plan.observed(), histograms=settings.method is not Method.minmax, backend=settings.backend, progress=progress)
     entries: dict[str, Entry] = {}
     for name in plan.activations:
         observed = obs.tensors.get(plan.range_of[name].name)
@@ -125,7 +128,7 @@ def quantize_model(model: Model, graph: Graph, data: Calibration, out: Path | st
         integer = lower_quantized(quantized)
         kinds = sorted({o.name for o in integer.ops})
         result.integer = f"an integer TOSA graph of {len(integer.ops)} operations ({', '.join(kinds)})"
-        backend = "numpy"
+        backend = settings.backend
     except DiagnosticError as err:
         d = err.diagnostics[0]
         result.integer_error = f"{d.span.file}:{d.span.line}:{d.span.col}: {d.code} {d.message}"

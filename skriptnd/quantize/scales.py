@@ -6,7 +6,7 @@ Methods (activations; weights always take their exact range):
 - ``minmax``: the observed [min, max];
 - ``percentile``: the 0.01 % and 99.99 % quantiles of the observed values (from a 2048-bin histogram), so
   that a few outliers do not stretch the grid for all the others;
-- ``mse``: of 64 ranges shrinking the observed one toward zero (both ends by the same factor), the one whose
+- ``mse``: of 96 ranges shrinking the observed one toward zero (down to 5 % of it) (both ends by the same factor), the one whose
   expected squared quantization error over the histogram — values outside clipped, values inside a
   uniform rounding error of ``scale²/12`` — is least.
 
@@ -80,7 +80,7 @@ def _mse_range(obs: Observed, levels: int) -> tuple[float, float]:
     counts = obs.histogram.astype(np.float64)
     lo0, hi0 = min(obs.lo, 0.0), max(obs.hi, 0.0)
     best, best_err = (lo0, hi0), float("inf")
-    for f in np.linspace(1.0, 0.2, 64):
+    for f in np.linspace(1.0, 0.05, 96):
         lo, hi = lo0 * f, hi0 * f
         scale = (hi - lo) / levels
         if scale <= 0:
