@@ -36,16 +36,17 @@ def _print(result: Result, settings: Settings, color: bool | None) -> None:
         roles[e.role] = roles.get(e.role, 0) + 1
     console.print(f"wrote {escape(str(result.path))}: {len(result.entries)} @quantize entries "
                   f"({', '.join(f'{n} {r}' for r, n in roles.items())}), {settings.method} calibration on "
-                  f"{result.samples} samples, target {settings.target}")
+                  f"{result.samples} samples, target {settings.target}", soft_wrap=True)
     for label, why in result.floats.items():
-        console.print(f"kept in float: {escape(label)}: {escape(why)}")
+        console.print(f"kept in float: {escape(label)}: {escape(why)}", soft_wrap=True)
     if result.integer:
-        console.print(f"runs as {escape(result.integer)}")
+        console.print(f"runs as {escape(result.integer)}", soft_wrap=True)
     else:
         console.print(f"[yellow]no integer TOSA graph[/yellow]: {escape(result.integer_error or '')}; measured "
-                      "with fake quantization (--via kernels)")
-    table = Table("output", "SQNR vs float", title=f"on the {result.samples} calibration samples "
-                  f"({result.backend} backend)")
+                      "with fake quantization (--via kernels)", soft_wrap=True)
+    console.print(f"SQNR against float on the {result.samples} calibration samples ({result.backend} backend):",
+                  soft_wrap=True)
+    table = Table("output", "SQNR")
     for name, db in result.sqnr.items():
         table.add_row(escape(name), "exact" if math.isinf(db) and db > 0 else f"{db:.2f} dB")
     console.print(table)
@@ -65,9 +66,10 @@ def command(path: ModelArg,
                                                    "tensor) or mli (embARC MLI sa8).")] = Target.tosa,
             exclude: Annotated[str | None, typer.Option("--exclude", help="Operation labels to keep in float, "
                                                         "comma-separated.", metavar="LABEL,...")] = None,
-            via: Annotated[str, typer.Option("--via", help="The backend of the calibration and measuring runs "
-                                             "(numpy, or iree: compiled once, much faster on large models).")
-                           ] = "numpy",
+            via: Annotated[str, typer.Option("--via", help="The backend of the float calibration runs and of the "
+                                             "quantized measuring runs: one for both, or two comma-separated "
+                                             "(numpy,iree: iree compiles the integer graph once, much faster on "
+                                             "large models).", metavar="BACKEND[,BACKEND]")] = "numpy",
             graph: GraphOpt = None, attrib: AttribOpt = None,
             overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace OUT if it exists.")] = False,
             format: Annotated[QuantizeFormat, typer.Option("--format", help="text or json")] = QuantizeFormat.text,
@@ -91,10 +93,13 @@ def command(path: ModelArg,
         raise typer.BadParameter(f"no operation labelled {', '.join(unknown)} in graph '{composed.name}' (labels: "
                                  f"{some or 'none'})", param_hint="--exclude")
     try:
-        backend = backends.canonical(via)
+        chosen = [backends.canonical(b.strip()) for b in via.split(",")]
     except ValueError:
         raise typer.BadParameter(f"choose from {', '.join(backends.names())}", param_hint="--via") from None
-    settings = Settings(method=method, per_channel=not per_tensor, target=target, exclude=excluded, backend=backend)
+    if len(chosen) > 2:
+        raise typer.BadParameter("one backend, or two (calibration,measurement)", param_hint="--via")
+    settings = Settings(method=method, per_channel=not per_tensor, target=target, exclude=excluded,
+                        backend=chosen[0], measure_backend=chosen[-1])
     status = Console(stderr=True).status("calibrating…")
 
     def progress(what: str, i: int, n: int) -> None:

@@ -38,9 +38,11 @@ class Settings:
     per_channel: bool = True
     target: Target = Target.tosa
     exclude: frozenset[str] = frozenset()
-    #: the backend of the calibration and SQNR runs (iree compiles each graph once: much faster on a
-    #: ResNet than the numpy TOSA interpreter); a quantized graph without an integer graph runs on kernels
+    #: the backend of the float calibration runs, and of the quantized runs that measure the SQNR (None: the
+    #: same). iree compiles each graph once: much faster than the numpy TOSA interpreter on a ResNet's integer
+    #: graph. A quantized graph without an integer graph is measured on kernels (fake quantization).
     backend: str = "numpy"
+    measure_backend: str | None = None
 
 
 @dataclass
@@ -128,7 +130,7 @@ def quantize_model(model: Model, graph: Graph, data: Calibration, out: Path | st
         integer = lower_quantized(quantized)
         kinds = sorted({o.name for o in integer.ops})
         result.integer = f"an integer TOSA graph of {len(integer.ops)} operations ({', '.join(kinds)})"
-        backend = settings.backend
+        backend = settings.measure_backend or settings.backend
     except DiagnosticError as err:
         d = err.diagnostics[0]
         result.integer_error = f"{d.span.file}:{d.span.line}:{d.span.col}: {d.code} {d.message}"
