@@ -57,8 +57,11 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     calib = folder / "calib"
     calib.mkdir()
     np.save(calib / "image.npy", x_train[:200])  # [200, 1, 8, 8]: a sample is the input [1, 1, 8, 8] without its 1
+    shipped = np.load(DIGITS / "calibration.npz")["image"]
+    assert np.array_equal(shipped, x_train[:200])  # the shipped calibration data: 200 training digits
     out = folder / "digits_q"
-    proc = sknd("quantize", str(DIGITS), "-o", str(out), "--calibration", str(calib), "--format", "json")
+    proc = sknd("quantize", str(DIGITS), "-o", str(out), "--calibration", str(DIGITS / "calibration.npz"),
+                "--format", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {"train": train, "calib": x_train[:200], "x_test": x_test, "y_test": y_test, "out": out,
             "report": json.loads(proc.stdout), "folder": folder}

@@ -80,7 +80,7 @@ def command(path: ModelArg,
     accumulator's scale, chosen so that the result runs as an integer TOSA graph (sknd compose OUT --tosa)
     and exports (sknd export OUT --tosa-mlir). Prints each output's SQNR against float.
 
-    Example: sknd quantize models/digits -o digits_q --calibration calib/   (calib/image.npy: [200, 1, 1, 8, 8])"""
+    Example: sknd quantize models/digits -o digits_q --calibration models/digits/calibration.npz   (then: sknd compose digits_q --tosa)"""
     colours = colour(color)
     model = load_model(path, colours)
     attribs = parse_attribs(attrib)
