@@ -34,9 +34,9 @@ def _print(result: Result, settings: Settings, color: bool | None) -> None:
     roles: dict[str, int] = {}
     for e in result.entries:
         roles[e.role] = roles.get(e.role, 0) + 1
-    console.print(f"wrote {escape(str(result.path))}: {len(result.entries)} @quantize entries "
-                  f"({', '.join(f'{n} {r}' for r, n in roles.items())}), {settings.method} calibration on "
-                  f"{result.samples} samples, target {settings.target}", soft_wrap=True)
+    console.print(f"wrote {escape(str(result.path))} ({len(result.entries)} @quantize entries: "
+                  f"{', '.join(f'{n} {r}' for r, n in roles.items())}; {settings.method} calibration on "
+                  f"{result.samples} samples, target {settings.target})", soft_wrap=True)
     for label, why in result.floats.items():
         console.print(f"kept in float: {escape(label)}: {escape(why)}", soft_wrap=True)
     if result.integer:
