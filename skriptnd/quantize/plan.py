@@ -76,8 +76,12 @@ def _real(t: Tensor | None) -> bool:
 
 
 def _named(t: Tensor) -> bool:
-    """Whether a @quantize entry can name the tensor (graph-level names only, not composer temporaries)."""
-    return t.name.replace("_", "a").isalnum() and not t.name[0].isdigit()
+    """Whether a @quantize entry can name the tensor: an identifier, or a scoped variable or constant
+    (`conv1.filter`, of an operator the composer expanded); not a composer temporary."""
+    parts = t.name.split(".")
+    if len(parts) > 1 and t.kind not in ("variable", "constant"):
+        return False  # the intermediates of a non-public operator cannot be named from the graph
+    return all(part.replace("_", "a").isalnum() and not part[0].isdigit() for part in parts)
 
 
 def make_plan(graph: Graph, exclude: set[str] = frozenset(), per_channel: bool = True) -> Plan:  # type: ignore[assignment]
