@@ -363,3 +363,24 @@ def test_target_enum_names_the_cli_choices() -> None:
     assert proc.returncode == 0
     for choice in [*Target, *Method]:
         assert choice.value in proc.stdout
+
+
+def test_only_the_model_folder_is_copied(tmp_path: Path) -> None:
+    """A linked folder pointing outside the model is not followed, and an OUT inside the model folder is
+    not copied into the next OUT."""
+    import shutil
+
+    model_dir = tmp_path / "m"
+    shutil.copytree(DIGITS, model_dir, ignore=shutil.ignore_patterns("samples", "*.py"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.dat").write_bytes(b"not part of the model")
+    (model_dir / "linked").symlink_to(outside, target_is_directory=True)
+    model = skriptnd.load(model_dir)
+    graph = model.compose()
+    data = load_calibration(DIGITS / "calibration.npz", graph)
+    for _ in range(2):
+        quantize_model(model, graph, data, model_dir / "q", Settings(), overwrite=True)
+    written = {p.relative_to(model_dir / "q").as_posix() for p in (model_dir / "q").rglob("*")}
+    assert "main.sknd" in written and "main.Digits.fc_filter.dat" in written
+    assert not any(w.startswith(("linked", "q")) for w in written), written

@@ -98,11 +98,16 @@ def write_quantized(model: Model, graph: str, entries: list[Entry], out: Path | 
     text = with_quantize_block(program.main.source.text, str(main_path), graph, entries, header)
     where = Span(str(main_path), 1, 1, 1, 2)
 
+    root, target_dir = src.resolve(), Path(out).resolve()
+
     def fill(tmp: Path) -> None:
         for f in sorted(src.rglob("*")):
             rel = f.relative_to(src)
             if any(part.startswith(".") for part in rel.parts) or f.is_symlink() or not f.is_file():
                 continue
+            real = f.resolve()
+            if not real.is_relative_to(root) or real.is_relative_to(target_dir):
+                continue  # never outside the model folder (a linked folder), nor an earlier OUT inside it
             if f.suffix not in (".sknd", ".dat"):
                 continue
             target = tmp / rel
