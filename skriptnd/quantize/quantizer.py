@@ -102,9 +102,11 @@ def choose(graph: Graph, data: Calibration, settings: Settings, progress: Progre
         entries[name] = scales.activation(name, lo, hi, settings.target, role)
     for t in plan.fixed:
         entries[t.name] = scales.fixed_unit(t.name, settings.target)
+    floats = dict(plan.floats)
     for mac in plan.macs:
         carrier = entries.get(plan.carrier.get(mac.input.name, ""))
         if carrier is None:
+            floats[mac.op.label or mac.op.op] = "its input has no quantization (its range was not observed)"
             continue
         if mac.filter.name not in entries:
             entries[mac.filter.name] = scales.weight(mac.filter.name, _array(graph, mac.filter), settings.target,
@@ -113,7 +115,7 @@ def choose(graph: Graph, data: Calibration, settings: Settings, progress: Progre
         if mac.bias is not None and mac.bias.name not in entries:
             entries[mac.bias.name] = scales.bias(mac.bias.name, float(carrier.scale[0]), w)
     order = {t.name: i for i, t in enumerate(graph.tensors)}
-    return sorted(entries.values(), key=lambda e: order.get(e.tensor, 0)), plan.floats, obs.outputs
+    return sorted(entries.values(), key=lambda e: order.get(e.tensor, 0)), floats, obs.outputs
 
 
 def quantize_model(model: Model, graph: Graph, data: Calibration, out: Path | str, settings: Settings,
