@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
     {"interop"},
     {"backends"},
     {"targets"},
+    {"quantize"},
     {"render"},
     {"lsp"},
     {"cli"},

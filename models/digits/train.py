@@ -41,7 +41,9 @@ Outputs, beside main.sknd (this script's folder):
 * `samples/<d>.npy`: one test image per digit d = 0..9 (float32 [1,1,8,8], already scaled), and
   `samples/labels.json` mapping each file name to its true label;
 * `reference_accuracy.json`: this numpy model's accuracy on the test split (with the float32
-  weights as written), and the split parameters.
+  weights as written), and the split parameters;
+* `calibration.npz`: the first 200 training images (member `image`, float32 [200,1,8,8]), calibration
+  data for `sknd quantize` (docs/quantize.md).
 """
 
 from __future__ import annotations
@@ -300,6 +302,12 @@ def save_samples(params: Params, x_test: np.ndarray, y_test: np.ndarray, folder:
     (folder / "labels.json").write_text(json.dumps(labels, indent=2) + "\n")
 
 
+def save_calibration(x_train: np.ndarray, count: int = 200, path: Path = HERE / "calibration.npz") -> None:
+    """Calibration samples for `sknd quantize models/digits --calibration models/digits/calibration.npz`:
+    training images (never the test split the accuracy is measured on)."""
+    np.savez_compressed(path, image=x_train[:count].astype(np.float32))
+
+
 def main() -> None:
     x_train, x_test, y_train, y_test = load_split()
     print(f"train {len(x_train)} images, test {len(x_test)} images")
@@ -311,6 +319,7 @@ def main() -> None:
     accuracy = correct / len(y_test)
     print(f"test accuracy {accuracy:.4f} ({correct}/{len(y_test)})")
     save_samples(params, x_test, y_test)
+    save_calibration(x_train)
     reference = {
         "test_accuracy": round(accuracy, 6),
         "test_correct": correct,

@@ -53,6 +53,8 @@ COMMANDS: dict[str, Entry] = {
     "compare": Entry("skriptnd.cli.compare", "Compare backends operation by operation and name the first "
                      "operation that diverges."),
     "stats": Entry("skriptnd.cli.stats", "Count a model's parameters, MACs and peak activation memory."),
+    "quantize": Entry("skriptnd.cli.quantize", "Quantize a float model to int8 with calibration data "
+                      "(post-training, static)."),
     "import": Entry("skriptnd.cli.importing", "Import an ONNX (or NNEF 1.x) model as a SkriptND model folder."),
     "version": Entry("skriptnd.cli.version", "Print the skriptnd version (as sknd --version does)."),
 }

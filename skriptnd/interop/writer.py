@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,21 +294,12 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
     With `verify` (where the imported model is, for the diagnostic), the written folder is checked as
     `sknd run` would before it replaces anything (`verify_model`): an import never reports success for
     a folder that fails later, and leaves nothing behind when it would."""
-    named = Path(out_dir)
-    out = _target(named)
-    problem = output_folder_problem(named, overwrite=overwrite)
-    if problem is not None:
-        raise DiagnosticError([_path_error(out, problem)])
-    parent = out.parent if str(out.parent) else Path(".")
     texts = {"main.sknd" if folder.module == "main" else f"{folder.module}.sknd": folder.graph.text(),
              **folder.modules}
+    out = _target(Path(out_dir))
     rendered = {rel: render(text, str(out / rel)) for rel, text in texts.items()}
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
-    except OSError as err:  # a read-only or pseudo file system (/proc), no permission
-        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written in {parent}: "
-                                                f"{err.strerror or err}")]) from None
-    try:
+
+    def fill(tmp: Path) -> None:
         for rel, text in rendered.items():
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -318,8 +309,32 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
         for name, source in folder.weight_files.items():
             # a regular file only (the importer checked it inside its model folder): never a device or FIFO
             variable_file(tmp, folder.module, folder.graph.name, name).write_bytes(read_regular(source))
+
+    return write_folder(out_dir, fill, overwrite=overwrite,
+                        verify=(folder.graph.name, verify) if verify is not None else None)
+
+
+def write_folder(out_dir: Path | str, fill: Callable[[Path], None], *, overwrite: bool = False,
+                 verify: tuple[str, Span] | None = None) -> Path:
+    """Write a model folder atomically: `fill` writes its files into a temporary sibling of `out_dir`,
+    which replaces `out_dir` only when complete (and, with `verify` = (graph, where), when it checks:
+    `verify_model`). An existing non-empty `out_dir` is an error unless `overwrite`. The way every
+    importer and `sknd quantize` write: an error leaves nothing behind."""
+    named = Path(out_dir)
+    out = _target(named)
+    problem = output_folder_problem(named, overwrite=overwrite)
+    if problem is not None:
+        raise DiagnosticError([_path_error(out, problem)])
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    except OSError as err:  # a read-only or pseudo file system (/proc), no permission
+        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written in {parent}: "
+                                                f"{err.strerror or err}")]) from None
+    try:
+        fill(tmp)
         if verify is not None:
-            verify_model(tmp, folder.graph.name, verify)
+            verify_model(tmp, *verify)
         os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
