@@ -84,6 +84,44 @@ def tiny_transformer():  # noqa: ANN201
     return _randomize(layer), (torch.randn(1, 8, 32),)
 
 
+def lstm_cell():  # noqa: ANN201
+    """One LSTM cell step (input 16, hidden 32) with its state as inputs: what LiteRT makes of nn.LSTMCell."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(16, 32).eval()
+    return cell, (torch.randn(1, 16), (torch.randn(1, 32), torch.randn(1, 32)))
+
+
+def gru_cell():  # noqa: ANN201
+    """One GRU cell step (input 16, hidden 32)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.GRUCell(16, 32).eval(), (torch.randn(1, 16), torch.randn(1, 32))
+
+
+def lstm_sequence():  # noqa: ANN201
+    """A one-layer LSTM over 8 steps (batch first, input 16, hidden 32)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.LSTM(16, 32, batch_first=True).eval(), (torch.randn(1, 8, 16),)
+
+
+def transformer_encoder():  # noqa: ANN201
+    """Two post-norm encoder layers at d_model 128 (4 heads, feed-forward 512, ReLU) over 16 tokens."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True)
+    return _randomize(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)), (torch.randn(1, 16, 128),)
+
+
 def _vision(name: str) -> Callable:
     def make():  # noqa: ANN202
         import types
@@ -101,8 +139,9 @@ def _vision(name: str) -> Callable:
     return make
 
 
-CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer}
-BIG = {n: _vision(n) for n in ("mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0")}
+CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer, "lstm_cell": lstm_cell, "gru_cell": gru_cell}
+BIG = {**{n: _vision(n) for n in ("mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0")},
+       "lstm_sequence": lstm_sequence, "transformer_encoder": transformer_encoder}
 
 
 def build(name: str, make: Callable, out: Path) -> None:
@@ -116,7 +155,8 @@ def build(name: str, make: Callable, out: Path) -> None:
     tmp = out / f".{name}.tflite.tmp"
     edge.export(str(tmp))
     os.replace(tmp, out / f"{name}.tflite")
-    np.savez(out / f"{name}.inputs.npz", *[a.numpy() for a in args])
+    flat = [t for a in args for t in (a if isinstance(a, tuple) else (a,))]
+    np.savez(out / f"{name}.inputs.npz", *[t.numpy() for t in flat])
     print(f"{name}: {(out / f'{name}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 

@@ -61,6 +61,7 @@ class Tensor:
     buffer: int
     quantization: Quantization | None
     is_variable: bool
+    external: int = 0  # external_buffer: data in another file (not read)
 
     @property
     def type_name(self) -> str:
@@ -128,6 +129,9 @@ class Model:
         """The tensor's constant value (a copy, shaped), None when its buffer is empty (not a constant).
 
         The buffer's length must be what the tensor's type and shape need: a mismatch is a corrupt file."""
+        if tensor.external:
+            raise ImportProblem("E0855", f"tensor '{tensor.name}' keeps its data in an external buffer (another "
+                                "file), which is not read", hint="convert the model with its weights inside the file")
         if not 0 < tensor.buffer < len(self.buffers):
             if tensor.buffer >= len(self.buffers):
                 raise ImportProblem("E0851", f"corrupt TFLite file: tensor '{tensor.name}' names buffer {tensor.buffer} "
@@ -201,7 +205,7 @@ def _tensor(t: Table, index: int, sub: int) -> Tensor:
         raise ImportProblem("E0851", f"corrupt TFLite file: tensor '{name}' has shape {list(shape)}")
     signature = tuple(t.ints(7, f"tensor '{name}''s shape signature")) if t.has(7) else None
     return Tensor(index, name, t.int(1, 0, "b"), shape, signature or None, t.int(2, 0, "I"),
-                  _quantization(t.table(4, f"tensor '{name}''s quantization"), name), t.bool(5))
+                  _quantization(t.table(4, f"tensor '{name}''s quantization"), name), t.bool(5), t.int(10, 0, "I"))
 
 
 def _indices(values: list[int], count: int, what: str, optional: bool = False) -> list[int]:
