@@ -85,6 +85,8 @@ class Context:
     # ------------------------------------------------------------------ what is known of a tensor
 
     def tensor(self, index: int) -> Tensor:
+        if index < 0:  # an omitted input (-1) where the operator needs one
+            raise ImportProblem("E0853", f"{self.here}: a required input is omitted (-1)")
         return self.subgraph.tensors[index]
 
     def const(self, index: int) -> np.ndarray | None:

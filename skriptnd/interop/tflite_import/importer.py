@@ -143,6 +143,9 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     say(f"converting {len(subgraph.operators)} operators")
     for op in subgraph.operators:
         ctx.op, ctx._label_used = op, False
+        if not op.outputs or any(o < 0 for o in op.outputs):
+            raise ImportProblem("E0851", f"corrupt TFLite file: operator {op.index} ({op.name}) has an omitted "
+                                "or no output")
         entries[op.name].convert(ctx, op)
     ctx.op = None
     output_decls = []
