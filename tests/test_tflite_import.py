@@ -462,3 +462,17 @@ def test_the_ops_package_imports_every_family() -> None:
     imported = {name for name in vars(ops) if not name.startswith("_")}
     assert imported == set(FAMILIES)
     assert {e.family for e in registry().values()} == set(FAMILIES)
+
+
+_shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(registry())), st.lists(st.tuples(_shapes, st.booleans()), min_size=0, max_size=4),
+       st.lists(_shapes, min_size=0, max_size=3), st.integers(-3, 3))
+def test_any_operator_on_any_shapes_is_converted_or_refused(builtin: str, inputs: list, outputs: list,
+                                                            fill: int) -> None:
+    """Crafted operators (wrong input counts, ranks, constants, no options): each converter either writes
+    statements or raises a diagnostic; a converter's IndexError or ZeroDivisionError would be a traceback."""
+    spec = [(shape, np.full(shape, fill, np.int32) if constant else None) for shape, constant in inputs]
+    _only_diagnostics(one_op(builtin, spec, outputs))

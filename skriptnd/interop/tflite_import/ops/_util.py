@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from skriptnd.interop.tflite_import.context import Context
+from skriptnd.interop.tflite_import.errors import ImportProblem
 
 
 def axis(value: int, rank: int) -> int:
-    """A TFLite axis (negative counts from the end) as a non-negative one."""
+    """A TFLite axis (negative counts from the end) as a non-negative one; outside the rank: E0853."""
+    if not -rank <= value < rank:
+        raise ImportProblem("E0853", f"axis {value} is outside a tensor of rank {rank}")
     return value + rank if value < 0 else value
 
 

@@ -156,8 +156,15 @@ def _split(ctx: Context, op: Operator) -> None:
     else:
         x, axis_index = ctx.input(0), ctx.input(2)
     rank = ctx.rank(x)
-    a = axis(int(ctx.need_const(axis_index, "axis").reshape(-1)[0]), rank)
+    given = ctx.need_const(axis_index, "axis").reshape(-1)
+    if given.size != 1:
+        raise ImportProblem("E0853", f"{ctx.here}: the axis must be one value, not {given.size}")
+    a = axis(int(given[0]), rank)
+    if any(ctx.rank(o) != rank for o in op.outputs):
+        raise ImportProblem("E0853", f"{ctx.here}: every output must have the input's rank {rank}")
     sizes = [ctx.shape(o)[a] for o in op.outputs]
+    if sum(sizes) != ctx.shape(x)[a]:
+        raise ImportProblem("E0853", f"{ctx.here}: the outputs' extents {sizes} do not add up to {ctx.shape(x)[a]}")
     outs = [ctx.out(i) for i in range(len(op.outputs))]
     ctx.emit("layout.split", [ctx.arg(x)], {"axis": a, "sizes": sizes}, outputs=[outs])
 
