@@ -99,7 +99,7 @@ def _tensor(s: Any, shape: list[int], name: str, buffer: int = 0, type_: int = 0
 
 
 #: operator versions the interpreter registers where 1 is not one of them
-VERSIONS = {"BROADCAST_TO": 2}
+VERSIONS = {"BROADCAST_TO": 2, "TRANSPOSE_CONV": 3}
 
 
 def one_op(builtin: str, inputs: list[tuple[list[int], np.ndarray | None]], outputs: list[list[int]],
@@ -236,6 +236,26 @@ def _cases() -> list[tuple[str, Any]]:
         ("resize_nearest_half_pixel", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
                                        [[1, 7, 5, 2]], _options("ResizeNearestNeighborOptions",
                                                                 halfPixelCenters=True))),
+        ("transpose_conv_same", ("TRANSPOSE_CONV", [([], _i32(1, 8, 7, 5)), ([], _x(5, 3, 3, 4)), ([1, 4, 4, 4], None),
+                                                   ([], _x(5))], [[1, 8, 7, 5]],
+                                 _options("TransposeConvOptions", padding=0, strideW=2, strideH=2))),
+        ("transpose_conv_valid", ("TRANSPOSE_CONV", [([], _i32(1, 9, 9, 2)), ([], _x(2, 3, 3, 4)), ([1, 4, 4, 4], None),
+                                                    ([], _x(2))], [[1, 9, 9, 2]],
+                                  _options("TransposeConvOptions", padding=1, strideW=2, strideH=2,
+                                           fusedActivationFunction=1))),
+        ("select_v2", ("SELECT_V2", [([], RNG.random((2, 3)) > 0.5), ([2, 3], None), ([3], None)], [[2, 3]], None)),
+        ("floor_div", ("FLOOR_DIV", [([2, 5], None), ([2, 5], None)], [[2, 5]], None)),
+        ("arg_max", ("ARG_MAX", [([3, 5, 4], None), ([], _i32(1))], [[3, 4]],
+                     _options("ArgMaxOptions", outputType=4), 4)),
+        ("arg_min", ("ARG_MIN", [([3, 5, 4], None), ([], _i32(-1))], [[3, 5]],
+                     _options("ArgMinOptions", outputType=2), 2)),
+        ("space_to_depth", ("SPACE_TO_DEPTH", [([1, 4, 6, 3], None)], [[1, 2, 3, 12]],
+                            _options("SpaceToDepthOptions", blockSize=2))),
+        ("depth_to_space", ("DEPTH_TO_SPACE", [([1, 2, 3, 12], None)], [[1, 4, 6, 3]],
+                            _options("DepthToSpaceOptions", blockSize=2))),
+        ("l2_normalization", ("L2_NORMALIZATION", [([2, 3, 6], None)], [[2, 3, 6]],
+                              _options("L2NormOptions"))),
+        ("elu", ("ELU", [([2, 5], None)], [[2, 5]], None)),
         ("resize_nearest_align", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
                                   [[1, 7, 5, 2]], _options("ResizeNearestNeighborOptions", alignCorners=True))),
     ]
@@ -243,8 +263,8 @@ def _cases() -> list[tuple[str, Any]]:
 
 @pytest.mark.parametrize("case", [c for _, c in _cases()], ids=[i for i, _ in _cases()])
 def test_one_operator_matches_the_interpreter(case: tuple, tmp_path: Path) -> None:
-    builtin, inputs, outputs, options = case
-    data = one_op(builtin, inputs, outputs, options)
+    builtin, inputs, outputs, options, *out_type = case
+    data = one_op(builtin, inputs, outputs, options, out_type=out_type[0] if out_type else 0)
     feeds = [_x(*shape) for shape, value in inputs if value is None]
     _compare(data, feeds, tmp_path, atol=1e-5)
 

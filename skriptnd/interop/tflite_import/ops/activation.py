@@ -76,3 +76,14 @@ def _softmax(ctx: Context, op: Operator) -> None:
 def _log_softmax(ctx: Context, op: Operator) -> None:
     s = tmp(ctx, "nn.softmax", [ctx.arg(ctx.input(0))], {"axes": [ctx.rank(ctx.input(0)) - 1]})
     ctx.emit("math.log", [s])
+
+
+@converter("L2_NORMALIZATION", target="`nn.l2_norm{axes=[-1], epsilon=1e-6}`", caveats="TFLite's epsilon is 1e-6")
+def _l2_norm(ctx: Context, op: Operator) -> None:
+    ctx.activate("nn.l2_norm", [ctx.arg(ctx.input(0))], {"axes": [ctx.rank(ctx.input(0)) - 1], "epsilon": 1e-6},
+                 activation=ctx.option(0, 0, "b"))
+
+
+@converter("ELU", target="`nn.elu`")
+def _elu(ctx: Context, op: Operator) -> None:
+    ctx.emit("nn.elu", [ctx.arg(ctx.input(0))])

@@ -60,3 +60,32 @@ def _depthwise(ctx: Context, op: Operator) -> None:
         raise ImportProblem("E0853", f"{ctx.here}: a depthwise filter of shape {list(w)} for {channels} channels")
     ctx.activate("nn.conv", [ctx.arg(ctx.input(0)), ctx.arg(ctx.input(1)), ctx.arg(ctx.input(2))], attribs,
                  activation=ctx.option(4, 0, "b"))
+
+
+@converter("TRANSPOSE_CONV", target="`nn.deconv{data_format='NXC', filter_format='CXN', stride, padding, output_size}`"
+           ", then the fused activation",
+           caveats="constant output shape; an output larger than the full transposed convolution is refused")
+def _transpose_conv(ctx: Context, op: Operator) -> None:
+    x, w = ctx.input(2), ctx.input(1)
+    if ctx.rank(x) != 4 or ctx.rank(w) != 4:
+        raise ImportProblem("E0853", f"{ctx.here}: input and filter must have rank 4 (NHWC, OHWI)")
+    out = [int(d) for d in ctx.need_const(ctx.input(0), "output shape").reshape(-1)]
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    stride = [ctx.option(2, 1), ctx.option(1, 1)]
+    if len(out) != 4 or min(stride) < 1 or ws[3] != xs[3] or out[3] != ws[0] or out[0] != xs[0]:
+        raise ImportProblem("E0853", f"{ctx.here}: output shape {out}, filter {list(ws)}, input {list(xs)}, "
+                            f"stride {stride} do not agree")
+    begin, end = [], []
+    for i in range(2):  # TFLite pads as the forward convolution from the output back to the input would
+        full = (xs[1 + i] - 1) * stride[i] + ws[1 + i]
+        total = max(0, full - out[1 + i]) if ctx.option(0, 0, "b") == 0 else 0
+        begin.append(total // 2)
+        end.append(full - out[1 + i] - total // 2)
+    if min(end) < 0:
+        raise ImportProblem("E0853", f"{ctx.here}: an output shape {out} larger than the full transposed "
+                            "convolution is not supported")
+    attribs: dict = {"data_format": "NXC", "filter_format": "CXN", "padding": begin + end, "output_size": out[1:3]}
+    if stride != [1, 1]:
+        attribs["stride"] = stride
+    ctx.activate("nn.deconv", [ctx.arg(x), ctx.arg(w), ctx.arg(ctx.input(3))], attribs,
+                 activation=ctx.option(3, 0, "b"))

@@ -52,3 +52,18 @@ for _op, _target in UNARY.items():
 def _squared_difference(ctx: Context, op: Operator) -> None:
     diff = tmp(ctx, "math.sub", [ctx.arg(ctx.input(0)), ctx.arg(ctx.input(1))])
     ctx.emit("math.sqr", [diff])
+
+
+@converter("SELECT", "SELECT_V2", target="`math.select`(condition, x, y)")
+def _select(ctx: Context, op: Operator) -> None:
+    ctx.emit("math.select", [ctx.arg(ctx.input(i)) for i in range(3)])
+
+
+@converter("FLOOR_DIV", target="`math.floor`(`math.div`(x, y)) for reals, `math.div` for integers (flooring, as "
+           "TFLite's)")
+def _floor_div(ctx: Context, op: Operator) -> None:
+    x, y = ctx.arg(ctx.input(0)), ctx.arg(ctx.input(1))
+    if ctx.dtype(ctx.input(0)) == "int":
+        ctx.emit("math.div", [x, y])
+        return
+    ctx.emit("math.floor", [tmp(ctx, "math.div", [x, y])])

@@ -4,6 +4,7 @@ input must be a constant)."""
 from __future__ import annotations
 
 from skriptnd.interop.tflite_import.context import Context
+from skriptnd.interop.tflite_import.errors import ImportProblem
 from skriptnd.interop.tflite_import.ops._util import axis
 from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
@@ -24,3 +25,14 @@ def _reduce(ctx: Context, op: Operator) -> None:
 
 for _op, _target in REDUCE.items():
     converter(_op, target=f"`{_target}{{axes, squeeze}}`", caveats="constant axes only")(_reduce)
+
+
+@converter("ARG_MAX", "ARG_MIN", target="`math.argmax` / `math.argmin{axis, squeeze=true}`",
+           caveats="a constant axis; the output is `int` whatever its TFLite width")
+def _arg(ctx: Context, op: Operator) -> None:
+    rank = ctx.rank(ctx.input(0))
+    given = ctx.need_const(ctx.input(1), "axis").reshape(-1)
+    if given.size != 1:
+        raise ImportProblem("E0853", f"{ctx.here}: the axis must be one value, not {given.size}")
+    ctx.emit("math.argmax" if op.name == "ARG_MAX" else "math.argmin", [ctx.arg(ctx.input(0))],
+             {"axis": axis(int(given[0]), rank), "squeeze": True})

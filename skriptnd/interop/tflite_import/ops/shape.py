@@ -206,3 +206,13 @@ def _cast(ctx: Context, op: Operator) -> None:
         ctx.emit("math.iden", [x])
         return
     ctx.emit("layout.cast", [x], types=[target])
+
+
+@converter("SPACE_TO_DEPTH", "DEPTH_TO_SPACE", target="`layout.space_to_depth` / `layout.depth_to_space"
+           "{block_size, data_format='NXC'}`")
+def _space_depth(ctx: Context, op: Operator) -> None:
+    block = ctx.option(0, 0)
+    if block < 1 or ctx.rank(ctx.input(0)) != 4:
+        raise ImportProblem("E0853", f"{ctx.here}: block size {block} for a tensor of rank {ctx.rank(ctx.input(0))}")
+    name = "layout.space_to_depth" if op.name == "SPACE_TO_DEPTH" else "layout.depth_to_space"
+    ctx.emit(name, [ctx.arg(ctx.input(0))], {"block_size": [block, block], "data_format": "NXC"})
