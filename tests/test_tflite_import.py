@@ -57,7 +57,7 @@ def _compare(src: Path | bytes, inputs: list[np.ndarray], tmp_path: Path, atol: 
 
 # ------------------------------------------------------------------------ models converted from PyTorch
 
-CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell"]
+CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix"]
 
 
 @pytest.mark.parametrize("name", CI_MODELS)
@@ -256,6 +256,8 @@ def _cases() -> list[tuple[str, Any]]:
         ("l2_normalization", ("L2_NORMALIZATION", [([2, 3, 6], None)], [[2, 3, 6]],
                               _options("L2NormOptions"))),
         ("elu", ("ELU", [([2, 5], None)], [[2, 5]], None)),
+        ("cumsum_exclusive_reverse", ("CUMSUM", [([3, 5], None), ([], _i32(1))], [[3, 5]],
+                                      _options("CumsumOptions", exclusive=True, reverse=True))),
         ("resize_nearest_align", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
                                   [[1, 7, 5, 2]], _options("ResizeNearestNeighborOptions", alignCorners=True))),
     ]

@@ -84,6 +84,32 @@ def tiny_transformer():  # noqa: ANN201
     return _randomize(layer), (torch.randn(1, 8, 32),)
 
 
+def ops_mix():  # noqa: ANN201
+    """PyTorch operations that LiteRT lowers to less common builtins: count_include_pad and ceil-mode pools,
+    adaptive pooling, an embedding lookup with LayerNorm, cumsum, align_corners resize, SiLU/ELU/leaky ReLU,
+    clamp, max/argmax over channels, where; and an input given out unchanged."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class OpsMix(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 8)
+            self.ln = nn.LayerNorm(8)
+
+        def forward(self, x, ids):  # noqa: ANN001, ANN202
+            e = self.ln(self.emb(ids))
+            return (F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=True),
+                    F.max_pool2d(x, 3, stride=2, ceil_mode=True), F.adaptive_avg_pool2d(x, 1), x, e,
+                    torch.cumsum(e, 1), F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True),
+                    F.silu(x) + F.elu(x) + F.leaky_relu(x, 0.1), x.clamp(-0.5, 0.5), x.max(dim=1).values,
+                    x.argmax(dim=1), torch.where(x > 0, x, x * 2))
+
+    torch.manual_seed(0)
+    return _randomize(OpsMix()), (torch.randn(1, 4, 8, 8), torch.tensor([[1, 3, 5]], dtype=torch.int32))
+
+
 def lstm_cell():  # noqa: ANN201
     """One LSTM cell step (input 16, hidden 32) with its state as inputs: what LiteRT makes of nn.LSTMCell."""
     import torch
@@ -139,7 +165,8 @@ def _vision(name: str) -> Callable:
     return make
 
 
-CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer, "lstm_cell": lstm_cell, "gru_cell": gru_cell}
+CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer, "lstm_cell": lstm_cell, "gru_cell": gru_cell,
+      "ops_mix": ops_mix}
 BIG = {**{n: _vision(n) for n in ("mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0")},
        "lstm_sequence": lstm_sequence, "transformer_encoder": transformer_encoder}
 

@@ -127,8 +127,8 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
         inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
-        ctx.display.update({i: n for n, i in sig.inputs.items()})
         ctx.display.update({i: n for n, i in sig.outputs.items()})
+        ctx.display.update({i: n for n, i in sig.inputs.items()})  # an input given out keeps its input name
         if sorted(inputs) != sorted(subgraph.inputs) or sorted(outputs) != sorted(subgraph.outputs):
             raise ImportProblem("E0855", f"signature '{sig.key}' names other tensors than its subgraph's inputs "
                                 "and outputs")
@@ -153,9 +153,10 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         t = subgraph.tensors[i]
         name = ctx.arg(i)
         wanted = ctx.name_of(i)
-        if i in inputs or name != wanted:  # an input or an alias given out: a copy under the output's name
-            if i in inputs:
-                wanted = ctx.names.fresh(f"{wanted}_output")
+        if i in inputs:  # an input given out: a copy under the output's own name
+            out_name = {j: n for n, j in sig.outputs.items()}.get(i) if sig else None
+            wanted = ctx.names.fresh(out_name or f"{t.name}_output")
+        if name != wanted:  # an input or an alias given out
             ctx.emit("math.iden", [name], outputs=wanted, label=False)
         output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}

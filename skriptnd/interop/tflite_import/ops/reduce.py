@@ -36,3 +36,17 @@ def _arg(ctx: Context, op: Operator) -> None:
         raise ImportProblem("E0853", f"{ctx.here}: the axis must be one value, not {given.size}")
     ctx.emit("math.argmax" if op.name == "ARG_MAX" else "math.argmin", [ctx.arg(ctx.input(0))],
              {"axis": axis(int(given[0]), rank), "squeeze": True})
+
+
+@converter("CUMSUM", target="`math.cumsum{axis, exclusive, reverse}`", caveats="a constant axis")
+def _cumsum(ctx: Context, op: Operator) -> None:
+    rank = ctx.rank(ctx.input(0))
+    given = ctx.need_const(ctx.input(1), "axis").reshape(-1)
+    if given.size != 1:
+        raise ImportProblem("E0853", f"{ctx.here}: the axis must be one value, not {given.size}")
+    attribs: dict = {"axis": axis(int(given[0]), rank)}
+    if ctx.flag(0):
+        attribs["exclusive"] = True
+    if ctx.flag(1):
+        attribs["reverse"] = True
+    ctx.emit("math.cumsum", [ctx.arg(ctx.input(0))], attribs)

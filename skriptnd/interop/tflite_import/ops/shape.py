@@ -216,3 +216,8 @@ def _space_depth(ctx: Context, op: Operator) -> None:
         raise ImportProblem("E0853", f"{ctx.here}: block size {block} for a tensor of rank {ctx.rank(ctx.input(0))}")
     name = "layout.space_to_depth" if op.name == "SPACE_TO_DEPTH" else "layout.depth_to_space"
     ctx.emit(name, [ctx.arg(ctx.input(0))], {"block_size": [block, block], "data_format": "NXC"})
+
+
+@converter("EMBEDDING_LOOKUP", target="`layout.gather{axis=0}`(table, ids)")
+def _embedding_lookup(ctx: Context, op: Operator) -> None:
+    ctx.emit("layout.gather", [ctx.arg(ctx.input(1)), ctx.arg(ctx.input(0))], {"axis": 0})
