@@ -57,7 +57,7 @@ def _compare(src: Path | bytes, inputs: list[np.ndarray], tmp_path: Path, atol: 
 
 # ------------------------------------------------------------------------ models converted from PyTorch
 
-CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix"]
+CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix", "pools"]
 
 
 @pytest.mark.parametrize("name", CI_MODELS)
@@ -362,6 +362,22 @@ def test_the_signature_picks_the_subgraph(tmp_path: Path) -> None:
     x = _x(2, 3)
     got = skriptnd.run(skriptnd.load(out).compose(), {"x": x})
     np.testing.assert_allclose(got["y"], np.tanh(x), atol=1e-6)
+
+
+def test_bodies_are_subgraphs_and_a_body_that_contains_itself_is_refused() -> None:
+    """pools.tflite: two STABLEHLO_REDUCE_WINDOW bodies and a STABLEHLO_COMPOSITE decomposition, each a subgraph
+    (their conversion is checked against the interpreter above); a decomposition naming the main subgraph is E0851."""
+    data = (DATA / "pools.tflite").read_bytes()
+    model = read(data)
+    assert len(model.subgraphs) == 4
+    assert sum(op.name == "STABLEHLO_REDUCE_WINDOW" for op in model.subgraphs[0].operators) == 2
+    altered = unpack(data)
+    composite = next(op for op in altered.subgraphs[0].operators
+                     if altered.operatorCodes[op.opcodeIndex].builtinCode == schema().BuiltinOperator.STABLEHLO_COMPOSITE)
+    composite.builtinOptions2.decompositionSubgraphIndex = 0
+    with pytest.raises(ImportProblem) as err:
+        convert(read(pack(altered)), "m.tflite")
+    assert err.value.code == "E0851" and "may not contain itself" in err.value.message
 
 
 def test_every_unsupported_operator_in_one_diagnostic() -> None:

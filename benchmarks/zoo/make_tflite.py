@@ -110,6 +110,24 @@ def ops_mix():  # noqa: ANN201
     return _randomize(OpsMix()), (torch.randn(1, 4, 8, 8), torch.tensor([[1, 3, 5]], dtype=torch.int32))
 
 
+def pools():  # noqa: ANN201
+    """Pools LiteRT cannot write as AVERAGE/MAX_POOL_2D: STABLEHLO_REDUCE_WINDOW with MAXIMUM and ADD bodies
+    (dilated max pool, divisor override), a STABLEHLO_COMPOSITE whose decomposition subgraph is the pool (1-D
+    average pool without the padding counted), ceil mode, an L2 pool."""
+    import torch
+    from torch.nn import functional as F
+
+    class Pools(torch.nn.Module):
+        def forward(self, x):  # noqa: ANN001, ANN202
+            return (F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), F.max_pool2d(x, 3, stride=1, dilation=2),
+                    F.avg_pool2d(x, 2, divisor_override=3), F.lp_pool2d(x, 2, 2),
+                    F.avg_pool1d(x[:, :, 0], 3, stride=2, padding=1, count_include_pad=False),
+                    F.max_pool2d(x, 3, stride=2, padding=1))
+
+    torch.manual_seed(0)
+    return Pools().eval(), (torch.randn(1, 4, 9, 9),)
+
+
 def lstm_cell():  # noqa: ANN201
     """One LSTM cell step (input 16, hidden 32) with its state as inputs: what LiteRT makes of nn.LSTMCell."""
     import torch
@@ -166,7 +184,7 @@ def _vision(name: str) -> Callable:
 
 
 CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer, "lstm_cell": lstm_cell, "gru_cell": gru_cell,
-      "ops_mix": ops_mix}
+      "ops_mix": ops_mix, "pools": pools}
 BIG = {**{n: _vision(n) for n in ("mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0")},
        "lstm_sequence": lstm_sequence, "transformer_encoder": transformer_encoder}
 

@@ -14,7 +14,7 @@ when something reads it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,11 @@ class Context:
     op: Operator | None = None
     #: tensor index -> the name to give it (graph inputs and outputs: their signature names)
     display: dict[int, str] = field(default_factory=dict)
+    #: The importer's walker for one operator (check it, convert it through the registry), handed in by the
+    #: importer so that the converters of operators with bodies (STABLEHLO_COMPOSITE) need not import it.
+    walk: Callable[[Context, Operator], None] | None = None
+    #: the subgraphs being inlined, outermost first (a decomposition that names itself is a corrupt file)
+    inlining: list[int] = field(default_factory=list)
     _label_used: bool = False
     _consts: dict[int, np.ndarray | None] = field(default_factory=dict)
     _named: dict[int, str] = field(default_factory=dict)
@@ -251,3 +256,30 @@ class Context:
             return self.emit("math.tanh", [raw])
         lo, hi = self.literal_arg(np.float32(-1.0), "lo"), self.literal_arg(np.float32(1.0), "hi")
         return self.emit("math.clamp", [raw, lo, hi])
+
+    def inline(self, index: int, args: Sequence[str]) -> list[str]:
+        """Convert subgraph `index` in place with its inputs bound to the SkriptND tensors `args`; the SkriptND
+        names of its outputs. The subgraph's tensors get their own bindings (indices are per subgraph); names
+        and labels stay unique across the whole graph."""
+        if not 0 <= index < len(self.model.subgraphs) or index in self.inlining or \
+                index == self.subgraph.index or len(self.inlining) > 32:
+            raise ImportProblem("E0851", f"corrupt TFLite file: {self.here} names subgraph {index} as its body "
+                                f"({len(self.model.subgraphs)} subgraphs; a body may not contain itself)")
+        sub = self.model.subgraphs[index]
+        if len(sub.inputs) != len(args):
+            raise ImportProblem("E0853", f"{self.here}: its body takes {len(sub.inputs)} inputs, not {len(args)}")
+        assert self.walk is not None
+        saved = (self.subgraph, self.bound, self.pending, self._consts, self._named, self.display, self.op)
+        self.inlining.append(index)
+        self.subgraph, self.bound, self.pending, self._consts, self._named, self.display = \
+            sub, dict(zip(sub.inputs, args, strict=True)), {}, {}, {}, {}
+        try:
+            for op in sub.operators:
+                self.op, self._label_used = op, False
+                self.walk(self, op)
+            self.op = None
+            return [self.arg(o) or "" for o in sub.outputs]
+        finally:
+            self.inlining.pop()
+            self.subgraph, self.bound, self.pending, self._consts, self._named, self.display, self.op = saved
+            self._label_used = True

@@ -39,7 +39,9 @@ def render() -> str:
              "older files, `deprecated_builtin_code` (the larger of the two, as TFLite reads them); constant data "
              "inside the FlatBuffer (`Buffer.data`) or after it (`Buffer.offset`/`size`, as the converter writes "
              "models over 2 GB and the quantizer writes large ones); every subgraph, signature def and operator "
-             "version is read (operators whose bodies are other subgraphs are not converted yet). Shapes are the "
+             "version is read. Operators with bodies: a STABLEHLO_COMPOSITE's decomposition subgraph is converted in "
+             "place (its inputs bound to the operator's), a STABLEHLO_REDUCE_WINDOW's body is recognised (one "
+             "MAXIMUM or ADD: a max or sum pool); WHILE, IF and CALL_ONCE are not supported. Shapes are the "
              "file's static shapes: a dynamic dimension (`-1` in `shape_signature`) is imported at the extent the "
              "file gives.",
              "",

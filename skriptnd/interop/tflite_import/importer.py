@@ -21,7 +21,7 @@ from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
-from skriptnd.interop.tflite_import.reader import Model, Signature, Subgraph, read
+from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, read
 from skriptnd.interop.tflite_import.registry import registry
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
@@ -96,6 +96,22 @@ def unsupported(subgraph: Subgraph) -> dict[str, list[str]]:
     return dict(found)
 
 
+def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
+    """`unsupported` of the subgraph and of the decompositions its STABLEHLO_COMPOSITE operators inline."""
+    found: dict[str, list[str]] = defaultdict(list)
+    seen, todo = {subgraph.index}, [subgraph]
+    while todo:
+        sub = todo.pop()
+        for name, tensors in unsupported(sub).items():
+            found[name] += tensors
+        for op in sub.operators:
+            body = op.options2.int(1, -1) if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else -1
+            if 0 <= body < len(model.subgraphs) and body not in seen:
+                seen.add(body)
+                todo.append(model.subgraphs[body])
+    return dict(found)
+
+
 def _unsupported_message(found: dict[str, list[str]]) -> str:
     parts = []
     for op, tensors in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -104,6 +120,17 @@ def _unsupported_message(found: dict[str, list[str]]) -> str:
     total = sum(len(v) for v in found.values())
     return (f"the model uses {len(found)} unsupported operator type{'s' if len(found) > 1 else ''} "
             f"({total} operator{'s' if total > 1 else ''}): " + "; ".join(parts))
+
+
+def _walk(ctx: Context, op: Operator) -> None:
+    """Convert one operator (of the main subgraph, or of a body being inlined)."""
+    if not op.outputs or any(o < 0 for o in op.outputs):
+        raise ImportProblem("E0851", f"corrupt TFLite file: operator {op.index} ({op.name}) has an omitted "
+                            "or no output")
+    entry = registry().get(op.name)
+    if entry is None:  # only in a body: the main subgraph's were all checked first
+        raise ImportProblem("E0852", f"{ctx.here}: unsupported operator {op.name} in a body subgraph")
+    entry.convert(ctx, op)
 
 
 def _refuse_quantized(subgraph: Subgraph) -> None:
@@ -118,7 +145,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         -> tuple[ModelFolder, dict[str, str]]:
     sig = main_signature(model)
     subgraph = model.subgraphs[sig.subgraph if sig else 0]
-    missing = unsupported(subgraph)
+    missing = unsupported_in(model, subgraph)
     if missing:
         raise ImportProblem("E0852", _unsupported_message(missing), hint="docs/import-tflite.md lists the supported "
                             "operators")
@@ -139,14 +166,11 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
             pass  # a dynamic dimension (batch): imported at the extent the file gives, as LiteRT allocates it
         input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), list(t.shape)))
         ctx.bound[i] = input_decls[-1].name
-    entries = registry()
     say(f"converting {len(subgraph.operators)} operators")
+    ctx.walk = _walk
     for op in subgraph.operators:
         ctx.op, ctx._label_used = op, False
-        if not op.outputs or any(o < 0 for o in op.outputs):
-            raise ImportProblem("E0851", f"corrupt TFLite file: operator {op.index} ({op.name}) has an omitted "
-                                "or no output")
-        entries[op.name].convert(ctx, op)
+        _walk(ctx, op)
     ctx.op = None
     output_decls = []
     for i in outputs:

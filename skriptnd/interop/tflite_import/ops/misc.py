@@ -3,6 +3,8 @@ as a real; the int8 forms belong to the quantized import."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from skriptnd.interop.tflite_import.context import Context
 from skriptnd.interop.tflite_import.errors import ImportProblem
 from skriptnd.interop.tflite_import.reader import Operator
@@ -20,3 +22,67 @@ def _dequantize(ctx: Context, op: Operator) -> None:
         ctx.emit("math.iden", [ctx.arg(x)])
         return
     ctx.alias(op.outputs[0], ctx._declare(op.outputs[0], value))
+
+
+@converter("STABLEHLO_COMPOSITE", target="its decomposition subgraph, converted in place",
+           caveats="every operator of the decomposition must be supported")
+def _composite(ctx: Context, op: Operator) -> None:
+    if op.options2 is None:
+        raise ImportProblem("E0851", f"corrupt TFLite file: {ctx.here} has no composite options")
+    outs = ctx.inline(op.options2.int(1, -1), [ctx.arg(i) or "" for i in op.inputs])
+    if len(outs) != len(op.outputs):
+        raise ImportProblem("E0853", f"{ctx.here}: its decomposition gives {len(outs)} outputs, not {len(op.outputs)}")
+    for index, name in zip(op.outputs, outs, strict=True):
+        ctx.alias(index, name)
+
+
+#: a reduce-window body (one builtin on its two scalar arguments) -> (pool, the init value it must start from)
+_WINDOW_BODIES = {"MAXIMUM": ("nn.max_pool", -np.inf), "STABLEHLO_MAXIMUM": ("nn.max_pool", -np.inf),
+                  "ADD": ("nn.sum_pool", 0.0), "STABLEHLO_ADD": ("nn.sum_pool", 0.0)}
+
+
+@converter("STABLEHLO_REDUCE_WINDOW", target="`nn.max_pool` / `nn.sum_pool{axes, size, stride, dilation, padding}` "
+           "for a MAXIMUM body from -inf / an ADD body from 0",
+           caveats="one operand; other bodies, init values and base dilations are refused")
+def _reduce_window(ctx: Context, op: Operator) -> None:
+    o = op.options2
+    if o is None or len(op.inputs) != 2:
+        raise ImportProblem("E0853", f"{ctx.here}: one operand and one init value (with window options) are supported")
+    x = ctx.input(0)
+    rank = ctx.rank(x)
+
+    def longs(slot: int, default: int) -> list[int]:
+        values = o.array(slot, "<i8", f"{ctx.here}'s window options")
+        return [default] * rank if values is None or not len(values) else [int(v) for v in values]
+
+    size, stride, base, dilation = longs(0, 1), longs(1, 1), longs(2, 1), longs(3, 1)
+    pads = longs(4, 0) if o.has(4) else [0] * (2 * rank)
+    if not len(size) == len(stride) == len(base) == len(dilation) == rank or len(pads) != 2 * rank or \
+            min(size + stride + dilation) < 1 or min(pads) < 0:
+        raise ImportProblem("E0853", f"{ctx.here}: window {size}, strides {stride}, dilations {dilation}, padding "
+                            f"{pads} for rank {rank}")
+    if any(b != 1 for b in base):
+        raise ImportProblem("E0853", f"{ctx.here}: base dilations {base} are not supported")
+    body_index = o.int(5, -1)
+    if not 0 <= body_index < len(ctx.model.subgraphs):
+        raise ImportProblem("E0851", f"corrupt TFLite file: {ctx.here} names body subgraph {body_index}")
+    body = ctx.model.subgraphs[body_index]
+    ops = [b.name for b in body.operators]
+    if len(ops) != 1 or ops[0] not in _WINDOW_BODIES:
+        raise ImportProblem("E0853", f"{ctx.here}: a body of {ops} is not supported (one MAXIMUM or ADD)")
+    pool, identity = _WINDOW_BODIES[ops[0]]
+    init = ctx.const(ctx.input(1))
+    if init is None or init.size != 1 or float(init.reshape(-1)[0]) != identity:
+        raise ImportProblem("E0853", f"{ctx.here}: {ops[0]} windows must start from {identity}, a constant")
+    axes = [a for a in range(rank) if (size[a], stride[a], dilation[a], pads[2 * a], pads[2 * a + 1]) !=
+            (1, 1, 1, 0, 0)]
+    if not axes:
+        ctx.emit("math.iden", [ctx.arg(x)])
+        return
+    attribs: dict = {"axes": axes, "size": [size[a] for a in axes]}
+    if any(stride[a] != 1 for a in axes):
+        attribs["stride"] = [stride[a] for a in axes]
+    if any(dilation[a] != 1 for a in axes):
+        attribs["dilation"] = [dilation[a] for a in axes]
+    attribs["padding"] = [pads[2 * a] for a in axes] + [pads[2 * a + 1] for a in axes]
+    ctx.emit(pool, [ctx.arg(x)], attribs)
