@@ -384,11 +384,11 @@ def test_every_unsupported_operator_in_one_diagnostic() -> None:
     s = schema()
     model = unpack(one_op("RELU", [([2, 3], None)], [[2, 3]]))
     sub = model.subgraphs[0]
-    cumsum, custom = s.OperatorCodeT(), s.OperatorCodeT()
-    cumsum.builtinCode, cumsum.deprecatedBuiltinCode = s.BuiltinOperator.CUMSUM, 127
+    rfft, custom = s.OperatorCodeT(), s.OperatorCodeT()
+    rfft.builtinCode, rfft.deprecatedBuiltinCode = s.BuiltinOperator.RFFT2D, 127
     custom.builtinCode = custom.deprecatedBuiltinCode = s.BuiltinOperator.CUSTOM
     custom.customCode = "MyFancyOp"
-    model.operatorCodes += [cumsum, custom]
+    model.operatorCodes += [rfft, custom]
     last = sub.outputs[0]
     for k, code in enumerate([1, 1, 2]):
         sub.tensors.append(_tensor(s, [2, 3], f"made_by_{k}"))
@@ -400,7 +400,7 @@ def test_every_unsupported_operator_in_one_diagnostic() -> None:
     with pytest.raises(ImportProblem) as err:
         convert(read(pack(model)), "m.tflite")
     assert err.value.code == "E0852"
-    assert "CUMSUM ×2 (made_by_0, made_by_1)" in err.value.message
+    assert "RFFT2D ×2 (made_by_0, made_by_1)" in err.value.message
     assert "MyFancyOp ×1 (made_by_2)" in err.value.message
 
 
