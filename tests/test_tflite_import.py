@@ -271,6 +271,34 @@ def test_one_operator_matches_the_interpreter(case: tuple, tmp_path: Path) -> No
     _compare(data, feeds, tmp_path, atol=1e-5)
 
 
+@pytest.mark.parametrize("time_major", [False, True])
+def test_unidirectional_sequence_lstm_matches_the_interpreter(time_major: bool, tmp_path: Path) -> None:
+    """Keras' LSTM layer as TFLite writes it: one weight tensor per gate, the states as variable tensors."""
+    s = schema()
+    n, features, steps, batch = 5, 3, 4, 2
+    consts = {**{i: _x(n, features) for i in range(1, 5)}, **{i: _x(n, n) for i in range(5, 9)},
+              **{i: _x(n) for i in range(12, 16)}}
+    shape = [steps, batch, features] if time_major else [batch, steps, features]
+    spec = [(shape, None)] + [([], consts[i]) for i in sorted(consts)]
+    options = _options("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=4, timeMajor=time_major)
+    out = [steps, batch, n] if time_major else [batch, steps, n]
+    model = unpack(one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", spec, [out], options))
+    sub = model.subgraphs[0]
+    op = sub.operators[0]
+    given = list(op.inputs)
+    for name in ("output_state", "cell_state"):
+        state = _tensor(s, [batch, n], name)
+        state.isVariable = True
+        sub.tensors.append(state)
+    wired = [-1] * 24
+    wired[0] = given[0]
+    for k, i in enumerate(sorted(consts)):
+        wired[i] = given[1 + k]
+    wired[18], wired[19] = len(sub.tensors) - 2, len(sub.tensors) - 1
+    op.inputs = wired
+    _compare(pack(model), [_x(*shape)], tmp_path, atol=1e-5)
+
+
 def test_a_transpose_pair_that_cancels_writes_no_transpose(tmp_path: Path) -> None:
     s = schema()
     model = unpack(one_op("TRANSPOSE", [([2, 3, 4], None), ([], _i32(1, 2, 0))], [[3, 4, 2]]))

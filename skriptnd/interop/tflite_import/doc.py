@@ -18,7 +18,8 @@ END = "<!-- tflite-import:end -->"
 
 _FAMILY_TITLES = {"elementwise": "Element-wise arithmetic", "activation": "Activations and softmax",
                   "conv": "Convolution", "pool": "Pooling", "linalg": "Matrix products", "reduce": "Reductions",
-                  "shape": "Layout and shape", "image": "Image", "misc": "Other"}
+                  "shape": "Layout and shape", "image": "Image", "recurrent": "Recurrent",
+                  "misc": "Other"}
 
 
 def render() -> str:

@@ -11,6 +11,7 @@ from skriptnd.interop.tflite_import.ops import (  # noqa: F401 - each family reg
     linalg,
     misc,
     pool,
+    recurrent,
     reduce,
     shape,
 )
