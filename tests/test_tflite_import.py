@@ -256,6 +256,11 @@ def _cases() -> list[tuple[str, Any]]:
         ("l2_normalization", ("L2_NORMALIZATION", [([2, 3, 6], None)], [[2, 3, 6]],
                               _options("L2NormOptions"))),
         ("elu", ("ELU", [([2, 5], None)], [[2, 5]], None)),
+        ("shape", ("SHAPE", [([2, 5, 3], None)], [[3]], _options("ShapeOptions", outType=2), 2)),
+        ("zeros_like", ("ZEROS_LIKE", [([2, 5], None)], [[2, 5]], None)),
+        ("fill", ("FILL", [([], _i32(2, 3)), ([], np.array(1.5, np.float32))], [[2, 3]], None)),
+        ("range", ("RANGE", [([], np.array(1, np.int32)), ([], np.array(11, np.int32)), ([], np.array(3, np.int32))],
+                   [[4]], None, 2)),
         ("cumsum_exclusive_reverse", ("CUMSUM", [([3, 5], None), ([], _i32(1))], [[3, 5]],
                                       _options("CumsumOptions", exclusive=True, reverse=True))),
         ("resize_nearest_align", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
@@ -297,6 +302,26 @@ def test_unidirectional_sequence_lstm_matches_the_interpreter(time_major: bool, 
     wired[18], wired[19] = len(sub.tensors) - 2, len(sub.tensors) - 1
     op.inputs = wired
     _compare(pack(model), [_x(*shape)], tmp_path, atol=1e-5)
+
+
+def test_float16_weights_through_dequantize(tmp_path: Path) -> None:
+    """LiteRT's float16 post-training quantization stores weights as FLOAT16 with a DEQUANTIZE to float32."""
+    s = schema()
+    model = unpack(one_op("DEQUANTIZE", [([], np.zeros(1, np.float32))], [[2, 3]]))
+    sub = model.subgraphs[0]
+    weights = _x(2, 3).astype(np.float16)
+    model.buffers[1].data = list(weights.tobytes())
+    sub.tensors[0].type, sub.tensors[0].shape = 1, [2, 3]  # FLOAT16
+    add = s.OperatorCodeT()
+    add.builtinCode = add.deprecatedBuiltinCode = s.BuiltinOperator.ADD
+    model.operatorCodes.append(add)
+    sub.tensors += [_tensor(s, [2, 3], "x"), _tensor(s, [2, 3], "y")]
+    op = s.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 1, [len(sub.tensors) - 2, sub.outputs[0]], [len(sub.tensors) - 1]
+    op.builtinOptionsType, op.builtinOptions = s.BuiltinOptions.AddOptions, s.AddOptionsT()
+    sub.operators.append(op)
+    sub.inputs, sub.outputs = [len(sub.tensors) - 2], [len(sub.tensors) - 1]
+    _compare(pack(model), [_x(2, 3)], tmp_path, atol=0.0)
 
 
 def test_a_transpose_pair_that_cancels_writes_no_transpose(tmp_path: Path) -> None:

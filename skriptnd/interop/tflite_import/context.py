@@ -84,7 +84,7 @@ class Context:
     #: the subgraphs being inlined, outermost first (a decomposition that names itself is a corrupt file)
     inlining: list[int] = field(default_factory=list)
     _label_used: bool = False
-    _consts: dict[int, np.ndarray | None] = field(default_factory=dict)
+    _consts: dict[int, np.ndarray | None] = field(default_factory=dict)  # constants (buffers, and folded values)
     _named: dict[int, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ what is known of a tensor
@@ -101,6 +101,11 @@ class Context:
         if index not in self._consts:
             self._consts[index] = self.model.data(self.tensor(index))
         return self._consts[index]
+
+    def fold(self, index: int, value: np.ndarray) -> None:
+        """Tensor `index` is known at import time (SHAPE of a static shape, ...): a constant from now on, declared
+        only where something reads it."""
+        self._consts[index] = np.asarray(value)
 
     def need_const(self, index: int, what: str) -> np.ndarray:
         value = self.const(index)

@@ -175,7 +175,9 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     output_decls = []
     for i in outputs:
         t = subgraph.tensors[i]
-        name = ctx.arg(i)
+        folded = ctx.const(i) if i not in ctx.bound and i not in ctx.pending else None
+        # a constant given out (folded at import): declared under its own name, copied to the output's
+        name = ctx.literal_arg(folded, "value") if folded is not None else ctx.arg(i)
         wanted = ctx.name_of(i)
         if i in inputs:  # an input given out: a copy under the output's own name
             out_name = {j: n for n, j in sig.outputs.items()}.get(i) if sig else None

@@ -86,3 +86,48 @@ def _reduce_window(ctx: Context, op: Operator) -> None:
         attribs["dilation"] = [dilation[a] for a in axes]
     attribs["padding"] = [pads[2 * a] for a in axes] + [pads[2 * a + 1] for a in axes]
     ctx.emit(pool, [ctx.arg(x)], attribs)
+
+
+_NUMPY = {0: np.float32, 1: np.float32, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_, 7: np.int16, 9: np.int8,
+          10: np.float64}
+
+
+def _dtype(ctx: Context, index: int) -> type:
+    t = ctx.tensor(index)
+    if t.type not in _NUMPY:
+        raise ImportProblem("E0854", f"{ctx.here}: its output has type {t.type_name}")
+    return _NUMPY[t.type]
+
+
+@converter("SHAPE", target="a constant (shapes are static)")
+def _shape(ctx: Context, op: Operator) -> None:
+    ctx.fold(op.outputs[0], np.array(ctx.shape(ctx.input(0)), _dtype(ctx, op.outputs[0])))
+
+
+@converter("ZEROS_LIKE", "ONES_LIKE", target="a constant of the input's shape")
+def _like(ctx: Context, op: Operator) -> None:
+    fill = 0 if op.name == "ZEROS_LIKE" else 1
+    ctx.fold(op.outputs[0], np.full(ctx.shape(ctx.input(0)), fill, _dtype(ctx, op.outputs[0])))
+
+
+@converter("FILL", target="a constant", caveats="constant dimensions and value")
+def _fill(ctx: Context, op: Operator) -> None:
+    dims = [int(d) for d in ctx.need_const(ctx.input(0), "dimensions").reshape(-1)]
+    value = ctx.need_const(ctx.input(1), "value").reshape(-1)
+    if value.size != 1 or list(ctx.shape(op.outputs[0])) != dims:
+        raise ImportProblem("E0853", f"{ctx.here}: dimensions {dims} for an output of shape "
+                            f"{list(ctx.shape(op.outputs[0]))} and a value of {value.size} items")
+    ctx.fold(op.outputs[0], np.full(dims, value[0], _dtype(ctx, op.outputs[0])))
+
+
+@converter("RANGE", target="a constant", caveats="constant start, limit and delta")
+def _range(ctx: Context, op: Operator) -> None:
+    start, limit, delta = (ctx.need_const(ctx.input(i), what).reshape(-1) for i, what in
+                           enumerate(("start", "limit", "delta")))
+    if start.size != 1 or limit.size != 1 or delta.size != 1 or delta[0] == 0:
+        raise ImportProblem("E0853", f"{ctx.here}: start, limit and delta must be single values, delta not 0")
+    values = np.arange(start[0], limit[0], delta[0]).astype(_dtype(ctx, op.outputs[0]))
+    if values.shape != ctx.shape(op.outputs[0]):
+        raise ImportProblem("E0853", f"{ctx.here}: {values.size} values for an output of shape "
+                            f"{list(ctx.shape(op.outputs[0]))}")
+    ctx.fold(op.outputs[0], values)
