@@ -567,3 +567,10 @@ def test_any_operator_on_any_shapes_is_converted_or_refused(builtin: str, inputs
     statements or raises a diagnostic; a converter's IndexError or ZeroDivisionError would be a traceback."""
     spec = [(shape, np.full(shape, fill, np.int32) if constant else None) for shape, constant in inputs]
     _only_diagnostics(one_op(builtin, spec, outputs))
+
+
+def test_every_converter_is_a_builtin_of_the_schema() -> None:
+    from skriptnd.interop.tflite_import.builtins import BUILTIN_CODES
+
+    names = set(vars(schema().BuiltinOperator))
+    assert set(registry()) <= names and set(registry()) <= set(BUILTIN_CODES)

@@ -104,10 +104,9 @@ def _shape(ctx: Context, op: Operator) -> None:
     ctx.fold(op.outputs[0], np.array(ctx.shape(ctx.input(0)), _dtype(ctx, op.outputs[0])))
 
 
-@converter("ZEROS_LIKE", "ONES_LIKE", target="a constant of the input's shape")
-def _like(ctx: Context, op: Operator) -> None:
-    fill = 0 if op.name == "ZEROS_LIKE" else 1
-    ctx.fold(op.outputs[0], np.full(ctx.shape(ctx.input(0)), fill, _dtype(ctx, op.outputs[0])))
+@converter("ZEROS_LIKE", target="a constant of the input's shape")
+def _zeros_like(ctx: Context, op: Operator) -> None:
+    ctx.fold(op.outputs[0], np.zeros(ctx.shape(ctx.input(0)), _dtype(ctx, op.outputs[0])))
 
 
 @converter("FILL", target="a constant", caveats="constant dimensions and value")
