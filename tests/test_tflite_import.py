@@ -112,7 +112,8 @@ def one_op(builtin: str, inputs: list[tuple[list[int], np.ndarray | None]], outp
     opcode.version = VERSIONS.get(builtin, 1)
     buffers = [s.BufferT()]
     tensors, graph_inputs, op_inputs = [], [], []
-    types = {np.dtype(np.float32): 0, np.dtype(np.int32): 2, np.dtype(np.int64): 4, np.dtype(np.bool_): 6}
+    types = {np.dtype(np.float32): 0, np.dtype(np.int32): 2, np.dtype(np.int64): 4, np.dtype(np.bool_): 6,
+             np.dtype(np.int8): 9, np.dtype(np.float16): 1}
     for i, (shape, value) in enumerate(inputs):
         if value is None:
             tensors.append(_tensor(s, shape, f"in{i}"))
@@ -322,6 +323,30 @@ def test_float16_weights_through_dequantize(tmp_path: Path) -> None:
     sub.operators.append(op)
     sub.inputs, sub.outputs = [len(sub.tensors) - 2], [len(sub.tensors) - 1]
     _compare(pack(model), [_x(2, 3)], tmp_path, atol=0.0)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_weight_only_int8_through_dequantize(per_channel: bool, tmp_path: Path) -> None:
+    """Weight-only quantization: int8 weights with scales and zero points, a DEQUANTIZE, a float FULLY_CONNECTED."""
+    s = schema()
+    codes = RNG.integers(-128, 128, (4, 5)).astype(np.int8)
+    model = unpack(one_op("DEQUANTIZE", [([], codes)], [[4, 5]]))
+    sub = model.subgraphs[0]
+    q = s.QuantizationParametersT()
+    q.scale = [0.02, 0.05, 0.01, 0.03] if per_channel else [0.04]
+    q.zeroPoint = [0, 3, -2, 1] if per_channel else [5]
+    q.quantizedDimension = 0
+    sub.tensors[0].quantization = q
+    fc = s.OperatorCodeT()
+    fc.builtinCode = fc.deprecatedBuiltinCode = s.BuiltinOperator.FULLY_CONNECTED
+    model.operatorCodes.append(fc)
+    sub.tensors += [_tensor(s, [3, 5], "x"), _tensor(s, [3, 4], "y")]
+    op = s.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 1, [len(sub.tensors) - 2, sub.outputs[0], -1], [len(sub.tensors) - 1]
+    op.builtinOptionsType, op.builtinOptions = s.BuiltinOptions.FullyConnectedOptions, s.FullyConnectedOptionsT()
+    sub.operators.append(op)
+    sub.inputs, sub.outputs = [len(sub.tensors) - 2], [len(sub.tensors) - 1]
+    _compare(pack(model), [_x(3, 5)], tmp_path, atol=1e-5)
 
 
 def test_a_transpose_pair_that_cancels_writes_no_transpose(tmp_path: Path) -> None:

@@ -61,7 +61,9 @@ def render() -> str:
              + ". Every offset and length in the file is checked against the file before it is read (a truncated "
              "or crafted file is E0851 naming what was being read), the work is bounded by the file's size, and a "
              "model with unsupported operators gets one E0852 listing every one with its count and the tensors it "
-             "writes. Quantized (int8) models are refused with E0854 so far.",
+             "writes. Weights stored as float16 or as int8/int16 codes with scales (weight-only quantization) behind "
+             "a DEQUANTIZE are folded to real constants at import, as TFLite's DEQUANTIZE computes them; quantized "
+             "activations (int8 models, dynamic-range hybrid kernels) are refused with E0854 so far.",
              "",
              "### Operators",
              "",

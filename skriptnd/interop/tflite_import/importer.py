@@ -21,7 +21,7 @@ from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
-from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, read
+from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
 from skriptnd.interop.tflite_import.registry import registry
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
@@ -133,12 +133,24 @@ def _walk(ctx: Context, op: Operator) -> None:
     entry.convert(ctx, op)
 
 
-def _refuse_quantized(subgraph: Subgraph) -> None:
-    quantized = [t.name for t in subgraph.tensors if t.quantization is not None and t.type not in (0, 1, 10)]
+def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
+    """Quantized integer tensors are refused (int8 models), except constants only DEQUANTIZE reads (weight-only
+    quantization: their float values are folded at import)."""
+    readers: dict[int, set[str]] = defaultdict(set)
+    for op in subgraph.operators:
+        for i in op.inputs:
+            readers[i].add(op.name)
+
+    def weight_only(t: Tensor) -> bool:
+        constant = 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer][1] > 0
+        return constant and readers[t.index] <= {"DEQUANTIZE"}
+
+    quantized = [t.name for t in subgraph.tensors if t.quantization is not None and t.type not in (0, 1, 10)
+                 and not weight_only(t)]
     if quantized:
         raise ImportProblem("E0854", f"the model has {len(quantized)} quantized tensors ({', '.join(quantized[:3])}"
-                            f"{', …' if len(quantized) > 3 else ''}); this importer reads float models only so far",
-                            hint="import the float model that was quantized")
+                            f"{', …' if len(quantized) > 3 else ''}); this importer reads float models (and "
+                            "weight-only quantized ones) so far", hint="import the float model that was quantized")
 
 
 def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None) \
@@ -149,7 +161,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     if missing:
         raise ImportProblem("E0852", _unsupported_message(missing), hint="docs/import-tflite.md lists the supported "
                             "operators")
-    _refuse_quantized(subgraph)
+    _refuse_quantized(model, subgraph)
     ctx = Context(model, subgraph)
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives

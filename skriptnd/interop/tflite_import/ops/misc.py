@@ -11,17 +11,32 @@ from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
 
 
-@converter("DEQUANTIZE", target="a real constant (float16 weights)", caveats="only float16 inputs so far")
+@converter("DEQUANTIZE", target="a real constant: float16 weights, or int8/int16 weights (weight-only quantization) "
+           "as (q - zero_point) * scale per tensor or per channel, in double then float32 as TFLite's kernel",
+           caveats="constant inputs only (int8 activations belong to the quantized import)")
 def _dequantize(ctx: Context, op: Operator) -> None:
     x = ctx.input(0)
-    if ctx.tensor(x).type != 1:
-        raise ImportProblem("E0854", f"{ctx.here}: DEQUANTIZE of {ctx.tensor(x).type_name} is not supported yet "
-                            "(float16 only)")
+    t = ctx.tensor(x)
     value = ctx.const(x)
-    if value is None:
-        ctx.emit("math.iden", [ctx.arg(x)])
+    if value is None or (t.type != 1 and t.quantization is None):
+        raise ImportProblem("E0854", f"{ctx.here}: DEQUANTIZE of a computed {t.type_name} tensor (a quantized "
+                            "model) is not supported yet")
+    if t.type == 1:  # float16
+        ctx.fold(op.outputs[0], value.astype(np.float32))
         return
-    ctx.alias(op.outputs[0], ctx._declare(op.outputs[0], value))
+    q = t.quantization
+    assert q is not None
+    if len(q.scale) == 1:
+        scale, zero = q.scale.astype(np.float64)[0], q.zero_point[0]
+    else:
+        if not 0 <= q.axis < value.ndim or value.shape[q.axis] != len(q.scale):
+            raise ImportProblem("E0851", f"corrupt TFLite file: {len(q.scale)} scales along axis {q.axis} of "
+                                f"tensor '{t.name}' of shape {list(value.shape)}")
+        shape = [1] * value.ndim
+        shape[q.axis] = len(q.scale)
+        scale = q.scale.astype(np.float64).reshape(shape)
+        zero = q.zero_point.reshape(shape)
+    ctx.fold(op.outputs[0], (scale * (value.astype(np.int64) - zero)).astype(np.float32))
 
 
 @converter("STABLEHLO_COMPOSITE", target="its decomposition subgraph, converted in place",
