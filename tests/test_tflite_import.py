@@ -57,7 +57,9 @@ def _compare(src: Path | bytes, inputs: list[np.ndarray], tmp_path: Path, atol: 
 
 # ------------------------------------------------------------------------ models converted from PyTorch
 
-CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix", "pools"]
+#: *_wo8: the same, weight-only quantized by ai-edge-quantizer (int8 weights behind DEQUANTIZE)
+CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix", "pools", "small_cnn_wo8",
+             "tiny_transformer_wo8"]
 
 
 @pytest.mark.parametrize("name", CI_MODELS)
@@ -69,7 +71,7 @@ def test_litert_converted_model_matches_the_interpreter(name: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0",
-                                  "lstm_sequence", "transformer_encoder"])
+                                  "lstm_sequence", "transformer_encoder", "mobilenet_v2_wo8"])
 def test_zoo_model_matches_the_interpreter(name: str, tmp_path: Path) -> None:
     """The big models (make_tflite.py without --ci writes them to the zoo cache; absent: skipped)."""
     path = ZOO / f"{name}.tflite"

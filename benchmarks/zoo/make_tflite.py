@@ -3,7 +3,7 @@
     python benchmarks/zoo/make_tflite.py --ci          # the small CI models into tests/data/tflite/
     python benchmarks/zoo/make_tflite.py [--out DIR] [--only NAME ...]   # the big ones (default cache folder)
 
-Run it in an environment with torch, torchvision and litert-torch (not skriptnd's: CI never runs it, it reads
+Run it in an environment with torch, torchvision, litert-torch and ai-edge-quantizer (not skriptnd's: CI never runs it, it reads
 the files this writes). Nothing is downloaded: every model has seeded random weights, and the batch-norm
 statistics a fresh model initializes to 0 / 1 are randomized too, so that a mis-folded normalization shows.
 Each NAME.tflite is written with NAME.inputs.npz (the seeded inputs, by position) beside it; the expected
@@ -205,6 +205,25 @@ def build(name: str, make: Callable, out: Path) -> None:
     print(f"{name}: {(out / f'{name}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
+#: models also written weight-only quantized (int8 weights behind DEQUANTIZE, ai-edge-quantizer's recipe), as
+#: NAME_wo8.tflite; the quantizer keeps large models' weights after the FlatBuffer (Buffer.offset/size)
+WEIGHT_ONLY = {"small_cnn", "tiny_transformer", "mobilenet_v2"}
+
+
+def weight_only(name: str, out: Path) -> None:
+    import shutil
+
+    from ai_edge_quantizer import quantizer, recipe
+
+    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
+    q.load_quantization_recipe(recipe.weight_only_wi8_afp32())
+    tmp = out / f".{name}_wo8.tflite.tmp"
+    q.quantize().export_model(str(tmp), overwrite=True)
+    os.replace(tmp, out / f"{name}_wo8.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_wo8.inputs.npz")
+    print(f"{name}_wo8: {(out / f'{name}_wo8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ci", action="store_true", help="the small models into tests/data/tflite")
@@ -216,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.only and name not in a.only:
             continue
         build(name, make, out)
+        if name in WEIGHT_ONLY:
+            weight_only(name, out)
     return 0
 
 
