@@ -28,7 +28,8 @@ from skriptnd.interop.tflite_import.registry import FAMILIES, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "tflite"
-ZOO = Path(os.environ.get("SKRIPTND_ZOO", Path.home() / ".cache" / "skriptnd" / "zoo")) / "tflite"
+#: where make_tflite.py writes the big models (as benchmarks/zoo/build.py its ONNX files)
+ZOO = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo" / "tflite"
 TOLERANCE = 1e-3
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("SKRIPTND_ZOO", Path.home() / ".cache" / "skriptnd" / "zoo")) / "tflite"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo" / "tflite"
 
 
 def _randomize(model):  # noqa: ANN001, ANN202 - torch types, torch is not ours
