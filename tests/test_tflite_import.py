@@ -602,3 +602,37 @@ def test_every_converter_is_a_builtin_of_the_schema() -> None:
 
     names = set(vars(schema().BuiltinOperator))
     assert set(registry()) <= names and set(registry()) <= set(BUILTIN_CODES)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "AVERAGE_POOL_2D"]),
+       size=st.tuples(st.integers(1, 9), st.integers(1, 9)), kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+       stride=st.tuples(st.integers(1, 3), st.integers(1, 3)), dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+       same=st.booleans(), activation=st.sampled_from([0, 1, 3]))
+def test_window_geometry_matches_the_interpreter(kind: str, size: tuple, kernel: tuple, stride: tuple,
+                                                 dilation: tuple, same: bool, activation: int,
+                                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SAME/VALID padding, strides, dilations and fused activations of convolutions and pools, any geometry."""
+    from hypothesis import assume
+
+    pool = "POOL" in kind
+    if pool:
+        dilation = (1, 1)
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilation, strict=True)]
+    assume(same or all(s >= f for s, f in zip(size, span, strict=True)))
+    out = [-(-s // st_) if same else (s - f) // st_ + 1 for s, f, st_ in zip(size, span, stride, strict=True)]
+    channels, mult = 3, 2
+    geometry = {"padding": 0 if same else 1, "strideW": stride[1], "strideH": stride[0], "fusedActivationFunction": activation}
+    if kind == "CONV_2D":
+        spec = [([1, *size, channels], None), ([], _x(4, *kernel, channels)), ([], _x(4))]
+        options, oc = _options("Conv2DOptions", **geometry, dilationWFactor=dilation[1], dilationHFactor=dilation[0]), 4
+    elif kind == "DEPTHWISE_CONV_2D":
+        spec = [([1, *size, channels], None), ([], _x(1, *kernel, channels * mult)), ([], _x(channels * mult))]
+        options = _options("DepthwiseConv2DOptions", **geometry, depthMultiplier=mult, dilationWFactor=dilation[1],
+                           dilationHFactor=dilation[0])
+        oc = channels * mult
+    else:
+        spec, oc = [([1, *size, channels], None)], channels
+        options = _options("Pool2DOptions", **geometry, filterWidth=kernel[1], filterHeight=kernel[0])
+    data = one_op(kind, spec, [[1, *out, oc]], options)
+    _compare(data, [_x(1, *size, channels)], tmp_path_factory.mktemp("w"), atol=1e-5)

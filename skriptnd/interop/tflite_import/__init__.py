@@ -6,3 +6,6 @@ walks the main subgraph's operators through the converter `registry` (one module
 """
 
 from skriptnd.interop.tflite_import import errors  # noqa: F401 - registers the E085x codes
+from skriptnd.interop.tflite_import.importer import import_tflite
+
+__all__ = ["import_tflite"]
