@@ -636,3 +636,40 @@ def test_window_geometry_matches_the_interpreter(kind: str, size: tuple, kernel:
         options = _options("Pool2DOptions", **geometry, filterWidth=kernel[1], filterHeight=kernel[0])
     data = one_op(kind, spec, [[1, *out, oc]], options)
     _compare(data, [_x(1, *size, channels)], tmp_path_factory.mktemp("w"), atol=1e-5)
+
+
+def test_nested_decompositions_cannot_explode() -> None:
+    """Each decomposition calls the next twice, 24 levels deep (within the nesting limit of 32): 2**24 operators
+    if inlined blindly; refused once the inlined operators pass the limit."""
+    s = schema()
+    base = unpack((DATA / "pools.tflite").read_bytes())
+    composite_code = next(i for i, c in enumerate(base.operatorCodes)
+                          if c.builtinCode == s.BuiltinOperator.STABLEHLO_COMPOSITE)
+    model = unpack(one_op("RELU", [([2], None)], [[2]]))
+    model.operatorCodes.append(base.operatorCodes[composite_code])
+    levels = 24
+    for level in range(levels):
+        sub = s.SubGraphT()
+        sub.name, sub.tensors = f"level{level}", [_tensor(s, [2], "a"), _tensor(s, [2], "b"), _tensor(s, [2], "c")]
+        sub.inputs, sub.outputs = [0], [2]
+        ops = []
+        for k in range(2):
+            op = s.OperatorT()
+            op.opcodeIndex, op.inputs, op.outputs = 1, [k], [k + 1]
+            if level + 1 < levels:
+                op.builtinOptions2Type = s.BuiltinOptions2.StableHLOCompositeOptions
+                op.builtinOptions2 = s.StableHLOCompositeOptionsT()
+                op.builtinOptions2.name, op.builtinOptions2.decompositionSubgraphIndex = "c", level + 2
+            else:
+                op.opcodeIndex = 0  # RELU at the bottom
+            ops.append(op)
+        sub.operators = ops
+        model.subgraphs.append(sub)
+    top = model.subgraphs[0].operators[0]
+    top.opcodeIndex = 1
+    top.builtinOptions2Type = s.BuiltinOptions2.StableHLOCompositeOptions
+    top.builtinOptions2 = s.StableHLOCompositeOptionsT()
+    top.builtinOptions2.name, top.builtinOptions2.decompositionSubgraphIndex = "c", 1
+    with pytest.raises(ImportProblem) as err:
+        convert(read(pack(model)), "m.tflite")
+    assert err.value.code == "E0851" and "inline more than" in err.value.message

@@ -25,6 +25,8 @@ from skriptnd.interop.tflite_import.errors import ImportProblem
 from skriptnd.interop.tflite_import.reader import Model, Operator, Subgraph, Tensor
 from skriptnd.interop.writer import Call, Names, TensorDecl
 
+#: The most operators decompositions may add in all (a crafted file could nest bodies that name the same bodies)
+INLINE_LIMIT = 20_000
 #: A constant up to this many items is written as an @constant literal; larger ones as a variable.
 CONSTANT_LIMIT = 64
 #: TensorType codes by SkriptND type
@@ -83,9 +85,11 @@ class Context:
     walk: Callable[[Context, Operator], None] | None = None
     #: the subgraphs being inlined, outermost first (a decomposition that names itself is a corrupt file)
     inlining: list[int] = field(default_factory=list)
+    inlined: int = 0  # operators converted from bodies so far
     _label_used: bool = False
     _consts: dict[int, np.ndarray | None] = field(default_factory=dict)  # constants (buffers, and folded values)
     _named: dict[int, str] = field(default_factory=dict)
+    _stems: dict[tuple[int, str], int] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ what is known of a tensor
 
@@ -199,6 +203,14 @@ class Context:
             self.bound[index] = name
         return name
 
+    def unique(self, names: Names, stem: str) -> str:
+        """A new identifier from `stem` without `Names` counting up through every earlier use of the same stem
+        (a file whose 100 000 tensors share one name must not take quadratic time): the n-th use of a stem is
+        tried as `stem_n` first."""
+        n = self._stems.get((id(names), stem), 0) + 1
+        self._stems[(id(names), stem)] = n
+        return names.fresh(stem if n == 1 else f"{stem}_{n}")
+
     def fresh(self, base: str = "t") -> str:
         stem = self.names.clean(self.op.name.lower()) if self.op else "t"
         return self.names(f"{stem}_{base}_tmp{len(self.names._used)}")
@@ -218,7 +230,7 @@ class Context:
     def name_of(self, index: int) -> str:
         """The SkriptND identifier for tensor `index` (its signature name, else its tensor name)."""
         if index not in self._named:  # by index: two TFLite tensors may share a name
-            self._named[index] = self.names.fresh(self.display.get(index) or short_name(self.tensor(index).name))
+            self._named[index] = self.unique(self.names, self.display.get(index) or short_name(self.tensor(index).name))
         return self._named[index]
 
     def alias(self, index: int, name: str) -> None:
@@ -236,7 +248,7 @@ class Context:
         flat = [x for o in outputs for x in ([o] if isinstance(o, str) else o)]
         tag = None
         if label and self.op is not None and not self._label_used and any(o in mine for o in flat):
-            tag = self.labels.fresh(f"{self.op.name.lower()}_{self.op.index}")
+            tag = self.unique(self.labels, f"{self.op.name.lower()}_{self.op.index}")
             self._label_used = True
         args = list(args)
         while args and args[-1] is None:
@@ -266,11 +278,16 @@ class Context:
         """Convert subgraph `index` in place with its inputs bound to the SkriptND tensors `args`; the SkriptND
         names of its outputs. The subgraph's tensors get their own bindings (indices are per subgraph); names
         and labels stay unique across the whole graph."""
-        if not 0 <= index < len(self.model.subgraphs) or index in self.inlining or \
-                index == self.subgraph.index or len(self.inlining) > 32:
+        if len(self.inlining) >= 32:
+            raise ImportProblem("E0851", f"corrupt TFLite file: {self.here} nests bodies more than 32 deep")
+        if not 0 <= index < len(self.model.subgraphs) or index in self.inlining or index == self.subgraph.index:
             raise ImportProblem("E0851", f"corrupt TFLite file: {self.here} names subgraph {index} as its body "
                                 f"({len(self.model.subgraphs)} subgraphs; a body may not contain itself)")
         sub = self.model.subgraphs[index]
+        self.inlined += len(sub.operators)
+        if self.inlined > INLINE_LIMIT:  # bodies naming the same bodies, level after level: exponential work
+            raise ImportProblem("E0851", f"corrupt TFLite file: its decompositions inline more than {INLINE_LIMIT} "
+                                "operators")
         if len(sub.inputs) != len(args):
             raise ImportProblem("E0853", f"{self.here}: its body takes {len(sub.inputs)} inputs, not {len(args)}")
         assert self.walk is not None
