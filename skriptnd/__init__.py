@@ -6,7 +6,7 @@
 
 The face of the package: ``load`` a model folder, ``compose`` it (``Model.compose``), ``run`` the graph on a
 backend (``skriptnd.run(graph, inputs, backend="numpy")``), ``infer`` an operator's output types,
-``import_model`` an ONNX model.
+``import_model`` an ONNX or TFLite model.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["infer", "InferResult", "TensorType", "load", "Model", "run", "import
 if TYPE_CHECKING:
     from skriptnd.api import InferResult, TensorType, infer
     from skriptnd.backends.registry import run
-    from skriptnd.interop.onnx_import import import_model
+    from skriptnd.interop.formats import import_model
     from skriptnd.model import Model, load
 
 #: Where each name of the face lives. Resolved on first use (PEP 562), not at import: every
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 #: language server seconds at every start.
 _LAZY = {"infer": "skriptnd.api", "InferResult": "skriptnd.api", "TensorType": "skriptnd.api",
          "load": "skriptnd.model", "Model": "skriptnd.model", "run": "skriptnd.backends",
-         "import_model": "skriptnd.interop.onnx_import"}
+         "import_model": "skriptnd.interop.formats"}
 
 
 def __getattr__(name: str) -> object:

@@ -1,4 +1,4 @@
-"""`sknd import SOURCE -o OUT_DIR`: a foreign model (ONNX; NNEF 1.x when its importer is installed) written
+"""`sknd import SOURCE -o OUT_DIR`: a foreign model (ONNX, TFLite; NNEF 1.x when its importer is installed) written
 as a SkriptND model folder.
 
 The command picks the importer from a small registry (a predicate on the source path -> a function that
@@ -21,6 +21,7 @@ from skriptnd.cli.options import Color, ColorOpt, colour
 from skriptnd.diagnostics import DiagnosticError, print_diagnostics
 from skriptnd.interop.nnef_import import import_nnef
 from skriptnd.interop.onnx_import import import_onnx
+from skriptnd.interop.tflite_import.importer import import_tflite, is_tflite
 from skriptnd.interop.writer import output_folder_problem
 
 
@@ -50,6 +51,14 @@ def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
     return import_nnef(src, out), {}, []
 
 
+def _import_tflite(src: Path, out: Path, options: ImportOptions) -> Imported:
+    if options.input_shapes or options.fold_constants:
+        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (TFLite shapes are "
+                                 "static)")
+    result = import_tflite(src, out, progress=options.progress)
+    return result.path, result.renamed, []
+
+
 def _is_nnef(path: Path) -> bool:
     return path.suffix == ".nnef" or (path.is_dir() and (path / "graph.nnef").is_file())
 
@@ -63,6 +72,7 @@ class Importer:
 
 #: The formats `sknd import` reads, tried in order.
 IMPORTERS = [
+    Importer("TFLite", is_tflite, _import_tflite),
     Importer("ONNX", lambda p: p.suffix.lower() == ".onnx", _import_onnx),
     Importer("NNEF 1.x", _is_nnef, _import_nnef),
 ]
@@ -86,7 +96,8 @@ def _output_error(message: str) -> typer.BadParameter:
 
 
 def command(
-    source: Annotated[Path, typer.Argument(help="MODEL.onnx, GRAPH.nnef or an NNEF 1.x folder.")],
+    source: Annotated[Path, typer.Argument(help="MODEL.onnx, MODEL.tflite, GRAPH.nnef or an NNEF "
+                                                         "1.x folder.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write (must not exist "
                                          "or be empty).")],
     input_shape: Annotated[list[str] | None, typer.Option("--input-shape", help="Fix an input's shape: "
@@ -97,7 +108,7 @@ def command(
                                                  "at import time.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Import an ONNX (or NNEF 1.x) model as a SkriptND model folder.
+    """Import an ONNX, TFLite (or NNEF 1.x) model as a SkriptND model folder.
 
     Writes main.sknd (one standard-library operation per ONNX node where
     one exists, node names as labels, explicit paddings) and the weights as
@@ -108,8 +119,8 @@ def command(
     colours = colour(color)
     importer = next((i for i in IMPORTERS if i.accepts(source)), None)
     if importer is None:
-        raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .nnef file or a "
-                                 "folder with graph.nnef", param_hint="SOURCE")
+        raise typer.BadParameter(f"cannot tell the format of '{source}': give a .onnx file, a .tflite file, a .nnef "
+                                 "file or a folder with graph.nnef", param_hint="SOURCE")
     problem = output_folder_problem(output)  # before reading the model: a usage error of -o, not of the model
     if problem is not None:
         raise _output_error(problem)

@@ -1,0 +1,206 @@
+""".tflite file -> SkriptND model folder.
+
+read the file (a regular file, bounded) -> parse the FlatBuffer (`reader`, every offset checked) -> pick
+the subgraph to import (the `serving_default` signature's, else the first signature's, else subgraph 0)
+-> list unsupported operators (one diagnostic for all) -> walk the operators in order through the
+registry -> `ModelFolder` -> `write_model` (atomic, and checked by loading and composing the result: an
+error leaves nothing in the output folder).
+
+Graph inputs and outputs take their signature names (`args_0`, `output_0`: what a LiteRT user passes to
+the signature runner) where the file has signature defs, else their tensor names.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
+from skriptnd.interop.tflite_import.context import Context, sknd_type
+from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
+from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
+from skriptnd.interop.tflite_import.registry import registry
+from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
+from skriptnd.source import Span
+from skriptnd.untrusted import UnsafeFile, open_regular, read_regular
+
+#: The largest .tflite file read (FlatBuffers address 2 GiB; data after the FlatBuffer can take more).
+MAX_FILE = 16 << 30
+
+
+@dataclass
+class ImportResult:
+    path: Path
+    renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
+
+
+def is_tflite(path: Path) -> bool:
+    """A .tflite path, or a regular file carrying the FlatBuffer identifier 'TFL3' at byte 4 (opened without
+    blocking: a FIFO or a device is not looked into)."""
+    if path.suffix.lower() == ".tflite":
+        return True
+    try:
+        fh, _size = open_regular(path)
+    except (OSError, UnsafeFile):
+        return False
+    with fh:
+        return fh.read(8)[4:8] == b"TFL3"
+
+
+def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bool = False,
+                  progress: Callable[[str], None] | None = None) -> ImportResult:
+    """Import a TFLite model (a path, or the file's bytes) into the model folder `out_dir`.
+
+    Raises skriptnd.diagnostics.DiagnosticError (nothing written) when the model cannot be imported."""
+    say = progress or (lambda _step: None)
+    source = "<tflite model>" if isinstance(src, bytes) else str(src)
+    say(f"reading {Path(source).name}")
+    try:
+        data = src if isinstance(src, bytes) else _read(src, source)
+        model = read(data)
+        folder, renamed = convert(model, source, say)
+    except ImportProblem as problem:
+        raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
+    say("writing the model folder and checking it (load, compose)")
+    path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
+    return ImportResult(path, renamed)
+
+
+def _read(path: str | Path, source: str) -> bytes:
+    try:
+        return read_regular(path, MAX_FILE)
+    except UnsafeFile as err:
+        raise ImportProblem("E0860", f"cannot read the TFLite model: {err.reason}") from None
+    except OSError as err:
+        raise ImportProblem("E0860", f"cannot read the TFLite model: {err.strerror or err}") from None
+
+
+def main_signature(model: Model) -> Signature | None:
+    for sig in model.signatures:
+        if sig.key == "serving_default":
+            return sig
+    return model.signatures[0] if model.signatures else None
+
+
+def unsupported(subgraph: Subgraph) -> dict[str, list[str]]:
+    """operator name -> the names of the first output tensors of its operators no converter handles."""
+    known = registry()
+    found: dict[str, list[str]] = defaultdict(list)
+    for op in subgraph.operators:
+        if op.name not in known:
+            first = op.outputs[0] if op.outputs and op.outputs[0] >= 0 else -1
+            found[op.name].append(subgraph.tensors[first].name if first >= 0 else f"operator {op.index}")
+    return dict(found)
+
+
+def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
+    """`unsupported` of the subgraph and of the decompositions its STABLEHLO_COMPOSITE operators inline."""
+    found: dict[str, list[str]] = defaultdict(list)
+    seen, todo = {subgraph.index}, [subgraph]
+    while todo:
+        sub = todo.pop()
+        for name, tensors in unsupported(sub).items():
+            found[name] += tensors
+        for op in sub.operators:
+            body = op.options2.int(1, -1) if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else -1
+            if 0 <= body < len(model.subgraphs) and body not in seen:
+                seen.add(body)
+                todo.append(model.subgraphs[body])
+    return dict(found)
+
+
+def _unsupported_message(found: dict[str, list[str]]) -> str:
+    parts = []
+    for op, tensors in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(tensors[:5]) + (f", … ({len(tensors) - 5} more)" if len(tensors) > 5 else "")
+        parts.append(f"{op} ×{len(tensors)} ({shown})")
+    total = sum(len(v) for v in found.values())
+    return (f"the model uses {len(found)} unsupported operator type{'s' if len(found) > 1 else ''} "
+            f"({total} operator{'s' if total > 1 else ''}): " + "; ".join(parts))
+
+
+def _walk(ctx: Context, op: Operator) -> None:
+    """Convert one operator (of the main subgraph, or of a body being inlined)."""
+    if not op.outputs or any(o < 0 for o in op.outputs):
+        raise ImportProblem("E0861", f"corrupt TFLite file: operator {op.index} ({op.name}) has an omitted "
+                            "or no output")
+    entry = registry().get(op.name)
+    if entry is None:  # only in a body: the main subgraph's were all checked first
+        raise ImportProblem("E0862", f"{ctx.here}: unsupported operator {op.name} in a body subgraph")
+    entry.convert(ctx, op)
+
+
+def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
+    """Quantized integer tensors are refused (int8 models), except constants only DEQUANTIZE reads (weight-only
+    quantization: their float values are folded at import)."""
+    readers: dict[int, set[str]] = defaultdict(set)
+    for op in subgraph.operators:
+        for i in op.inputs:
+            readers[i].add(op.name)
+
+    def weight_only(t: Tensor) -> bool:
+        constant = 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer][1] > 0
+        return constant and readers[t.index] <= {"DEQUANTIZE"}
+
+    quantized = [t.name for t in subgraph.tensors if t.quantization is not None and t.type not in (0, 1, 10)
+                 and not weight_only(t)]
+    if quantized:
+        raise ImportProblem("E0864", f"the model has {len(quantized)} quantized tensors ({', '.join(quantized[:3])}"
+                            f"{', …' if len(quantized) > 3 else ''}); this importer reads float models (and "
+                            "weight-only quantized ones) so far", hint="import the float model that was quantized")
+
+
+def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None) \
+        -> tuple[ModelFolder, dict[str, str]]:
+    sig = main_signature(model)
+    subgraph = model.subgraphs[sig.subgraph if sig else 0]
+    missing = unsupported_in(model, subgraph)
+    if missing:
+        raise ImportProblem("E0862", _unsupported_message(missing), hint="docs/import-tflite.md lists the supported "
+                            "operators")
+    _refuse_quantized(model, subgraph)
+    ctx = Context(model, subgraph)
+    inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
+    if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
+        inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
+        ctx.display.update({i: n for n, i in sig.outputs.items()})
+        ctx.display.update({i: n for n, i in sig.inputs.items()})  # an input given out keeps its input name
+        if sorted(inputs) != sorted(subgraph.inputs) or sorted(outputs) != sorted(subgraph.outputs):
+            raise ImportProblem("E0865", f"signature '{sig.key}' names other tensors than its subgraph's inputs "
+                                "and outputs")
+    input_decls = []
+    for i in inputs:
+        t = subgraph.tensors[i]
+        if t.signature is not None and any(d < 0 for d in t.signature):
+            pass  # a dynamic dimension (batch): imported at the extent the file gives, as LiteRT allocates it
+        input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), list(t.shape)))
+        ctx.bound[i] = input_decls[-1].name
+    say(f"converting {len(subgraph.operators)} operators")
+    ctx.walk = _walk
+    for op in subgraph.operators:
+        ctx.op, ctx._label_used = op, False
+        _walk(ctx, op)
+    ctx.op = None
+    output_decls = []
+    for i in outputs:
+        t = subgraph.tensors[i]
+        folded = ctx.const(i) if i not in ctx.bound and i not in ctx.pending else None
+        # a constant given out (folded at import): declared under its own name, copied to the output's
+        name = ctx.literal_arg(folded, "value") if folded is not None else ctx.arg(i)
+        wanted = ctx.name_of(i)
+        if i in inputs:  # an input given out: a copy under the output's own name
+            out_name = {j: n for n, j in sig.outputs.items()}.get(i) if sig else None
+            wanted = ctx.names.fresh(out_name or f"{t.name}_output")
+        if name != wanted:  # an input or an alias given out
+            ctx.emit("math.iden", [name], outputs=wanted, label=False)
+        output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
+    foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
+    renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
+    text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body,
+                     constants=ctx.constants, variables=ctx.variables,
+                     comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
+                     f"{', signature ' + sig.key if sig else ''}) by sknd import.")
+    return ModelFolder(text, ctx.weights), renamed
