@@ -160,6 +160,18 @@ class Context:
         """The graph attribute a parameter input was imported as, None for any other tensor."""
         return self.params.get(name) if name else None
 
+    def param_scalar(self, name: str) -> Expr | None:
+        """A parameter input holding one value (a 0-D or one-item input: TopK's K, CumSum's axis) as an
+        expression of its graph attribute; None for any other tensor."""
+        p = self.param(name)
+        if p is None or p.length not in (None, 1):
+            return None
+        return Expr(p.name if p.length is None else f"{p.name}[0]")
+
+    def extent_texts(self, name: str) -> list[str]:
+        """The extents of a tensor as SkriptND expression text (for extents computed from a graph attribute)."""
+        return [d.text if isinstance(d, Expr) else str(d) for d in (self.extent(d) for d in self.shape(name))]
+
     def need_const(self, name: str, what: str) -> np.ndarray:
         value = self.const(name)
         if value is None and name in self.params:

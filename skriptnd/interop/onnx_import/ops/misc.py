@@ -8,6 +8,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Expr
 
 
 @converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 only with ratio 0; the mask is all true")
@@ -25,11 +26,20 @@ def _dropout(ctx: Context, node: Node) -> None:
             node.input(0)))}, outputs=ctx.out(1), types=["bool"], label=False)
 
 
-@converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`", caveats="K must be constant")
+@converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`",
+           caveats="K given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _top_k(ctx: Context, node: Node) -> None:
-    k = int(ctx.need_const(node.input(1), "K").reshape(-1)[0])
     rank = ctx.rank(node.input(0))
-    attribs = {"k": k, "axis": norm_axis(int(node.attr("axis", -1)), rank)}
+    axis = norm_axis(int(node.attr("axis", -1)), rank)
+    k: int | Expr | None = ctx.param_scalar(node.input(1))
+    if k is not None:  # the outputs' extent along the axis is K
+        extents = ctx.extent_texts(node.input(0))
+        for out in node.outputs[:2]:
+            ctx.symbolic_shapes[out] = [Expr(e) for e in extents[:axis]] + [k] + \
+                [Expr(e) for e in extents[axis + 1:]]
+    else:
+        k = int(ctx.need_const(node.input(1), "K").reshape(-1)[0])
+    attribs = {"k": k, "axis": axis}
     if not node.attr("largest", 1):
         attribs["largest"] = False
     if not node.attr("sorted", 1):
@@ -37,10 +47,13 @@ def _top_k(ctx: Context, node: Node) -> None:
     ctx.emit("algo.top_k", [ctx.arg(node.input(0))], attribs, outputs=[ctx.out(0), ctx.out(1)])
 
 
-@converter("CumSum", target="`math.cumsum{axis, exclusive, reverse}`", caveats="axis must be constant")
+@converter("CumSum", target="`math.cumsum{axis, exclusive, reverse}`",
+           caveats="axis given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _cumsum(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
-    attribs: dict = {"axis": norm_axis(int(ctx.need_const(node.input(1), "axis").reshape(-1)[0]), rank)}
+    axis = ctx.param_scalar(node.input(1))
+    attribs: dict = {"axis": Expr(f"({axis.text} + {rank}) % {rank}") if axis is not None else
+                     norm_axis(int(ctx.need_const(node.input(1), "axis").reshape(-1)[0]), rank)}
     if node.attr("exclusive", 0):
         attribs["exclusive"] = True
     if node.attr("reverse", 0):
@@ -124,14 +137,22 @@ def _one_hot(ctx: Context, node: Node) -> None:
     ctx.emit("math.select", [hot, on, off])
 
 
-@converter("Trilu", target="`math.select` with a constant triangular mask", caveats="k must be constant")
+@converter("Trilu", target="`math.select` with a constant triangular mask",
+           caveats="k given as a graph input becomes a graph attribute: the mask compares the constant column - "
+           "row offsets with it", params=(1,))
 def _trilu(ctx: Context, node: Node) -> None:
     shape = ctx.static_shape(node.input(0))
-    k = int(ctx.need_const(node.input(1), "k").reshape(-1)[0]) if node.input(1) else 0
     rows, cols = np.arange(shape[-2])[:, None], np.arange(shape[-1])[None, :]
-    mask = (cols - rows >= k) if node.attr("upper", 1) else (cols - rows <= k)
     zero = np.array(0, np.float32 if ctx.dtype(node.input(0)) == "real" else np.int64)
-    ctx.emit("math.select", [ctx.literal_arg(mask, "mask"), ctx.arg(node.input(0)), ctx.literal_arg(zero, "zero")])
+    k_param = ctx.param_scalar(node.input(1))
+    if k_param is not None:
+        offsets = ctx.literal_arg((cols - rows).astype(np.int64), "offsets")
+        mask = ctx.emit("math.ge" if node.attr("upper", 1) else "math.le", [offsets, k_param],
+                        outputs=ctx.fresh("mask"), label=False)
+    else:
+        k = int(ctx.need_const(node.input(1), "k").reshape(-1)[0]) if node.input(1) else 0
+        mask = ctx.literal_arg((cols - rows >= k) if node.attr("upper", 1) else (cols - rows <= k), "mask")
+    ctx.emit("math.select", [mask, ctx.arg(node.input(0)), ctx.literal_arg(zero, "zero")])
 
 
 @converter("EyeLike", target="a constant (`math.iden` of it)")
