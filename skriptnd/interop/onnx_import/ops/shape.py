@@ -9,6 +9,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Expr
 
 
 def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
@@ -19,9 +20,13 @@ def _dims(ctx: Context, name: str) -> list:
     return [ctx.extent(d) for d in ctx.shape(name)]
 
 
-@converter("Reshape", target="`layout.reshape{shape}`", caveats="the shape input must be constant (0 copies "
-           "the input extent, -1 is kept)")
+@converter("Reshape", target="`layout.reshape{shape}`", caveats="0 copies the input extent, -1 is kept; a shape "
+           "given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _reshape(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:
+        _reshape_param(ctx, node, param.name, param.length)
+        return
     shape = [int(v) for v in ctx.need_const(node.input(1), "target shape").reshape(-1)]
     dims = ctx.shape(node.input(0))
     if not node.attr("allowzero", 0):
@@ -33,6 +38,20 @@ def _reshape(ctx: Context, node: Node) -> None:
         ctx.emit("math.iden", [ctx.arg(node.input(0))])
         return
     ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [ctx.extent(d) for d in shape]})
+
+
+def _reshape_param(ctx: Context, node: Node, name: str, length: int) -> None:
+    """A target shape fed at run time: `0` copies the input's extent (unless allowzero), `-1` is left to
+    layout.reshape; the output's extents are those expressions, `-1` the input's size over the others'."""
+    extents = ctx.extent_texts(node.input(0))
+    items = [f"{name}[{i}] == 0 ? {extents[i]} : {name}[{i}]" if i < len(extents) and not node.attr("allowzero", 0)
+             else f"{name}[{i}]" for i in range(length)]
+    target = f"[{', '.join(f'({t})' for t in items)}]"
+    size = " * ".join(f"({e})" for e in extents) or "1"
+    known = f"(({target} == -1) ? 1 : {target}) * .."
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"{target}[{i}] == -1 ? ({size}) / ({known}) : {target}[{i}]")
+                                            for i in range(length)]
+    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": Expr(target)})
 
 
 @converter("Flatten", target="`layout.reshape{shape=[outer, -1]}`")
@@ -127,8 +146,15 @@ def _slice(ctx: Context, node: Node) -> None:
     ctx.emit("layout.slice", [ctx.arg(node.input(0))], attribs)
 
 
-@converter("Tile", target="`layout.tile{repeats}`")
+@converter("Tile", target="`layout.tile{repeats}`",
+           caveats="repeats given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _tile(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length == ctx.rank(node.input(0)):
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"{e} * {param.name}[{k}]")
+                                                for k, e in enumerate(ctx.extent_texts(node.input(0)))]
+        ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": Expr(param.name)})
+        return
     repeats = [int(r) for r in ctx.need_const(node.input(1), "repeats").reshape(-1)]
     ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": repeats})
 
@@ -149,17 +175,27 @@ def _expand(ctx: Context, node: Node) -> None:
 _PAD_MODES = {"constant": "CONSTANT", "reflect": "REFLECT", "edge": "REPLICATE"}
 
 
-@converter("Pad", target="`layout.pad{axes, padding, method}`", caveats="mode wrap and negative pads are refused")
+@converter("Pad", target="`layout.pad{axes, padding, method}`", caveats="mode wrap and negative pads are refused; "
+           "pads given as a graph input become a graph attribute (given at run time; negative ones fail layout.pad's "
+           "assertion when composed)", params=(1,))
 def _pad(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
-    pads = [int(p) for p in (ctx.need_const(node.input(1), "pads").reshape(-1) if node.input(1)
-                             else node.attr("pads"))]
     axes = [norm_axis(int(a), rank) for a in ctx.need_const(node.input(3), "axes").reshape(-1)] \
         if node.input(3) else list(range(rank))
+    param = ctx.param(node.input(1))
+    if param is not None and param.length == 2 * len(axes):
+        pads: list[int] | Expr = Expr(param.name)
+        extents = ctx.extent_texts(node.input(0))
+        for j, a in enumerate(axes):
+            extents[a] = f"{extents[a]} + {param.name}[{j}] + {param.name}[{j + len(axes)}]"
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(e) for e in extents]
+    else:
+        pads = [int(p) for p in (ctx.need_const(node.input(1), "pads").reshape(-1) if node.input(1)
+                                 else node.attr("pads"))]
     mode = node.attr("mode", "constant")
     if mode not in _PAD_MODES:
         raise ImportProblem("E0807", f"{node.where}: pad mode '{mode}' is not supported")
-    if any(p < 0 for p in pads):
+    if isinstance(pads, list) and any(p < 0 for p in pads):
         raise ImportProblem("E0807", f"{node.where}: negative pads (cropping) are not supported")
     attribs: dict = {"axes": axes, "padding": pads}
     if mode != "constant":
