@@ -62,12 +62,16 @@ class Model:
     def graph_names(self) -> list[str]:
         return [g.name for g in self.program.graphs()]
 
-    def required_attribs(self, graph: str | None = None) -> list[str]:
-        """The attributes of the graph (the first one, or `graph`) that have no default and are not optional:
-        a composition must be given their values."""
+    def attrib_decls(self, graph: str | None = None) -> list[ast.ParamDecl]:
+        """The attribute declarations of the graph (the first one, or `graph`; none for an unknown graph)."""
         found = [g for g in self.program.graphs() if graph is None or g.name == graph][:1]
-        return [d.name for g in found for b in g.blocks if isinstance(b, ast.ParamBlock) and b.kind == "attrib"
-                for d in b.items if d.default is None and not d.type.optional]
+        return [d for g in found for b in g.blocks if isinstance(b, ast.ParamBlock) and b.kind == "attrib"
+                for d in b.items]
+
+    def required_attribs(self, graph: str | None = None) -> list[str]:
+        """The attributes of the graph that have no default and are not optional: a composition must be given
+        their values."""
+        return [d.name for d in self.attrib_decls(graph) if d.default is None and not d.type.optional]
 
     def compose(self, graph: str | None = None, attribs: Mapping[str, Any] | None = None,
                 atomic: AtomicPolicy | None = None, *, decompose: bool = False, random_weights: bool = False,

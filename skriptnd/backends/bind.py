@@ -51,8 +51,9 @@ def awaiting_error(graph: Graph, missing: list[str]) -> DiagnosticError:
         code="E0711", message=f"graph '{graph.name}' is composed when its attribute{'s' if len(missing) > 1 else ''} "
         f"{listed} {'are' if len(missing) > 1 else 'is'} given; this run gives no value",
         span=graph.declared_at() if graph.program is not None else NO_SPAN,
-        hint="give " + ", ".join(f"'{n}'" for n in missing) + " with the inputs (sknd run: --input "
-             + " ".join(f"{n}=FILE.npy" for n in missing) + "), or compose with attribs")])
+        hint="give " + ", ".join(f"'{n}'" for n in missing) + " with the inputs (sknd run: "
+             + " ".join(f"--input {n}=FILE.npy" for n in missing) + "; skriptnd.run: in the inputs' dict), or "
+             "compose for a value (--attrib, Model.compose's attribs)")])
 
 
 def bind_attributes(graph: Graph, inputs: Mapping[str, object]) -> tuple[Graph, dict[str, object]]:

@@ -19,9 +19,11 @@ from rich.table import Table
 
 from skriptnd import backends
 from skriptnd.backends.base import Runner
+from skriptnd.backends.bind import awaiting_error
 from skriptnd.cli.backend import CompileLine, check_device
 from skriptnd.cli.inputs import (
     Inputs,
+    attribs_from_inputs,
     check_input_names,
     check_memory,
     default_max_memory,
@@ -114,8 +116,11 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     colours = colour(color)
     # 2. the model folder, read and checked; 3. its graph, composed for the attributes
     model = load_model(path, colours)
+    attribs, files = attribs_from_inputs(model, graph, files, attribs, read_array)  # --input axes=a.npy
     composed = compose_graph(model, graph, attribs, colours, decompose=decompose_all,
-                             random_weights=random_weights, seed=seed)
+                             random_weights=random_weights, seed=seed, defer=True)
+    if composed.awaiting:  # an attribute with no default and no value: say to give it with --input
+        fail(awaiting_error(composed, list(composed.awaiting)).diagnostics, model, colours)
     inferred = infer_attribs(composed, {n: s for n, spec in files.files.items() if (s := file_shape(spec))}, attribs)
     if inferred:  # e.g. batch from the input's first dimension: composed again for it, said once
         typer.echo(f"composed for {', '.join(f'{k}={v}' for k, v in inferred.items())} (read from the input "

@@ -38,7 +38,8 @@ ROUNDS = 64
 class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
-    attribs: list[str] = field(default_factory=list)  # graph attributes: symbolic dims, parameter inputs
+    attribs: list[str] = field(default_factory=list)  # graph attributes made from symbolic dims
+    params: list[str] = field(default_factory=list)  # graph attributes made from inputs that feed only parameters
 
 
 def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -55,10 +56,10 @@ def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shap
     say(f"normalizing {len(model.graph.node)} nodes (opset, shape inference)")
     model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
     say(f"converting {len(model.graph.node)} nodes")
-    folder, renamed, attribs = convert(model, source, fold_constants)
+    folder, renamed, attribs, params = convert(model, source, fold_constants)
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed, attribs)
+    return ImportResult(path, renamed, attribs, params)
 
 
 def unsupported(model: ModelProto) -> dict[str, list[str]]:
@@ -98,7 +99,8 @@ def _refuse_unsupported(model: ModelProto, source: str) -> None:
                                           hint="docs/import.md lists the supported operators")])
 
 
-def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
+def convert(model: ModelProto, source: str, fold_constants: bool = False
+            ) -> tuple[ModelFolder, dict[str, str], list[str], list[str]]:
     from onnx import numpy_helper
 
     _refuse_unsupported(model, source)
@@ -154,8 +156,8 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tup
         constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
         quantize=list(ctx.quantize.values()),
         comment=f"Imported from ONNX ({source}, opset {ctx.opset}) by sknd import.")
-    return ModelFolder(text, ctx.weights, ctx.modules), renamed, \
-        list(ctx.symbols.values()) + [p.name for p in ctx.params.values()]
+    return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values()), \
+        [p.name for p in ctx.params.values()]
 
 
 def _param_inputs(ctx: Context, graph: GraphProto) -> dict[str, Param]:
