@@ -62,20 +62,21 @@ def _cumsum(ctx: Context, node: Node) -> None:
 
 
 @converter("NonMaxSuppression", target="`algo.nonmax_suppress{box_format, max_outputs_per_class, "
-           "iou_threshold, score_threshold}`", caveats="the limits and thresholds must be constant")
+           "iou_threshold, score_threshold}`", caveats="the limits and thresholds given as graph inputs become "
+           "graph attributes (given at run time)", params=(2, 3, 4))
 def _nms(ctx: Context, node: Node) -> None:
     attribs: dict = {}
     if node.attr("center_point_box", 0):
         attribs["box_format"] = "CENTER"
-    if node.input(2):
-        attribs["max_outputs_per_class"] = int(ctx.need_const(node.input(2), "max_output_boxes_per_class")
-                                               .reshape(-1)[0])
-    else:
-        attribs["max_outputs_per_class"] = 0
-    if node.input(3):
-        attribs["iou_threshold"] = float(ctx.need_const(node.input(3), "iou_threshold").reshape(-1)[0])
-    if node.input(4):
-        attribs["score_threshold"] = float(ctx.need_const(node.input(4), "score_threshold").reshape(-1)[0])
+    for i, what, name, cast in ((2, "max_output_boxes_per_class", "max_outputs_per_class", int),
+                                (3, "iou_threshold", "iou_threshold", float),
+                                (4, "score_threshold", "score_threshold", float)):
+        param = ctx.param_scalar(node.input(i))
+        if param is not None and ctx.dtype(node.input(i)) == ("int" if cast is int else "real"):
+            attribs[name] = param
+        elif node.input(i):
+            attribs[name] = cast(ctx.need_const(node.input(i), what).reshape(-1)[0])
+    attribs.setdefault("max_outputs_per_class", 0)
     ctx.emit("algo.nonmax_suppress", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
 
 

@@ -101,11 +101,20 @@ def _concat(ctx: Context, node: Node) -> None:
     ctx.emit("layout.concat", [[ctx.arg(n) for n in kept]], {"axis": norm_axis(int(node.attr("axis")), rank)})
 
 
-@converter("Split", target="`layout.split{axis, sizes}`")
+@converter("Split", target="`layout.split{axis, sizes}`",
+           caveats="split sizes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _split(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.input(0))
     k = norm_axis(int(node.attr("axis", 0)), len(shape))
-    if node.input(1):
+    param = ctx.param(node.input(1))
+    sizes: list[int] | Expr
+    if param is not None and param.length == len(node.outputs):
+        sizes = Expr(param.name)
+        extents = ctx.extent_texts(node.input(0))
+        for j, out in enumerate(node.outputs):
+            ctx.symbolic_shapes[out] = [Expr(e) for e in extents[:k]] + [Expr(f"{param.name}[{j}]")] + \
+                [Expr(e) for e in extents[k + 1:]]
+    elif node.input(1):
         sizes = [int(s) for s in ctx.need_const(node.input(1), "split sizes").reshape(-1)]
     elif "split" in node.attrs:
         sizes = list(node.attr("split"))
