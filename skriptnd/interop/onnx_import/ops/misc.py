@@ -117,17 +117,30 @@ def _hardmax(ctx: Context, node: Node) -> None:
 
 
 @converter("OneHot", target="`math.eq` with an index range, then `math.select`(on, off)",
-           caveats="depth must be constant")
+           caveats="depth given as a graph input becomes a graph attribute (given at run time; the index range "
+           "is then a `layout.range`)", params=(1,))
 def _one_hot(ctx: Context, node: Node) -> None:
-    depth = int(ctx.need_const(node.input(1), "depth").reshape(-1)[0])
     rank = ctx.rank(node.input(0)) + 1
     axis = norm_axis(int(node.attr("axis", -1)), rank)
+    param = ctx.param_scalar(node.input(1))
+    depth: int | Expr
+    if param is not None:  # `int(...)`: ONNX allows a real depth (it is truncated)
+        depth = param if ctx.dtype(node.input(1)) == "int" else Expr(f"int({param.text})")
+        extents = ctx.extent_texts(node.input(0))
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(e) for e in extents[:axis]] + [depth] + \
+            [Expr(e) for e in extents[axis:]]
+        n: str | Expr = depth
+        iota = _tmp(ctx, "layout.range", [], first=0, last=depth)
+        iota = _tmp(ctx, "layout.reshape", [iota], shape=[1] * axis + [depth] + [1] * (rank - axis - 1))
+    else:
+        depth = int(ctx.need_const(node.input(1), "depth").reshape(-1)[0])
+        n, iota = ctx.literal_arg(np.array(depth, np.int64), "depth"), _iota(ctx, depth, axis, rank)
     index = ctx.arg(node.input(0))
     if ctx.dtype(node.input(0)) != "int":
         index = ctx.emit("layout.cast", [index], outputs=ctx.fresh("index"), types=["int"], label=False)
-    zero, n = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(depth, np.int64), "depth")
+    zero = ctx.literal_arg(np.array(0, np.int64), "zero")
     index = _tmp(ctx, "math.select", [_tmp(ctx, "math.lt", [index, zero]), _tmp(ctx, "math.add", [index, n]), index])
-    hot = _tmp(ctx, "math.eq", [_tmp(ctx, "layout.unsqueeze", [index], axes=[axis]), _iota(ctx, depth, axis, rank)])
+    hot = _tmp(ctx, "math.eq", [_tmp(ctx, "layout.unsqueeze", [index], axes=[axis]), iota])
     values = ctx.const(node.input(2))
     if values is not None:
         off, on = (ctx.literal_arg(v, "value") for v in values.reshape(-1)[:2])
