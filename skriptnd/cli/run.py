@@ -248,6 +248,22 @@ def _show(outputs: dict[str, np.ndarray], classes: set[str] = frozenset(), top_k
             console.print(detail)
 
 
+def _as_reference_type(arr: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """The output in the reference's type, as the model it came from declares it (an imported float16 or int8
+    output runs as SkriptND's real / int, float32 / int64 here): a float reference rounds the output to its
+    precision first; an integer one takes it only when every value fits (else it is compared as it is, and a
+    value out of the reference type's range shows as a mismatch rather than wrapping around)."""
+    if ref.dtype == arr.dtype or ref.shape != arr.shape or arr.dtype.kind not in "fiub":
+        return arr
+    if ref.dtype.kind == "f" and arr.dtype.kind == "f" and ref.dtype.itemsize < arr.dtype.itemsize:
+        return arr.astype(ref.dtype)
+    if ref.dtype.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
+        info = np.iinfo(ref.dtype)
+        if info.min <= int(arr.min()) and int(arr.max()) <= info.max:
+            return arr.astype(ref.dtype)
+    return arr
+
+
 def _compare(outputs: dict[str, np.ndarray], folder: Path, rtol: float, atol: float) -> None:
     """Each output against folder/<name>.npy (exit 1 on a mismatch or a missing reference)."""
     failed = False
@@ -264,7 +280,7 @@ def _compare(outputs: dict[str, np.ndarray], folder: Path, rtol: float, atol: fl
         except OSError as err:
             raise DiagnosticError([Diagnostic(code="E0704", message=f"cannot read {ref_path}: {err.strerror or err}",
                                               span=Span(str(ref_path), 1, 1, 1, 2))]) from None
-        arr = np.asarray(value)
+        arr = _as_reference_type(np.asarray(value), ref)
         if ref.shape != arr.shape or not np.allclose(arr, ref, rtol=rtol, atol=atol):
             diff = float(np.max(np.abs(arr.astype(np.float64) - ref))) if ref.shape == arr.shape else float("nan")
             typer.echo(f"{name}: MISMATCH (shape {list(arr.shape)} vs {list(ref.shape)}, max |diff| {diff:.3g})",
