@@ -157,3 +157,31 @@ def test_bfloat16_input_is_real(tmp_path: Path) -> None:
     x = np.array([1.5, -2.25, 3.0, 0.0078125, 100.0], dtype=ml_dtypes.bfloat16)
     got = skriptnd.run(skriptnd.load(path).compose(), {"x": x})["y"]
     np.testing.assert_array_equal(got.astype(ml_dtypes.bfloat16), (x.astype(np.float32) * 2).astype(ml_dtypes.bfloat16))
+
+
+def test_expect_compares_in_the_reference_type(tmp_path: Path) -> None:
+    """A float16 model's output runs as float32; `--expect` rounds it to the float16 reference first. 1000.5 * 3
+    is 3001.5 in float32 and 3002 in float16 (onnxruntime's answer): 0.5 apart, beyond rtol 1e-4 of 3002 unless
+    rounded, and a reference one float16 step off (3004) still mismatches."""
+    require_onnx()
+    import onnx
+    from onnx import TensorProto, helper
+
+    model = _model([helper.make_node("Add", ["x", "x"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])],
+                   [("x", TensorProto.FLOAT16, [1])], [("y", TensorProto.FLOAT16, [1])])
+    onnx.save(model, tmp_path / "h.onnx")
+    x = np.array([1000.5], np.float16)
+    (expected,) = _onnxruntime(model, {"x": x})
+    assert expected.dtype == np.float16 and float(expected[0]) == 3002.0
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "good").mkdir()
+    (tmp_path / "bad").mkdir()
+    np.save(tmp_path / "good" / "y.npy", expected)
+    np.save(tmp_path / "bad" / "y.npy", np.array([3004.0], np.float16))
+    sknd = [sys.executable, "-m", "skriptnd"]
+    assert subprocess.run([*sknd, "import", str(tmp_path / "h.onnx"), "-o", str(tmp_path / "m")]).returncode == 0
+    run = [*sknd, "run", str(tmp_path / "m"), "--input", f"x={tmp_path / 'x.npy'}", "--expect"]
+    good = subprocess.run([*run, str(tmp_path / "good")], capture_output=True, text=True)
+    assert good.returncode == 0 and "matches" in good.stderr, good.stderr
+    bad = subprocess.run([*run, str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode == 1 and "MISMATCH" in bad.stderr

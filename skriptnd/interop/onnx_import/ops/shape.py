@@ -63,9 +63,17 @@ def _flatten(ctx: Context, node: Node) -> None:
     ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [outer, inner]})
 
 
-@converter("Squeeze", target="`layout.squeeze{axes}`")
+@converter("Squeeze", target="`layout.squeeze{axes}`",
+           caveats="axes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _squeeze(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:  # the extents left: those of the axes not listed
+        a, dims = param.name, ", ".join(ctx.extent_texts(node.input(0)))
+        ctx.symbolic_shapes[node.outputs[0]] = [
+            Expr(f"[{dims}][[0:{rank}][!([0:{rank}] in (({a} < 0) ? {a} + {rank} : {a}))]]..")]
+        ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": Expr(a)})
+        return
     if node.input(1):
         axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
     elif "axes" in node.attrs:
@@ -75,8 +83,16 @@ def _squeeze(ctx: Context, node: Node) -> None:
     ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": sorted(norm_axis(a, rank) for a in axes)})
 
 
-@converter("Unsqueeze", target="`layout.unsqueeze{axes}`")
+@converter("Unsqueeze", target="`layout.unsqueeze{axes}`",
+           caveats="axes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _unsqueeze(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:  # ones at the axes, the input's extents in order elsewhere
+        a, dims, r = param.name, ", ".join(ctx.extent_texts(node.input(0))), ctx.rank(node.input(0)) + param.length
+        ctx.symbolic_shapes[node.outputs[0]] = [
+            Expr(f"([1 ..({r})][[0:{r}][!([0:{r}] in (({a} < 0) ? {a} + {r} : {a}))]] <- [{dims}])..")]
+        ctx.emit("layout.unsqueeze", [ctx.arg(node.input(0))], {"axes": Expr(a)})
+        return
     if node.input(1):
         axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
     else:
