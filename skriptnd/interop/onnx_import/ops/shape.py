@@ -144,8 +144,13 @@ def _split(ctx: Context, node: Node) -> None:
 
 
 @converter("Slice", target="`layout.slice{axes, begin, end, stride}`",
-           caveats="starts/ends/axes/steps must be constant; they are clamped at import time")
+           caveats="starts/ends/axes/steps are clamped at import time; given as graph inputs they become graph "
+           "attributes, clamped by expressions when composed (an empty slice then fails layout.slice's assertion)",
+           params=(1, 2, 3, 4))
 def _slice(ctx: Context, node: Node) -> None:
+    if any(ctx.param(node.input(i)) is not None for i in range(1, 5)):
+        _slice_param(ctx, node)
+        return
     shape = ctx.static_shape(node.input(0))
     starts = ctx.need_const(node.input(1), "starts").reshape(-1).tolist()
     ends = ctx.need_const(node.input(2), "ends").reshape(-1).tolist()
@@ -169,6 +174,40 @@ def _slice(ctx: Context, node: Node) -> None:
     if any(s != 1 for s in stride):
         attribs["stride"] = stride
     ctx.emit("layout.slice", [ctx.arg(node.input(0))], attribs)
+
+
+def _slice_param(ctx: Context, node: Node) -> None:
+    """Slice with operands fed at run time: ONNX's clamping (Python's slice.indices) written element-wise over
+    the packs: a negative start or end counts from the end, then clamps to [0, D] (step > 0) or [-1, D - 1]
+    (step < 0); the output's extents are layout.slice's own, (end - begin) \\ stride at the axes."""
+    rank = ctx.rank(node.input(0))
+    dims = ", ".join(ctx.extent_texts(node.input(0)))
+
+    def pack(i: int, what: str, default: str) -> tuple[str, int | None]:
+        param = ctx.param(node.input(i))
+        if param is not None:
+            return (param.name if param.length is not None else f"[{param.name}]"), param.length or 1
+        if not node.input(i):
+            return default, None
+        value = ctx.need_const(node.input(i), what).reshape(-1)
+        return f"[{', '.join(str(int(v)) for v in value)}]", len(value)
+
+    starts, n = pack(1, "starts", "")
+    ends, _ = pack(2, "ends", "")
+    n = n or 1
+    axes, _ = pack(3, "axes", f"[0:{n}]")
+    steps, _ = pack(4, "steps", f"[1 ..({n})]")
+    a = f"(({axes} + {rank}) % {rank})"
+    d = f"[{dims}][{a}]"
+
+    def clamp(v: str) -> str:
+        shifted = f"(({v} < 0) ? {v} + {d} : {v})"
+        return f"(({steps} > 0) ? (({shifted} >? 0) <? {d}) : (({shifted} >? -1) <? ({d} - 1)))"
+
+    begin, end = clamp(starts), clamp(ends)
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"([{dims}][{a}] <- (({end} >? -1) - {begin}) \\ {steps})..")]
+    ctx.emit("layout.slice", [ctx.arg(node.input(0))],
+             {"axes": Expr(a), "begin": Expr(begin), "end": Expr(end), "stride": Expr(steps)})
 
 
 @converter("Tile", target="`layout.tile{repeats}`",
