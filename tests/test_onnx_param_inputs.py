@@ -84,7 +84,9 @@ def _case(op: str, data: np.ndarray, param: np.ndarray, **attrs: object) -> tupl
 
     elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
     outputs = ["y", "i"] if op == "TopK" else ["y"]
-    rank_out = data.ndim if op != "Reshape" else len(param)
+    n = param.size
+    rank_out = {"Reshape": n, "Unsqueeze": data.ndim + n, "Squeeze": data.ndim - n} \
+        .get(op, data.ndim)
     out_types = [elem[data.dtype], TensorProto.INT64][:len(outputs)]
     model = _model([helper.make_node(op, ["x", "p"], outputs, **attrs)],
                    [("x", elem[data.dtype], list(data.shape)), ("p", TensorProto.INT64, list(param.shape))],
@@ -102,6 +104,8 @@ X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
     ("TopK", X, [[1], [3]], {"axis": -1}),
     ("CumSum", X, [[0], [-1]], {}),
     ("Trilu", X, [[0], [-1], [2]], {"upper": 0}),
+    ("Unsqueeze", X, [[0, 4], [-1, 1], [3, 0]], {}),
+    ("Squeeze", X.reshape(2, 1, 3, 1, 4), [[1, 3], [-2, 1]], {}),
 ])
 def test_parameter_inputs_match_onnxruntime(tmp_path: Path, op: str, data: np.ndarray, params: list,
                                             attrs: dict) -> None:
@@ -185,3 +189,40 @@ def test_expect_compares_in_the_reference_type(tmp_path: Path) -> None:
     assert good.returncode == 0 and "matches" in good.stderr, good.stderr
     bad = subprocess.run([*run, str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode == 1 and "MISMATCH" in bad.stderr
+
+
+@pytest.mark.parametrize("values", [
+    ([0, 1], [2, 3], [0, 2], [1, 1]),  # the first block
+    ([-1, 10], [-3, -100], [1, 2], [-1, -2]),  # negative steps, out-of-range ends clamped
+    ([1, -3], [1000, -1], [-1, 0], [2, 1]),  # negative axes and starts
+])
+def test_slice_operands_fed_at_run_time_match_onnxruntime(tmp_path: Path, values: tuple) -> None:
+    require_onnx()
+    from onnx import TensorProto, helper
+
+    names = ["starts", "ends", "axes", "steps"]
+    model = _model([helper.make_node("Slice", ["x", *names], ["y"])],
+                   [("x", TensorProto.FLOAT, [2, 3, 4])] + [(n, TensorProto.INT64, [2]) for n in names],
+                   [("y", TensorProto.FLOAT, ["a", "b", "c"])])
+    path = skriptnd.import_model(model, tmp_path / "s")
+    text = (path / "main.sknd").read_text()
+    assert all(f"{n}: int..(2);" in text for n in names)
+    feeds = {"x": X, **{n: np.array(v, np.int64) for n, v in zip(names, values, strict=True)}}
+    got = skriptnd.run(skriptnd.load(path).compose(defer=True), feeds)["y"]
+    (expected,) = _onnxruntime(model, feeds)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_input_feeding_data_too_stays_an_input(tmp_path: Path) -> None:
+    """An input read as data as well as a parameter is not an attribute: it is a tensor input, and its use as
+    a parameter is E0808 naming the value needed."""
+    require_onnx()
+    from onnx import TensorProto, helper
+
+    model = _model([helper.make_node("ReduceSum", ["x", "a"], ["y"]), helper.make_node("Add", ["a", "a"], ["z"])],
+                   [("x", TensorProto.FLOAT, [2, 3]), ("a", TensorProto.INT64, [1])],
+                   [("y", TensorProto.FLOAT, ["p", "q"]), ("z", TensorProto.INT64, [1])])
+    with pytest.raises(DiagnosticError) as err:
+        skriptnd.import_model(model, tmp_path / "m")
+    assert err.value.diagnostics[0].code == "E0808" and "axes" in err.value.diagnostics[0].message

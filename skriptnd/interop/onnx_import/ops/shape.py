@@ -9,7 +9,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
-from skriptnd.interop.writer import Expr
+from skriptnd.interop.writer import Expr, literal
 
 
 def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
@@ -320,6 +320,26 @@ def _import_time_only(ctx: Context, node: Node) -> None:
                         hint=ctx.import_time_hint())
 
 
-for _op in ("Shape", "Size", "ConstantOfShape", "Range", "Constant"):
+for _op in ("Shape", "Size", "ConstantOfShape", "Constant"):
     converter(_op, target="folded at import time (a compile-time value)",
               caveats="needs a static shape / constant operands")(_import_time_only)
+
+
+@converter("Range", target="folded at import time (a compile-time value); with operands fed at run time "
+           "`layout.range{first, last, stride}`", caveats="start, limit and delta given as graph inputs become graph "
+           "attributes (given at run time; an empty range fails layout.range's assertion)", params=(0, 1, 2))
+def _range(ctx: Context, node: Node) -> None:
+    real = ctx.dtype(node.outputs[0]) == "real"
+    parts = []
+    for i in range(3):
+        param = ctx.param_scalar(node.input(i))
+        value = ctx.const(node.input(i))
+        if param is not None:
+            parts.append(param.text)
+        elif value is not None:
+            parts.append(literal(float(value.reshape(-1)[0]) if real else int(value.reshape(-1)[0])))
+        else:
+            _import_time_only(ctx, node)
+    first, last, stride = parts
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"int(({last} - {first}) \\ {stride})")]
+    ctx.emit("layout.range", [], {"first": Expr(first), "last": Expr(last), "stride": Expr(stride)})
