@@ -52,7 +52,7 @@ def render() -> str:
              "input dimension (`batch`) becomes a graph attribute (`@attrib { batch: int = 1; }`, set with "
              "`--attrib batch=8`); `--input-shape NAME=1,3,224,224` fixes it at import instead. An operand "
              "SkriptND needs at compile time (a Reshape's shape, Slice's starts, TopK's K) that depends on "
-             "run-time data is diagnostic E0808.",
+             "run-time data is diagnostic E0808, unless a graph input gives it (next section).",
              "",
              "### Parameters fed at run time",
              "",
@@ -75,7 +75,8 @@ def render() -> str:
              "float16, bfloat16, float32 and float64 tensors are `real`; int8/16/32/64 and uint8/16/32/64 are "
              "`int`; bool is `bool` (inputs, outputs, initializers, Cast targets). SkriptND's `real` and `int` "
              "have no width (spec §2.3), so the numpy backend computes `real` in float32 and `int` in int64 "
-             "(int constants within int32, as TOSA): float16 and bfloat16 lose nothing, float64 is computed at "
+             "(int constants within int32, as TOSA): float16 and bfloat16 values are held exactly (and computed "
+             "more precisely than in their own type), float64 is computed at "
              "float32 precision (results within about 1e-6 relative, not double's 1e-16), and uint64 values "
              "beyond 2^63 cannot be held. Inputs are taken in their own numpy type (float16, float64, bfloat16 "
              "from ml_dtypes, any integer width) and converted; a Cast to a narrower ONNX type is the identity "
