@@ -226,3 +226,36 @@ def test_input_feeding_data_too_stays_an_input(tmp_path: Path) -> None:
     with pytest.raises(DiagnosticError) as err:
         skriptnd.import_model(model, tmp_path / "m")
     assert err.value.diagnostics[0].code == "E0808" and "axes" in err.value.diagnostics[0].message
+
+
+def test_slice_clamping_is_python_slicing(tmp_path: Path) -> None:
+    """Property: for any start, end and non-zero step fed at run time, the imported Slice gives numpy's
+    `x[start:end:step]` along the axis (ONNX clamps as Python slices do); an empty slice is that or a located
+    diagnostic (a begin past the end), never a wrong result."""
+    require_onnx()
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from onnx import TensorProto, helper
+
+    names = ["starts", "ends", "axes", "steps"]
+    model = _model([helper.make_node("Slice", ["x", *names], ["y"])],
+                   [("x", TensorProto.FLOAT, [7, 3])] + [(n, TensorProto.INT64, [1]) for n in names],
+                   [("y", TensorProto.FLOAT, ["a", "b"])])
+    graph = skriptnd.load(skriptnd.import_model(model, tmp_path / "s")).compose(defer=True)
+    x = np.arange(21, dtype=np.float32).reshape(7, 3)
+    bound = st.integers(-12, 12) | st.sampled_from([-2**62, 2**62])
+
+    @settings(max_examples=40, deadline=None)
+    @given(start=bound, end=bound, step=st.integers(-4, 4).filter(bool), axis=st.sampled_from([0, -2]))
+    def check(start: int, end: int, step: int, axis: int) -> None:
+        feeds = {"x": x, **{n: np.array([v], np.int64) for n, v in zip(names, (start, end, axis, step), strict=True)}}
+        expected = x[start:end:step]
+        try:
+            got = skriptnd.run(graph, feeds)["y"]
+        except DiagnosticError as err:  # only an empty slice may be refused (layout.slice's begin < extent)
+            assert expected.shape[0] == 0 and err.diagnostics[0].span.line > 0, (start, end, step, axis)
+            return
+        assert got.shape == expected.shape, (start, end, step, axis)
+        np.testing.assert_array_equal(got, expected)
+
+    check()
