@@ -22,6 +22,7 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.io.tensor_file import TensorFileError, expected_header, read_tensor, write_tensor
 from skriptnd.semantics.modules import Program, load_program
 from skriptnd.source import Span
+from skriptnd.syntax import ast
 from skriptnd.untrusted import UnsafeFile, contained
 
 
@@ -61,16 +62,45 @@ class Model:
     def graph_names(self) -> list[str]:
         return [g.name for g in self.program.graphs()]
 
+    def attrib_decls(self, graph: str | None = None) -> list[ast.ParamDecl]:
+        """The attribute declarations of the graph (the first one, or `graph`; none for an unknown graph)."""
+        found = [g for g in self.program.graphs() if graph is None or g.name == graph][:1]
+        return [d for g in found for b in g.blocks if isinstance(b, ast.ParamBlock) and b.kind == "attrib"
+                for d in b.items]
+
+    def required_attribs(self, graph: str | None = None) -> list[str]:
+        """The attributes of the graph that have no default and are not optional: a composition must be given
+        their values."""
+        return [d.name for d in self.attrib_decls(graph) if d.default is None and not d.type.optional]
+
     def compose(self, graph: str | None = None, attribs: Mapping[str, Any] | None = None,
                 atomic: AtomicPolicy | None = None, *, decompose: bool = False, random_weights: bool = False,
-                seed: int = 0) -> Graph:
+                seed: int = 0, defer: bool = False) -> Graph:
         """The graph for these attributes; `decompose=True` goes down to @lower primitives.
 
         Variables are read from their tensor files when the graph first runs; with
         `random_weights`, a missing file gives seeded random values instead of an error.
+
+        With `defer=True`, graph attributes that have no default and are not given (an ONNX input that feeds
+        only parameters, such as a Reshape's shape, imported as a graph attribute) are awaited: the graph
+        returned holds no operations, and `skriptnd.run(graph, {..., "shape": array})` composes it for the
+        value given with the inputs (each distinct value once). Without it, such a graph is E0410 as always.
         """
+        given = dict(attribs or {})
+
+        def rebind(values: Mapping[str, Any]) -> Graph:
+            return self.compose(graph, {**given, **values}, atomic, decompose=decompose,
+                                random_weights=random_weights, seed=seed)
+
+        missing = [name for name in self.required_attribs(graph) if name not in given]
+        if defer and missing:
+            awaiting = Graph(name=graph or self.graph_names[0], program=self.program,
+                             attribs={**given, **dict.fromkeys(missing)}, awaiting=tuple(missing))
+            awaiting.rebind = rebind
+            return awaiting
         policy = decompose_all if decompose else atomic
-        composed = Composer(self.program, policy).compose(graph, attribs)
+        composed = Composer(self.program, policy).compose(graph, given)
+        composed.rebind = rebind
         module = self.program.main.name if self.program.main else "main"
         rng = np.random.default_rng(seed)
         folder = self.program.model_dir

@@ -90,14 +90,6 @@ def _array(value: Any) -> np.ndarray:
     return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
 
 
-def _feed(value: np.ndarray) -> np.ndarray:
-    if value.dtype.kind in "fO" or "float" in value.dtype.name:
-        return value.astype(np.float32)
-    if value.dtype.kind in "iu":
-        return value.astype(np.int64)
-    return value
-
-
 def _close(actual: np.ndarray, expected: np.ndarray) -> str | None:
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape:
@@ -122,34 +114,20 @@ def _close(actual: np.ndarray, expected: np.ndarray) -> str | None:
 
 
 def run_case(case: Any, folder: Path) -> str | None:
-    """None when the case passes, else why not."""
+    """None when the case passes, else why not. Every input is fed as the case stores it, in its own type: an
+    input that feeds only parameters (a Reshape's shape, ReduceSum's axes) is a graph attribute of the imported
+    graph, and the run composes the graph for its value (skriptnd.backends.bind)."""
     from skriptnd.diagnostics import DiagnosticError
     from skriptnd.interop.onnx_import import import_model
 
-    bound_inputs: set[str] = set()
     try:
-        try:
-            path = import_model(case.model, folder / case.name)
-        except DiagnosticError as err:
-            if err.diagnostics[0].code != "E0808" or len(case.data_sets) != 1:
-                raise
-            # SkriptND takes shape operands (a Reshape's shape, TopK's K, Resize's scales ...) as
-            # attributes: the harness binds the case's small operand inputs as initializers, as a real
-            # model has them
-            model, bound = _bind_integer_inputs(case)
-            path = import_model(model, folder / case.name)
-            bound_inputs.update(bound)
-        model = skriptnd.load(path)
-        graph = model.compose()
+        path = import_model(case.model, folder / case.name)
+        graph = skriptnd.load(path).compose(defer=True)
         inputs = [i.name for i in case.model.graph.input if i.name not in
                   {t.name for t in case.model.graph.initializer}]
-        names = {t.name: t for t in graph.inputs}
+        names = {t.name: t for t in graph.inputs} | dict.fromkeys(graph.attribs)
         for feeds, expected in case.data_sets:
-            given = {}
-            for name, value in zip(inputs, feeds, strict=False):
-                if name in bound_inputs:
-                    continue
-                given[_sanitized(name, names)] = _feed(_array(value))
+            given = {_sanitized(name, names): _array(value) for name, value in zip(inputs, feeds, strict=False)}
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 got = skriptnd.run(graph, given)
@@ -163,27 +141,6 @@ def run_case(case: Any, folder: Path) -> str | None:
         return f"{err.diagnostics[0].code}: {err.diagnostics[0].message[:150]}"
     except Exception as err:  # noqa: BLE001 - the suite reports every failure, whatever it is
         return f"{type(err).__name__}: {str(err).splitlines()[0][:150] if str(err) else ''}"
-
-
-def _bind_integer_inputs(case: Any) -> tuple[Any, set[str]]:
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.ModelProto()
-    model.CopyFrom(case.model)
-    feeds = case.data_sets[0][0]
-    inputs = [i for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
-    bound = set()
-    for vi, value in zip(inputs, feeds, strict=False):
-        value = _array(value)
-        operand_only = all(vi.name not in n.input[:1] for n in model.graph.node)  # not a data input
-        if (value.dtype.kind in "iu" and value.size <= 16) or value.size == 1 or (operand_only and value.size <= 16):
-            model.graph.initializer.append(numpy_helper.from_array(value, vi.name))
-            bound.add(vi.name)
-    kept = [vi for vi in model.graph.input if vi.name not in bound]
-    del model.graph.input[:]
-    model.graph.input.extend(kept)
-    return model, bound
 
 
 def _sanitized(name: str, names: dict[str, Any]) -> str:

@@ -3,7 +3,9 @@
 Every case listed in tests/data/onnx_node_suite_passing.txt must still pass: importing it writes a
 folder that checks, composes and runs, and its outputs match the outputs stored with the case
 (rtol 1e-4 of the largest magnitude; integers and booleans exactly; float16/bfloat16 outputs within
-one step of that type). The pass rate per operator is printed (pytest -s)."""
+one step of that type), and they are at least 90% of the eligible cases (issue 25). Every input is fed as the
+case stores it: one that feeds only parameters is a graph attribute of the imported graph, bound by the run.
+The pass rate per operator is printed (pytest -s)."""
 
 from __future__ import annotations
 
@@ -45,3 +47,4 @@ def test_listed_cases_pass(eligible: dict[str, object], tmp_path: Path) -> None:
     rate = (len(listed) - len(failures)) / len(eligible)
     print(f"node suite: {len(listed) - len(failures)}/{len(eligible)} eligible cases pass ({100 * rate:.1f}%)")
     assert not failures, failures
+    assert rate >= 0.90, f"the passing set covers {100 * rate:.1f}% of the eligible cases; issue 25 asks for 90%"

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from skriptnd.backends.base import Backend, Options, Progress, Runner
+from skriptnd.backends.bind import awaiting_error, bind_attributes
 from skriptnd.backends.iree_devices import parse as parse_device
 from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
@@ -68,6 +69,8 @@ def unavailable(backend: Backend, reason: str, graph: Graph | None = None) -> Di
 
 def prepare(graph: Graph, backend: str = DEFAULT, options: Options | None = None) -> Runner:
     """The graph prepared by ``backend`` (kept on the graph: prepared once per backend and options)."""
+    if graph.awaiting:  # composed with defer=True: nothing to prepare until its attributes are given
+        raise awaiting_error(graph, list(graph.awaiting))
     b = get(backend)
     options = options or Options()
     if options.device:
@@ -96,6 +99,7 @@ def run(graph: Graph, inputs: Mapping[str, np.ndarray], backend: str = DEFAULT, 
     backend is kept on the graph, so later runs do no planning or compiling."""
     if settings:
         options = replace(options or Options(), **settings)  # type: ignore[arg-type]
+    graph, inputs = bind_attributes(graph, inputs)  # graph attributes given as inputs: composed for them
     check_shapes(graph, inputs)  # E0711 naming the fix (`--attrib batch=2`) before any backend compiles
     return prepare(graph, backend, options).run(inputs, progress)
 

@@ -35,20 +35,21 @@ class ImportOptions:
     progress: Callable[[str], None] | None = None
 
 
-#: What an importer returns: the model folder written, the names it changed, the graph attributes it made.
-Imported = tuple[Path, dict[str, str], list[str]]
+#: What an importer returns: the model folder written, the names it changed, the graph attributes it made of
+#: symbolic dimensions and those it made of inputs that feed only parameters (given at run time with --input).
+Imported = tuple[Path, dict[str, str], list[str], list[str]]
 
 
 def _import_onnx(src: Path, out: Path, options: ImportOptions) -> Imported:
     result = import_onnx(src, out, input_shapes=options.input_shapes, fold_constants=options.fold_constants,
                          opset_upgrade=options.opset_upgrade, progress=options.progress)
-    return result.path, result.renamed, result.attribs
+    return result.path, result.renamed, result.attribs, result.params
 
 
 def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
     if options.input_shapes or options.fold_constants:
         raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only")
-    return import_nnef(src, out), {}, []
+    return import_nnef(src, out), {}, [], []
 
 
 def _import_tflite(src: Path, out: Path, options: ImportOptions) -> Imported:
@@ -131,7 +132,7 @@ def command(
                             lambda step: status.update(f"importing {source.name}: {step}…"))
     try:
         with status:
-            path, renamed, attribs = importer.run(source, output, options)
+            path, renamed, attribs, params = importer.run(source, output, options)
     except DiagnosticError as err:
         if all(d.code == "E0790" for d in err.diagnostics):  # the folder refused the write: still about -o
             raise _output_error(err.diagnostics[0].message) from None
@@ -142,4 +143,7 @@ def command(
     if attribs:
         typer.echo(f"dynamic dimensions became graph attributes: {', '.join(attribs)} (set them with "
                    "--attrib NAME=VALUE)", err=True)
+    if params:
+        typer.echo(f"inputs that feed only parameters became graph attributes: {', '.join(params)} (sknd run takes "
+                   f"them as inputs: --input {params[0]}=FILE.npy; the graph is composed for each value)", err=True)
     typer.echo(f"wrote {path} (from {importer.name})", err=True)

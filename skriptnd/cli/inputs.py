@@ -10,19 +10,21 @@ import difflib
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import typer
 
+from skriptnd.backends.bind import attribute_value
 from skriptnd.compose.input_shapes import declared_extents
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.compose.stats import tensor_bytes
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.io.npy import NpyError, npy_header_shape
 from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
+from skriptnd.model import Model
 from skriptnd.source import Span
 from skriptnd.syntax import ast
 
@@ -167,6 +169,35 @@ def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: It
                     and isinstance(graph.attribs[extent.id], int):
                 found.setdefault(extent.id, set()).add(int(n))
     return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
+
+
+#: An --input that gives a graph attribute (an ONNX input fed at run time) holds at most this many values.
+ATTRIB_LIMIT = 4096
+
+
+def attribs_from_inputs(model: Model, graph: str | None, files: Inputs, attribs: Mapping[str, object],
+                        read: Callable[[str, str], np.ndarray]) -> tuple[dict[str, object], Inputs]:
+    """`--input axes=a.npy` where `axes` is an attribute of the graph (issue 25: an ONNX input that feeds only
+    parameters is imported as one): its value, read from the file, composes the graph. Returns the attributes
+    with those values added and the --input items left for the graph's tensor inputs. Giving one both ways, a
+    file of more than ATTRIB_LIMIT values or of more than one dimension is a usage error."""
+    names = {d.name for d in model.attrib_decls(graph)}
+    found: dict[str, object] = {}
+    for name, spec in files.files.items():
+        if name not in names:
+            continue
+        if name in attribs:
+            raise typer.BadParameter(f"'{name}' is given both as --attrib and as --input", param_hint="--input")
+        shape = file_shape(spec)
+        if shape is not None and int(np.prod(shape)) > ATTRIB_LIMIT:
+            raise typer.BadParameter(f"'{name}' is a graph attribute: at most {ATTRIB_LIMIT} values, the file has "
+                                     f"shape {list(shape)}", param_hint="--input")
+        try:
+            found[name] = attribute_value(name, read(spec, name))
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--input") from None
+    rest = Inputs({k: v for k, v in files.files.items() if k not in found})
+    return {**attribs, **found}, rest
 
 
 @dataclass(frozen=True)

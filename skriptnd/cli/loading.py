@@ -31,10 +31,12 @@ def load_model(path: Path, color: bool | None) -> Model:
 
 
 def compose_graph(model: Model, graph: str | None, attribs: dict[str, object], color: bool | None, *,
-                  decompose: bool = False, random_weights: bool = False, seed: int = 0) -> Graph:
-    """One graph of the model composed for these attribute values (its variables read when it first runs)."""
+                  decompose: bool = False, random_weights: bool = False, seed: int = 0, defer: bool = False) -> Graph:
+    """One graph of the model composed for these attribute values (its variables read when it first runs);
+    `defer`: attributes without a default left awaited (Model.compose), for the caller to say how to give them."""
     try:
         with _status(f"composing {graph or 'the main graph'}…"):
-            return model.compose(graph, attribs, decompose=decompose, random_weights=random_weights, seed=seed)
+            return model.compose(graph, attribs, decompose=decompose, random_weights=random_weights, seed=seed,
+                                 defer=defer)
     except DiagnosticError as err:
         fail(err.diagnostics, model, color)

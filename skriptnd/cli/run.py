@@ -20,9 +20,11 @@ from rich.table import Table
 
 from skriptnd import backends
 from skriptnd.backends.base import Runner
+from skriptnd.backends.bind import awaiting_error
 from skriptnd.cli.backend import CompileLine, check_device
 from skriptnd.cli.inputs import (
     Inputs,
+    attribs_from_inputs,
     check_input_names,
     check_memory,
     default_max_memory,
@@ -121,8 +123,11 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     colours = colour(color)
     # 2. the model folder, read and checked; 3. its graph, composed for the attributes
     model = load_model(path, colours)
+    attribs, files = attribs_from_inputs(model, graph, files, attribs, read_array)  # --input axes=a.npy
     composed = compose_graph(model, graph, attribs, colours, decompose=decompose_all,
-                             random_weights=random_weights, seed=seed)
+                             random_weights=random_weights, seed=seed, defer=True)
+    if composed.awaiting:  # an attribute with no default and no value: say to give it with --input
+        fail(awaiting_error(composed, list(composed.awaiting)).diagnostics, model, colours)
     inferred = infer_attribs(composed, {n: s for n, spec in files.files.items() if (s := file_shape(spec))}, attribs)
     if inferred:  # e.g. batch from the input's first dimension: composed again for it, said once
         typer.echo(f"composed for {', '.join(f'{k}={v}' for k, v in inferred.items())} (read from the input "
@@ -272,6 +277,22 @@ def _show(outputs: dict[str, np.ndarray], classes: set[str] = frozenset(), top_k
             console.print(detail)
 
 
+def _as_reference_type(arr: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """The output in the reference's type, as the model it came from declares it (an imported float16 or int8
+    output runs as SkriptND's real / int, float32 / int64 here): a float reference rounds the output to its
+    precision first; an integer one takes it only when every value fits (else it is compared as it is, and a
+    value out of the reference type's range shows as a mismatch rather than wrapping around)."""
+    if ref.dtype == arr.dtype or ref.shape != arr.shape or arr.dtype.kind not in "fiub":
+        return arr
+    if ref.dtype.kind == "f" and arr.dtype.kind == "f" and ref.dtype.itemsize < arr.dtype.itemsize:
+        return arr.astype(ref.dtype)
+    if ref.dtype.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
+        info = np.iinfo(ref.dtype)
+        if info.min <= int(arr.min()) and int(arr.max()) <= info.max:
+            return arr.astype(ref.dtype)
+    return arr
+
+
 def _compare(outputs: dict[str, np.ndarray], folder: Path, rtol: float, atol: float) -> None:
     """Each output against folder/<name>.npy (exit 1 on a mismatch or a missing reference)."""
     failed = False
@@ -288,7 +309,7 @@ def _compare(outputs: dict[str, np.ndarray], folder: Path, rtol: float, atol: fl
         except OSError as err:
             raise DiagnosticError([Diagnostic(code="E0704", message=f"cannot read {ref_path}: {err.strerror or err}",
                                               span=Span(str(ref_path), 1, 1, 1, 2))]) from None
-        arr = np.asarray(value)
+        arr = _as_reference_type(np.asarray(value), ref)
         if ref.shape != arr.shape or not np.allclose(arr, ref, rtol=rtol, atol=atol):
             diff = float(np.max(np.abs(arr.astype(np.float64) - ref))) if ref.shape == arr.shape else float("nan")
             typer.echo(f"{name}: MISMATCH (shape {list(arr.shape)} vs {list(ref.shape)}, max |diff| {diff:.3g})",

@@ -94,6 +94,12 @@ class Graph:
     program: Any = field(default=None, repr=False)  # the Program it was composed from
     #: The declared output names (an output may be another tensor, as in `z = a`); default: tensor names
     output_names: list[str] = field(default_factory=list)
+    #: The same graph composed for other attribute values (set by skriptnd.model.Model.compose): a graph
+    #: attribute given with the inputs of a run (an ONNX input fed at run time, issue 25) composes it again
+    rebind: Any = field(default=None, repr=False)
+    #: Graph attributes without a default that the composition still waits for (Model.compose(defer=True)):
+    #: such a graph holds no operations until a run gives their values
+    awaiting: tuple[str, ...] = ()
 
     def output_name(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name

@@ -478,7 +478,9 @@ def _check_input(graph: Graph, t: Tensor, array: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(array)
     expected = NUMPY_DTYPES.get(t.dtype)
     kind = {"real": "f", "int": "iu", "bool": "b"}.get(t.dtype, "")
-    if arr.dtype.kind not in kind:
+    # ml_dtypes' bfloat16 (what onnx's numpy_helper gives for an ONNX bfloat16 tensor) is a real too
+    floating = arr.dtype.kind == "V" and "float" in arr.dtype.name
+    if arr.dtype.kind not in kind and not (floating and t.dtype == "real"):
         raise DiagnosticError([Diagnostic(code="E0711", message=f"input '{t.name}' must be {t.dtype} "
                                           f"({_describe(t)}), got an array of {arr.dtype}", span=_where(t),
                                           hint="convert it, e.g. with numpy's astype")])

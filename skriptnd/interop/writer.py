@@ -366,10 +366,11 @@ def _holds_cwd(folder: Path) -> bool:
 
 def verify_model(path: Path, graph: str, where: Span) -> None:
     """Check a written model folder as `sknd check` and `sknd run` would (load, compose the graph with its
-    default attributes, read each quantized tensor's parameters); DiagnosticError E0794 at `where`,
+    default attributes, unless some have none, read each quantized tensor's parameters); DiagnosticError E0794 at `where`,
     quoting the first problems with their places in the folder, when it fails."""
     try:
-        composed = load(path).compose(graph)
+        # a graph attribute without a default (an ONNX input fed at run time) leaves the composition to the run
+        composed = load(path).compose(graph, defer=True)
         for tensor in quantized_tensors(composed):
             qparams(tensor)
     except DiagnosticError as exc:

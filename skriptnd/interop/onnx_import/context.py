@@ -103,6 +103,20 @@ class Value:
     elem: int | None = None  # the ONNX element type
 
 
+@dataclass(frozen=True)
+class Param:
+    """A graph input that feeds only parameters (ReduceSum's axes, TopK's K), imported as the graph attribute
+    `name` (`int..(length)`, or a scalar `int` for a 0-D input): converters write expressions of it."""
+
+    name: str
+    dtype: str
+    length: int | None  # None: a scalar
+
+    @property
+    def type(self) -> str:
+        return self.dtype if self.length is None else f"{self.dtype}..({self.length})"
+
+
 @dataclass
 class Context:
     opset: int
@@ -131,6 +145,10 @@ class Context:
     #: the graph's (non-initializer) inputs, and whether --fold-constants was given: what E0808's hint suggests
     graph_inputs: list[str] = field(default_factory=list)
     fold_constants: bool = False
+    #: graph inputs imported as graph attributes (ONNX name -> the attribute)
+    params: dict[str, Param] = field(default_factory=dict)
+    #: extents of tensors whose shape depends on a Param, as SkriptND expressions (for the output declarations)
+    symbolic_shapes: dict[str, list[Expr]] = field(default_factory=dict)
     _label_used: bool = False
 
     # ------------------------------------------------------------------ what is known of a tensor
@@ -138,8 +156,28 @@ class Context:
     def const(self, name: str) -> np.ndarray | None:
         return self.consts.get(name) if name else None
 
+    def param(self, name: str) -> Param | None:
+        """The graph attribute a parameter input was imported as, None for any other tensor."""
+        return self.params.get(name) if name else None
+
+    def param_scalar(self, name: str) -> Expr | None:
+        """A parameter input holding one value (a 0-D or one-item input: TopK's K, CumSum's axis) as an
+        expression of its graph attribute; None for any other tensor."""
+        p = self.param(name)
+        if p is None or p.length not in (None, 1):
+            return None
+        return Expr(p.name if p.length is None else f"{p.name}[0]")
+
+    def extent_texts(self, name: str) -> list[str]:
+        """The extents of a tensor as SkriptND expression text (for extents computed from a graph attribute)."""
+        return [d.text if isinstance(d, Expr) else str(d) for d in (self.extent(d) for d in self.shape(name))]
+
     def need_const(self, name: str, what: str) -> np.ndarray:
         value = self.const(name)
+        if value is None and name in self.params:
+            raise ImportProblem("E0808", f"{self.here}: its {what} is the graph input '{name}', fed at run time; "
+                                "SkriptND needs this one at import time", hint="give its value in the model "
+                                "(an initializer), or " + self.import_time_hint())
         if value is None:
             raise ImportProblem("E0808", f"{self.here}: its {what} is computed at run time; SkriptND needs it "
                                 "at import time", hint=self.import_time_hint())
@@ -275,7 +313,8 @@ class Context:
         self.imports[module] = None
 
     def attrib_decls(self) -> list[Attrib]:
-        return [Attrib(name, "int", 1) for name in self.symbols.values()]
+        return [Attrib(name, "int", 1) for name in self.symbols.values()] + \
+            [Attrib(p.name, p.type) for p in self.params.values()]
 
 
 def value_of(vi: ValueInfoProto) -> Value:

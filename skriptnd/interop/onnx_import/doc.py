@@ -52,7 +52,37 @@ def render() -> str:
              "input dimension (`batch`) becomes a graph attribute (`@attrib { batch: int = 1; }`, set with "
              "`--attrib batch=8`); `--input-shape NAME=1,3,224,224` fixes it at import instead. An operand "
              "SkriptND needs at compile time (a Reshape's shape, Slice's starts, TopK's K) that depends on "
-             "run-time data is diagnostic E0808.",
+             "run-time data is diagnostic E0808, unless a graph input gives it (next section).",
+             "",
+             "### Parameters fed at run time",
+             "",
+             "A graph input that the model reads only as a parameter (ReduceX's axes, a Reshape's shape, Tile's "
+             "repeats, Pad's pads, Split's sizes, TopK's K, CumSum's axis, Trilu's k, OneHot's depth, "
+             "NonMaxSuppression's limit and thresholds: the converters marked so below), a scalar or 1-D of a known "
+             "length, becomes a graph attribute without a default (`@attrib { axes: int..(1); }`); the statements "
+             "use it in expressions (`axes=(axes + 3) % 3`) and the outputs' extents are written as expressions of "
+             "it. It is fed as in ONNX: `sknd run --input axes=a.npy` (or `--attrib axes=[1]`), and in Python "
+             "`graph = skriptnd.load(path).compose(defer=True)` then `skriptnd.run(graph, {\"x\": x, \"axes\": "
+             "np.array([1])})`: the graph is composed for that value when the run gives it, once per distinct "
+             "value (the compositions are kept on the graph). A run without it is E0711 naming the `--input` to "
+             "give; `compose()` without `defer=True` is E0410 as for any attribute without a value. A 0-D input is "
+             "a scalar attribute, a 1-D one a pack; a value the operator refuses (negative pads, an axis out of "
+             "range) is the operator's own assertion when composing. Where such an input also feeds data, or other "
+             "operators, it stays a tensor input and E0808 says which value is needed.",
+             "",
+             "### Tensor types",
+             "",
+             "float16, bfloat16, float32 and float64 tensors are `real`; int8/16/32/64 and uint8/16/32/64 are "
+             "`int`; bool is `bool` (inputs, outputs, initializers, Cast targets). SkriptND's `real` and `int` "
+             "have no width (spec §2.3), so the numpy backend computes `real` in float32 and `int` in int64 "
+             "(int constants within int32, as TOSA): float16 and bfloat16 values are held exactly (and computed "
+             "more precisely than in their own type), float64 is computed at "
+             "float32 precision (results within about 1e-6 relative, not double's 1e-16), and uint64 values "
+             "beyond 2^63 cannot be held. Inputs are taken in their own numpy type (float16, float64, bfloat16 "
+             "from ml_dtypes, any integer width) and converted; a Cast to a narrower ONNX type is the identity "
+             "(no rounding to float16, no integer wrap-around). Outputs come back as float32 / int64 / bool: "
+             "`sknd run --expect DIR` compares each output in the reference array's own type (cast to it first, "
+             "integers only when every value fits), as the node suite does; in Python cast with `astype`.",
              "",
              "### Errors",
              "",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.onnx_import import normalize as norm
 from skriptnd.interop.onnx_import import ops as _families  # noqa: F401 - fills the converter registry
-from skriptnd.interop.onnx_import.context import Context, Node, Value, value_of
+from skriptnd.interop.onnx_import.context import Context, Node, Param, Value, value_of
 from skriptnd.interop.onnx_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.onnx_import.fold import fold as _fold
 from skriptnd.interop.onnx_import.registry import REGISTRY, registry
@@ -39,6 +39,7 @@ class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
     attribs: list[str] = field(default_factory=list)  # graph attributes made from symbolic dims
+    params: list[str] = field(default_factory=list)  # graph attributes made from inputs that feed only parameters
 
 
 def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -55,10 +56,10 @@ def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shap
     say(f"normalizing {len(model.graph.node)} nodes (opset, shape inference)")
     model = norm.normalize(model, source, input_shapes, upgrade=opset_upgrade)
     say(f"converting {len(model.graph.node)} nodes")
-    folder, renamed, attribs = convert(model, source, fold_constants)
+    folder, renamed, attribs, params = convert(model, source, fold_constants)
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed, attribs)
+    return ImportResult(path, renamed, attribs, params)
 
 
 def unsupported(model: ModelProto) -> dict[str, list[str]]:
@@ -98,7 +99,8 @@ def _refuse_unsupported(model: ModelProto, source: str) -> None:
                                           hint="docs/import.md lists the supported operators")])
 
 
-def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tuple[ModelFolder, dict[str, str], list[str]]:
+def convert(model: ModelProto, source: str, fold_constants: bool = False
+            ) -> tuple[ModelFolder, dict[str, str], list[str], list[str]]:
     from onnx import numpy_helper
 
     _refuse_unsupported(model, source)
@@ -111,6 +113,8 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tup
         ctx.values[vi.name] = value_of(vi)
     inputs = [vi for vi in graph.input if vi.name not in ctx.initializers]
     ctx.graph_inputs = [vi.name for vi in inputs]
+    ctx.params = _param_inputs(ctx, graph)
+    inputs = [vi for vi in inputs if vi.name not in ctx.params]
     # graph inputs and outputs keep their names when they can; symbolic dims become attributes
     for vi in inputs:
         for d in ctx.values[vi.name].shape or ():
@@ -152,7 +156,37 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False) -> tup
         constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
         quantize=list(ctx.quantize.values()),
         comment=f"Imported from ONNX ({source}, opset {ctx.opset}) by sknd import.")
-    return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values())
+    return ModelFolder(text, ctx.weights, ctx.modules), renamed, list(ctx.symbols.values()), \
+        [p.name for p in ctx.params.values()]
+
+
+def _param_inputs(ctx: Context, graph: GraphProto) -> dict[str, Param]:
+    """Graph inputs read only at input positions their converters take as graph attributes (Entry.params: a
+    Reshape's shape, ReduceSum's axes ...), scalars or 1-D of a known length, int or real: imported as graph
+    attributes, given at run time with the inputs (issue 25)."""
+    entries = registry()
+    inner: set[str] = set()  # names read inside subgraphs: those stay tensors
+
+    def visit(g: GraphProto) -> None:
+        for node in g.node:
+            for a in node.attribute:
+                for sub in ([a.g] if a.type == a.GRAPH else []) + list(a.graphs):
+                    inner.update(i for n in sub.node for i in n.input)
+                    visit(sub)
+
+    visit(graph)
+    outputs = {vi.name for vi in graph.output}
+    found: dict[str, Param] = {}
+    for name in ctx.graph_inputs:
+        value = ctx.values.get(name)
+        uses = [(node, k) for node in graph.node for k, i in enumerate(node.input) if i == name]
+        if not uses or name in outputs or name in inner or value is None or value.dtype not in ("int", "real") \
+                or value.shape is None or len(value.shape) > 1 or not all(isinstance(d, int) for d in value.shape):
+            continue
+        if all(node.domain in ("", "ai.onnx") and node.op_type in entries and k in entries[node.op_type].params
+               for node, k in uses):
+            found[name] = Param(ctx.names(name), value.dtype, int(value.shape[0]) if value.shape else None)
+    return found
 
 
 def _convert_subgraph_node(ctx: Context, node: Node) -> None:
@@ -254,6 +288,8 @@ def _output_decl(ctx: Context, vi: ValueInfoProto, source: str, graph_inputs: se
     shape = value.shape
     if vi.name in ctx.consts:
         shape = ctx.consts[vi.name].shape
+    elif vi.name in ctx.symbolic_shapes:  # depends on a graph attribute fed at run time
+        return TensorDecl(name, value.dtype or ctx.dtype(vi.name), ctx.symbolic_shapes[vi.name])
     if shape is None or any(d is None for d in shape):
         raise ImportProblem("E0808", f"the shape of graph output '{vi.name}' is unknown after shape inference",
                             hint="give the input shapes with --input-shape")

@@ -34,17 +34,21 @@ class Entry:
     target: str  # the SkriptND operator(s) it becomes, for the documentation
     caveats: str
     family: str
+    #: Input positions the converter takes as graph attributes when a graph input feeds them (issue 25): a
+    #: graph input read only at such positions is imported as an attribute, bound when a run gives its value
+    params: tuple[int, ...] = ()
 
 
 REGISTRY: dict[str, Entry] = {}
 
 
-def converter(*op_types: str, target: str, caveats: str = "") -> Callable[[Converter], Converter]:
+def converter(*op_types: str, target: str, caveats: str = "", params: tuple[int, ...] = ()
+              ) -> Callable[[Converter], Converter]:
     def register(fn: Converter) -> Converter:
         family = fn.__module__.rpartition(".")[2]
         for op_type in op_types:
             assert op_type not in REGISTRY, f"two converters for {op_type}"
-            REGISTRY[op_type] = Entry(op_type, fn, target.replace("{op}", op_type), caveats, family)
+            REGISTRY[op_type] = Entry(op_type, fn, target.replace("{op}", op_type), caveats, family, params)
         return fn
     return register
 

@@ -8,6 +8,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Expr
 
 
 @converter("Dropout", target="`math.iden` (inference)", caveats="training_mode=1 only with ratio 0; the mask is all true")
@@ -25,11 +26,20 @@ def _dropout(ctx: Context, node: Node) -> None:
             node.input(0)))}, outputs=ctx.out(1), types=["bool"], label=False)
 
 
-@converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`", caveats="K must be constant")
+@converter("TopK", target="`algo.top_k{k, axis, largest, sorted}`",
+           caveats="K given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _top_k(ctx: Context, node: Node) -> None:
-    k = int(ctx.need_const(node.input(1), "K").reshape(-1)[0])
     rank = ctx.rank(node.input(0))
-    attribs = {"k": k, "axis": norm_axis(int(node.attr("axis", -1)), rank)}
+    axis = norm_axis(int(node.attr("axis", -1)), rank)
+    k: int | Expr | None = ctx.param_scalar(node.input(1))
+    if k is not None:  # the outputs' extent along the axis is K
+        extents = ctx.extent_texts(node.input(0))
+        for out in node.outputs[:2]:
+            ctx.symbolic_shapes[out] = [Expr(e) for e in extents[:axis]] + [k] + \
+                [Expr(e) for e in extents[axis + 1:]]
+    else:
+        k = int(ctx.need_const(node.input(1), "K").reshape(-1)[0])
+    attribs = {"k": k, "axis": axis}
     if not node.attr("largest", 1):
         attribs["largest"] = False
     if not node.attr("sorted", 1):
@@ -37,10 +47,13 @@ def _top_k(ctx: Context, node: Node) -> None:
     ctx.emit("algo.top_k", [ctx.arg(node.input(0))], attribs, outputs=[ctx.out(0), ctx.out(1)])
 
 
-@converter("CumSum", target="`math.cumsum{axis, exclusive, reverse}`", caveats="axis must be constant")
+@converter("CumSum", target="`math.cumsum{axis, exclusive, reverse}`",
+           caveats="axis given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _cumsum(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
-    attribs: dict = {"axis": norm_axis(int(ctx.need_const(node.input(1), "axis").reshape(-1)[0]), rank)}
+    axis = ctx.param_scalar(node.input(1))
+    attribs: dict = {"axis": Expr(f"({axis.text} + {rank}) % {rank}") if axis is not None else
+                     norm_axis(int(ctx.need_const(node.input(1), "axis").reshape(-1)[0]), rank)}
     if node.attr("exclusive", 0):
         attribs["exclusive"] = True
     if node.attr("reverse", 0):
@@ -49,20 +62,21 @@ def _cumsum(ctx: Context, node: Node) -> None:
 
 
 @converter("NonMaxSuppression", target="`algo.nonmax_suppress{box_format, max_outputs_per_class, "
-           "iou_threshold, score_threshold}`", caveats="the limits and thresholds must be constant")
+           "iou_threshold, score_threshold}`", caveats="the limits and thresholds given as graph inputs become "
+           "graph attributes (given at run time)", params=(2, 3, 4))
 def _nms(ctx: Context, node: Node) -> None:
     attribs: dict = {}
     if node.attr("center_point_box", 0):
         attribs["box_format"] = "CENTER"
-    if node.input(2):
-        attribs["max_outputs_per_class"] = int(ctx.need_const(node.input(2), "max_output_boxes_per_class")
-                                               .reshape(-1)[0])
-    else:
-        attribs["max_outputs_per_class"] = 0
-    if node.input(3):
-        attribs["iou_threshold"] = float(ctx.need_const(node.input(3), "iou_threshold").reshape(-1)[0])
-    if node.input(4):
-        attribs["score_threshold"] = float(ctx.need_const(node.input(4), "score_threshold").reshape(-1)[0])
+    for i, what, name, cast in ((2, "max_output_boxes_per_class", "max_outputs_per_class", int),
+                                (3, "iou_threshold", "iou_threshold", float),
+                                (4, "score_threshold", "score_threshold", float)):
+        param = ctx.param_scalar(node.input(i))
+        if param is not None and ctx.dtype(node.input(i)) == ("int" if cast is int else "real"):
+            attribs[name] = param
+        elif node.input(i):
+            attribs[name] = cast(ctx.need_const(node.input(i), what).reshape(-1)[0])
+    attribs.setdefault("max_outputs_per_class", 0)
     ctx.emit("algo.nonmax_suppress", [ctx.arg(node.input(0)), ctx.arg(node.input(1))], attribs)
 
 
@@ -103,17 +117,30 @@ def _hardmax(ctx: Context, node: Node) -> None:
 
 
 @converter("OneHot", target="`math.eq` with an index range, then `math.select`(on, off)",
-           caveats="depth must be constant")
+           caveats="depth given as a graph input becomes a graph attribute (given at run time; the index range "
+           "is then a `layout.range`)", params=(1,))
 def _one_hot(ctx: Context, node: Node) -> None:
-    depth = int(ctx.need_const(node.input(1), "depth").reshape(-1)[0])
     rank = ctx.rank(node.input(0)) + 1
     axis = norm_axis(int(node.attr("axis", -1)), rank)
+    param = ctx.param_scalar(node.input(1))
+    depth: int | Expr
+    if param is not None:  # `int(...)`: ONNX allows a real depth (it is truncated)
+        depth = param if ctx.dtype(node.input(1)) == "int" else Expr(f"int({param.text})")
+        extents = ctx.extent_texts(node.input(0))
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(e) for e in extents[:axis]] + [depth] + \
+            [Expr(e) for e in extents[axis:]]
+        n: str | Expr = depth
+        iota = _tmp(ctx, "layout.range", [], first=0, last=depth)
+        iota = _tmp(ctx, "layout.reshape", [iota], shape=[1] * axis + [depth] + [1] * (rank - axis - 1))
+    else:
+        depth = int(ctx.need_const(node.input(1), "depth").reshape(-1)[0])
+        n, iota = ctx.literal_arg(np.array(depth, np.int64), "depth"), _iota(ctx, depth, axis, rank)
     index = ctx.arg(node.input(0))
     if ctx.dtype(node.input(0)) != "int":
         index = ctx.emit("layout.cast", [index], outputs=ctx.fresh("index"), types=["int"], label=False)
-    zero, n = ctx.literal_arg(np.array(0, np.int64), "zero"), ctx.literal_arg(np.array(depth, np.int64), "depth")
+    zero = ctx.literal_arg(np.array(0, np.int64), "zero")
     index = _tmp(ctx, "math.select", [_tmp(ctx, "math.lt", [index, zero]), _tmp(ctx, "math.add", [index, n]), index])
-    hot = _tmp(ctx, "math.eq", [_tmp(ctx, "layout.unsqueeze", [index], axes=[axis]), _iota(ctx, depth, axis, rank)])
+    hot = _tmp(ctx, "math.eq", [_tmp(ctx, "layout.unsqueeze", [index], axes=[axis]), iota])
     values = ctx.const(node.input(2))
     if values is not None:
         off, on = (ctx.literal_arg(v, "value") for v in values.reshape(-1)[:2])
@@ -124,14 +151,22 @@ def _one_hot(ctx: Context, node: Node) -> None:
     ctx.emit("math.select", [hot, on, off])
 
 
-@converter("Trilu", target="`math.select` with a constant triangular mask", caveats="k must be constant")
+@converter("Trilu", target="`math.select` with a constant triangular mask",
+           caveats="k given as a graph input becomes a graph attribute: the mask compares the constant column - "
+           "row offsets with it", params=(1,))
 def _trilu(ctx: Context, node: Node) -> None:
     shape = ctx.static_shape(node.input(0))
-    k = int(ctx.need_const(node.input(1), "k").reshape(-1)[0]) if node.input(1) else 0
     rows, cols = np.arange(shape[-2])[:, None], np.arange(shape[-1])[None, :]
-    mask = (cols - rows >= k) if node.attr("upper", 1) else (cols - rows <= k)
     zero = np.array(0, np.float32 if ctx.dtype(node.input(0)) == "real" else np.int64)
-    ctx.emit("math.select", [ctx.literal_arg(mask, "mask"), ctx.arg(node.input(0)), ctx.literal_arg(zero, "zero")])
+    k_param = ctx.param_scalar(node.input(1))
+    if k_param is not None:
+        offsets = ctx.literal_arg((cols - rows).astype(np.int64), "offsets")
+        mask = ctx.emit("math.ge" if node.attr("upper", 1) else "math.le", [offsets, k_param],
+                        outputs=ctx.fresh("mask"), label=False)
+    else:
+        k = int(ctx.need_const(node.input(1), "k").reshape(-1)[0]) if node.input(1) else 0
+        mask = ctx.literal_arg((cols - rows >= k) if node.attr("upper", 1) else (cols - rows <= k), "mask")
+    ctx.emit("math.select", [mask, ctx.arg(node.input(0)), ctx.literal_arg(zero, "zero")])
 
 
 @converter("EyeLike", target="a constant (`math.iden` of it)")

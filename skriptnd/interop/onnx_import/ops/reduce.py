@@ -8,6 +8,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Expr
 
 _DIRECT = {"ReduceSum": "math.sum_reduce", "ReduceMean": "math.mean_reduce", "ReduceMax": "math.max_reduce",
            "ReduceMin": "math.min_reduce", "ReduceProd": "math.prod_reduce"}
@@ -18,10 +19,16 @@ def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
     return ctx.emit(op, args, attribs, outputs=ctx.fresh(op.rpartition(".")[2]), label=False)
 
 
-def _axes(ctx: Context, node: Node) -> list[int] | None:
-    """The reduced axes (normalized, sorted); None for 'no reduction' (noop_with_empty_axes)."""
+def _axes(ctx: Context, node: Node) -> list[int] | Expr | None:
+    """The reduced axes (normalized, sorted); None for 'no reduction' (noop_with_empty_axes); for axes fed at
+    run time (a graph attribute), their expression, the output's extents recorded as expressions of it."""
     rank = ctx.rank(node.input(0))
-    if node.input(1):
+    param = ctx.param(node.input(1))
+    if param is not None and param.length != 0:
+        return _param_axes(ctx, node, param.name if param.length is not None else f"[{param.name}]", rank)
+    if param is not None:  # an empty pack: no axes, known now
+        axes: list[int] = []
+    elif node.input(1):
         axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
     else:
         axes = list(node.attr("axes", []))
@@ -30,9 +37,27 @@ def _axes(ctx: Context, node: Node) -> list[int] | None:
     return sorted(norm_axis(a, rank) for a in axes)
 
 
+def _param_axes(ctx: Context, node: Node, axes: str, rank: int) -> Expr:
+    """`(axes + r) % r` (ONNX counts negative axes from the end), and the output's extents: 1 (keepdims) or
+    left out where an axis is reduced."""
+    normalized = f"({axes} + {rank}) % {rank}"
+    extents = [_text(ctx.extent(d)) for d in ctx.shape(node.input(0))]
+    if node.attr("keepdims", 1):
+        shape = [Expr(f"({k} in {normalized}) ? 1 : {d}") for k, d in enumerate(extents)]
+    else:
+        mask = ", ".join(f"!({k} in {normalized})" for k in range(rank))
+        shape = [Expr(f"[{', '.join(extents)}][[{mask}]]..")]
+    ctx.symbolic_shapes[node.outputs[0]] = shape
+    return Expr(normalized)
+
+
+def _text(extent: int | Expr) -> str:
+    return extent.text if isinstance(extent, Expr) else str(extent)
+
+
 @converter(*_DIRECT, *sorted(_COMPOSED), target="`math.{sum,mean,max,min,prod}_reduce{axes, squeeze}` "
            "(L1, L2, LogSum, LogSumExp, SumSquare composed with math.abs/sqr/sqrt/log/exp)",
-           caveats="axes given as an input must be constant")
+           caveats="axes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _reduce(ctx: Context, node: Node) -> None:
     axes = _axes(ctx, node)
     x = ctx.arg(node.input(0))

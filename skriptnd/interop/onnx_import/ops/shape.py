@@ -9,6 +9,7 @@ from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
 from skriptnd.interop.onnx_import.registry import converter
+from skriptnd.interop.writer import Expr, literal
 
 
 def _tmp(ctx: Context, op: str, args: list, **attribs: object) -> str:
@@ -19,9 +20,13 @@ def _dims(ctx: Context, name: str) -> list:
     return [ctx.extent(d) for d in ctx.shape(name)]
 
 
-@converter("Reshape", target="`layout.reshape{shape}`", caveats="the shape input must be constant (0 copies "
-           "the input extent, -1 is kept)")
+@converter("Reshape", target="`layout.reshape{shape}`", caveats="0 copies the input extent, -1 is kept; a shape "
+           "given as a graph input becomes a graph attribute (given at run time)", params=(1,))
 def _reshape(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:
+        _reshape_param(ctx, node, param.name, param.length)
+        return
     shape = [int(v) for v in ctx.need_const(node.input(1), "target shape").reshape(-1)]
     dims = ctx.shape(node.input(0))
     if not node.attr("allowzero", 0):
@@ -35,6 +40,20 @@ def _reshape(ctx: Context, node: Node) -> None:
     ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [ctx.extent(d) for d in shape]})
 
 
+def _reshape_param(ctx: Context, node: Node, name: str, length: int) -> None:
+    """A target shape fed at run time: `0` copies the input's extent (unless allowzero), `-1` is left to
+    layout.reshape; the output's extents are those expressions, `-1` the input's size over the others'."""
+    extents = ctx.extent_texts(node.input(0))
+    items = [f"{name}[{i}] == 0 ? {extents[i]} : {name}[{i}]" if i < len(extents) and not node.attr("allowzero", 0)
+             else f"{name}[{i}]" for i in range(length)]
+    target = f"[{', '.join(f'({t})' for t in items)}]"
+    size = " * ".join(f"({e})" for e in extents) or "1"
+    known = f"(({target} == -1) ? 1 : {target}) * .."
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"{target}[{i}] == -1 ? ({size}) / ({known}) : {target}[{i}]")
+                                            for i in range(length)]
+    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": Expr(target)})
+
+
 @converter("Flatten", target="`layout.reshape{shape=[outer, -1]}`")
 def _flatten(ctx: Context, node: Node) -> None:
     shape = ctx.static_shape(node.input(0))
@@ -44,9 +63,17 @@ def _flatten(ctx: Context, node: Node) -> None:
     ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [outer, inner]})
 
 
-@converter("Squeeze", target="`layout.squeeze{axes}`")
+@converter("Squeeze", target="`layout.squeeze{axes}`",
+           caveats="axes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _squeeze(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:  # the extents left: those of the axes not listed
+        a, dims = param.name, ", ".join(ctx.extent_texts(node.input(0)))
+        ctx.symbolic_shapes[node.outputs[0]] = [
+            Expr(f"[{dims}][[0:{rank}][!([0:{rank}] in (({a} < 0) ? {a} + {rank} : {a}))]]..")]
+        ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": Expr(a)})
+        return
     if node.input(1):
         axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
     elif "axes" in node.attrs:
@@ -56,8 +83,16 @@ def _squeeze(ctx: Context, node: Node) -> None:
     ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": sorted(norm_axis(a, rank) for a in axes)})
 
 
-@converter("Unsqueeze", target="`layout.unsqueeze{axes}`")
+@converter("Unsqueeze", target="`layout.unsqueeze{axes}`",
+           caveats="axes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _unsqueeze(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length:  # ones at the axes, the input's extents in order elsewhere
+        a, dims, r = param.name, ", ".join(ctx.extent_texts(node.input(0))), ctx.rank(node.input(0)) + param.length
+        ctx.symbolic_shapes[node.outputs[0]] = [
+            Expr(f"([1 ..({r})][[0:{r}][!([0:{r}] in (({a} < 0) ? {a} + {r} : {a}))]] <- [{dims}])..")]
+        ctx.emit("layout.unsqueeze", [ctx.arg(node.input(0))], {"axes": Expr(a)})
+        return
     if node.input(1):
         axes = [int(a) for a in ctx.need_const(node.input(1), "axes input").reshape(-1)]
     else:
@@ -82,11 +117,20 @@ def _concat(ctx: Context, node: Node) -> None:
     ctx.emit("layout.concat", [[ctx.arg(n) for n in kept]], {"axis": norm_axis(int(node.attr("axis")), rank)})
 
 
-@converter("Split", target="`layout.split{axis, sizes}`")
+@converter("Split", target="`layout.split{axis, sizes}`",
+           caveats="split sizes given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _split(ctx: Context, node: Node) -> None:
     shape = ctx.shape(node.input(0))
     k = norm_axis(int(node.attr("axis", 0)), len(shape))
-    if node.input(1):
+    param = ctx.param(node.input(1))
+    sizes: list[int] | Expr
+    if param is not None and param.length == len(node.outputs):
+        sizes = Expr(param.name)
+        extents = ctx.extent_texts(node.input(0))
+        for j, out in enumerate(node.outputs):
+            ctx.symbolic_shapes[out] = [Expr(e) for e in extents[:k]] + [Expr(f"{param.name}[{j}]")] + \
+                [Expr(e) for e in extents[k + 1:]]
+    elif node.input(1):
         sizes = [int(s) for s in ctx.need_const(node.input(1), "split sizes").reshape(-1)]
     elif "split" in node.attrs:
         sizes = list(node.attr("split"))
@@ -100,8 +144,13 @@ def _split(ctx: Context, node: Node) -> None:
 
 
 @converter("Slice", target="`layout.slice{axes, begin, end, stride}`",
-           caveats="starts/ends/axes/steps must be constant; they are clamped at import time")
+           caveats="starts/ends/axes/steps are clamped at import time; given as graph inputs they become graph "
+           "attributes, clamped by expressions when composed (an empty slice then fails layout.slice's assertion)",
+           params=(1, 2, 3, 4))
 def _slice(ctx: Context, node: Node) -> None:
+    if any(ctx.param(node.input(i)) is not None for i in range(1, 5)):
+        _slice_param(ctx, node)
+        return
     shape = ctx.static_shape(node.input(0))
     starts = ctx.need_const(node.input(1), "starts").reshape(-1).tolist()
     ends = ctx.need_const(node.input(2), "ends").reshape(-1).tolist()
@@ -127,8 +176,49 @@ def _slice(ctx: Context, node: Node) -> None:
     ctx.emit("layout.slice", [ctx.arg(node.input(0))], attribs)
 
 
-@converter("Tile", target="`layout.tile{repeats}`")
+def _slice_param(ctx: Context, node: Node) -> None:
+    """Slice with operands fed at run time: ONNX's clamping (Python's slice.indices) written element-wise over
+    the packs: a negative start or end counts from the end, then clamps to [0, D] (step > 0) or [-1, D - 1]
+    (step < 0); the output's extents are layout.slice's own, (end - begin) \\ stride at the axes."""
+    rank = ctx.rank(node.input(0))
+    dims = ", ".join(ctx.extent_texts(node.input(0)))
+
+    def pack(i: int, what: str, default: str) -> tuple[str, int | None]:
+        param = ctx.param(node.input(i))
+        if param is not None:
+            return (param.name if param.length is not None else f"[{param.name}]"), param.length or 1
+        if not node.input(i):
+            return default, None
+        value = ctx.need_const(node.input(i), what).reshape(-1)
+        return f"[{', '.join(str(int(v)) for v in value)}]", len(value)
+
+    starts, n = pack(1, "starts", "")
+    ends, _ = pack(2, "ends", "")
+    n = n or 1
+    axes, _ = pack(3, "axes", f"[0:{n}]")
+    steps, _ = pack(4, "steps", f"[1 ..({n})]")
+    a = f"(({axes} + {rank}) % {rank})"
+    d = f"[{dims}][{a}]"
+
+    def clamp(v: str) -> str:
+        shifted = f"(({v} < 0) ? {v} + {d} : {v})"
+        return f"(({steps} > 0) ? (({shifted} >? 0) <? {d}) : (({shifted} >? -1) <? ({d} - 1)))"
+
+    begin, end = clamp(starts), clamp(ends)
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"([{dims}][{a}] <- (({end} >? -1) - {begin}) \\ {steps})..")]
+    ctx.emit("layout.slice", [ctx.arg(node.input(0))],
+             {"axes": Expr(a), "begin": Expr(begin), "end": Expr(end), "stride": Expr(steps)})
+
+
+@converter("Tile", target="`layout.tile{repeats}`",
+           caveats="repeats given as a graph input become a graph attribute (given at run time)", params=(1,))
 def _tile(ctx: Context, node: Node) -> None:
+    param = ctx.param(node.input(1))
+    if param is not None and param.length == ctx.rank(node.input(0)):
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"{e} * {param.name}[{k}]")
+                                                for k, e in enumerate(ctx.extent_texts(node.input(0)))]
+        ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": Expr(param.name)})
+        return
     repeats = [int(r) for r in ctx.need_const(node.input(1), "repeats").reshape(-1)]
     ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": repeats})
 
@@ -149,17 +239,27 @@ def _expand(ctx: Context, node: Node) -> None:
 _PAD_MODES = {"constant": "CONSTANT", "reflect": "REFLECT", "edge": "REPLICATE"}
 
 
-@converter("Pad", target="`layout.pad{axes, padding, method}`", caveats="mode wrap and negative pads are refused")
+@converter("Pad", target="`layout.pad{axes, padding, method}`", caveats="mode wrap and negative pads are refused; "
+           "pads given as a graph input become a graph attribute (given at run time; negative ones fail layout.pad's "
+           "assertion when composed)", params=(1,))
 def _pad(ctx: Context, node: Node) -> None:
     rank = ctx.rank(node.input(0))
-    pads = [int(p) for p in (ctx.need_const(node.input(1), "pads").reshape(-1) if node.input(1)
-                             else node.attr("pads"))]
     axes = [norm_axis(int(a), rank) for a in ctx.need_const(node.input(3), "axes").reshape(-1)] \
         if node.input(3) else list(range(rank))
+    param = ctx.param(node.input(1))
+    if param is not None and param.length == 2 * len(axes):
+        pads: list[int] | Expr = Expr(param.name)
+        extents = ctx.extent_texts(node.input(0))
+        for j, a in enumerate(axes):
+            extents[a] = f"{extents[a]} + {param.name}[{j}] + {param.name}[{j + len(axes)}]"
+        ctx.symbolic_shapes[node.outputs[0]] = [Expr(e) for e in extents]
+    else:
+        pads = [int(p) for p in (ctx.need_const(node.input(1), "pads").reshape(-1) if node.input(1)
+                                 else node.attr("pads"))]
     mode = node.attr("mode", "constant")
     if mode not in _PAD_MODES:
         raise ImportProblem("E0807", f"{node.where}: pad mode '{mode}' is not supported")
-    if any(p < 0 for p in pads):
+    if isinstance(pads, list) and any(p < 0 for p in pads):
         raise ImportProblem("E0807", f"{node.where}: negative pads (cropping) are not supported")
     attribs: dict = {"axes": axes, "padding": pads}
     if mode != "constant":
@@ -220,6 +320,26 @@ def _import_time_only(ctx: Context, node: Node) -> None:
                         hint=ctx.import_time_hint())
 
 
-for _op in ("Shape", "Size", "ConstantOfShape", "Range", "Constant"):
+for _op in ("Shape", "Size", "ConstantOfShape", "Constant"):
     converter(_op, target="folded at import time (a compile-time value)",
               caveats="needs a static shape / constant operands")(_import_time_only)
+
+
+@converter("Range", target="folded at import time (a compile-time value); with operands fed at run time "
+           "`layout.range{first, last, stride}`", caveats="start, limit and delta given as graph inputs become graph "
+           "attributes (given at run time; an empty range fails layout.range's assertion)", params=(0, 1, 2))
+def _range(ctx: Context, node: Node) -> None:
+    real = ctx.dtype(node.outputs[0]) == "real"
+    parts = []
+    for i in range(3):
+        param = ctx.param_scalar(node.input(i))
+        value = ctx.const(node.input(i))
+        if param is not None:
+            parts.append(param.text)
+        elif value is not None:
+            parts.append(literal(float(value.reshape(-1)[0]) if real else int(value.reshape(-1)[0])))
+        else:
+            _import_time_only(ctx, node)
+    first, last, stride = parts
+    ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"int(({last} - {first}) \\ {stride})")]
+    ctx.emit("layout.range", [], {"first": Expr(first), "last": Expr(last), "stride": Expr(stride)})
