@@ -8,10 +8,12 @@ dynamic branches and loops made operations with subgraphs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.extents import is_symbolic
 from skriptnd.compose.frame import NUMPY_DTYPES, _error, _Frame
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.semantics.binding import Binder, Site, signature
@@ -65,6 +67,15 @@ class ControlFlow:
                 graph.outputs.append(value)
         return graph
 
+    def _like(self, frame: _Frame, dtype: str, shape: _Shape | None, name: str = "%out",
+              kind: str = "intermediate") -> Tensor:
+        """A new tensor of the given unified shape (see _unified): extents, bounds and symbolic extents."""
+        assert shape is not None
+        dims, bounds, symbolic = shape
+        tensor = self._new_tensor(frame, name, dtype, dims, kind, bounds=bounds)  # type: ignore[arg-type]
+        tensor.symbolic = symbolic
+        return tensor
+
     def _dynamic_if(self, frame: _Frame, node: ast.IfExpr, count: int, label: str) -> list[Value]:
         scope = (label or self._fresh(frame.scope, "if")) + "."
         subgraphs: dict[str, Graph] = {}
@@ -72,13 +83,15 @@ class ControlFlow:
             subgraphs[f"cond{k}"] = self._subgraph(frame, f"cond{k}", cond, {}, scope)
             subgraphs[f"then{k}"] = self._subgraph(frame, f"then{k}", branch, {}, scope)
         subgraphs["else"] = self._subgraph(frame, "else", node.orelse, {}, scope)
-        reference = subgraphs["then0"].outputs
-        for key, g in subgraphs.items():
-            if key.startswith(("then", "else")) and [(t.dtype, t.shape) for t in g.outputs] != \
-                    [(t.dtype, t.shape) for t in reference]:
-                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes",
-                             node.span)
-        outputs: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in reference]
+        branches = [g.outputs for key, g in subgraphs.items() if key.startswith(("then", "else"))]
+        outputs: list[Value] = []
+        for k in range(len(branches[0])):
+            results = [b[k] for b in branches if k < len(b)]
+            unified = _unified(results) if len(results) == len(branches) else None
+            if unified is None or any(len(b) != len(branches[0]) for b in branches):
+                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes "
+                             "(dynamic extents may differ)", node.span)
+            outputs.append(self._like(frame, results[0].dtype, unified))
         op = Operation(op="if", definition=None, inputs=[], outputs=outputs, label=scope.rstrip("."),
                        subgraphs=subgraphs, span=node.span)
         assert frame.graph is not None
@@ -105,7 +118,15 @@ class ControlFlow:
                              "no condition to stop it", count_span)
         if count is not None:
             given = self._static_count(frame, count)
-            if given is not None:
+            if given is not None and is_symbolic(given):
+                # a count given by dynamic extents (`do..(n)` on `real[n|10]`) is a tensor at run time; a
+                # dynamic extent itself is at most its bound, which bounds the iterations
+                if node.unroll:
+                    raise _error("E0503", "'unroll' needs a compile-time iteration count; this one is given by "
+                                 "a dynamic extent", count_span)
+                if getattr(given.expr, "is_Symbol", False):  # type: ignore[attr-defined]
+                    static_count = int(given) if static_count is None else min(static_count, int(given))
+            elif given is not None:
                 static_count = given if static_count is None else min(static_count, given)
             elif node.unroll:
                 raise _error("E0503", "'unroll' needs a compile-time iteration count", count_span)
@@ -182,10 +203,12 @@ class ControlFlow:
         for c, value in zip(node.carried, initial, strict=True):
             if not isinstance(value, Tensor):
                 raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
-            params[c.name] = self._new_tensor(frame, scope + c.name, value.dtype, value.shape, "input")
+            params[c.name] = self._like(frame, value.dtype, _unified([value]), scope + c.name, "input")
         for name, pack in scans.items():
             first = pack[0]  # type: ignore[index]
-            params[name] = self._new_tensor(frame, scope + name, first.dtype, first.shape, "input")
+            # an item has the extents its pack's items agree on (a dynamic one keeps its symbol, e.g. `n`)
+            params[name] = self._like(frame, first.dtype, _unified(pack) or _unified([first]), scope + name,
+                                      "input")
         if node.count is not None and node.count.index is not None:
             params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
         subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
@@ -197,14 +220,20 @@ class ControlFlow:
         if len(body_out) < n_carried:
             raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
                          node.span)
-        finals: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in body_out[:n_carried]]
+        finals: list[Value] = []
+        for c, start, t in zip(node.carried, initial, body_out[:n_carried], strict=True):
+            # after 0 iterations the initial value, else the body's: extents both agree on, or dynamic
+            unified = _unified([start, t])  # type: ignore[list-item]
+            if unified is None:
+                raise _error("E0604", f"loop variable '{c.name}' changes its type or rank in the loop body", c.span)
+            finals.append(self._like(frame, t.dtype, unified))
         bound = static_count
         scan_outs: list[Value] = []
         for t in body_out[n_carried:]:
             if bound is None:
                 raise _error("E0411", "a loop without a compile-time bound on its iterations cannot have scan "
                              "outputs", node.span)
-            scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
+            scan_outs.append([self._like(frame, t.dtype, _unified([t])) for _ in range(bound)])
         count_input: list[Value] = []
         if count is not None:
             count_input = [self._operand(frame, count)]
@@ -216,3 +245,44 @@ class ControlFlow:
         assert frame.graph is not None
         frame.graph.operations.append(op)
         return [*finals, *scan_outs]
+
+
+#: (extents with None where dynamic, their bounds or None, their symbolic extents or None)
+_Shape = tuple[tuple[int | None, ...], tuple[int | None, ...] | None, tuple[Any, ...] | None]
+
+
+def _unified(tensors: Sequence[Tensor]) -> _Shape | None:
+    """The shape of a value that is one of tensors (the results of an `if`'s branches, a loop variable before
+    and after the body; §2.10.1): an extent static in all is kept; one that is dynamic in any is dynamic,
+    bounded by the largest bound (None if one has none), and keeps its symbolic extent (`n`) where all agree
+    on it; otherwise it has none, and is named after the result when read (skriptnd.compose.frame). None when
+    the dtypes or ranks differ, or static extents do."""
+    first = tensors[0]
+    if any(t.dtype != first.dtype or t.rank != first.rank for t in tensors):
+        return None
+    if not any(t.dynamic for t in tensors):
+        return (first.shape, None, None) if all(t.shape == first.shape for t in tensors) else None
+    from skriptnd.semantics.symbolic import vanishes  # lazy: it imports sympy, only dynamic extents need it
+
+    dims: list[int | None] = []
+    bounds: list[int | None] = []
+    symbolic: list[Any] = []
+    for k in range(first.rank):
+        extents = [t.shape[k] for t in tensors]
+        if all(d is not None for d in extents):
+            if len(set(extents)) > 1:
+                return None
+            dims.append(extents[0])
+            bounds.append(None)
+            symbolic.append(None)
+            continue
+        limits = [d if d is not None else (t.bounds[k] if t.bounds else None) for t, d in zip(tensors, extents,
+                                                                                              strict=True)]
+        exprs = [None if d is not None else (t.symbolic[k] if t.symbolic else None)
+                 for t, d in zip(tensors, extents, strict=True)]
+        dims.append(None)
+        bounds.append(None if any(b is None for b in limits) else max(int(b) for b in limits))  # type: ignore[arg-type]
+        same = exprs[0] is not None and all(e is not None and vanishes(e - exprs[0]) for e in exprs[1:])
+        symbolic.append(exprs[0] if same else None)
+    return (tuple(dims), tuple(bounds) if any(b is not None for b in bounds) else None,
+            tuple(symbolic) if any(e is not None for e in symbolic) else None)

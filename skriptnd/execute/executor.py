@@ -19,13 +19,21 @@ import numpy as np
 import numpy.typing as npt
 
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
+from skriptnd.compose.extents import (
+    UNKNOWN,
+    bind_extents,
+    input_extents,
+    resolve,
+    resolve_attribs,
+    symbolic_attribs,
+)
 from skriptnd.compose.input_shapes import describe as _describe
 from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
-from skriptnd.compose.ir import Graph, Operation, Tensor, Value, flat_tensors
+from skriptnd.compose.ir import Graph, Operation, RunAsserts, Tensor, Value, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
 from skriptnd.lower import LoweringError, compile_lowering
-from skriptnd.semantics.binding import Site, bind
+from skriptnd.semantics.binding import Binder, Site, bind
 from skriptnd.semantics.intrinsics import operator_kind
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
@@ -68,7 +76,7 @@ class Executor:
     on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
     #: (operation, actual argument shapes) -> the operation rebound to those shapes (see _specialised)
-    _specials: dict[tuple[int, Any], Operation] = field(default_factory=dict, repr=False)
+    _specials: dict[tuple[Any, Any], Operation] = field(default_factory=dict, repr=False)
     #: Plan-time graph rewrites (skriptnd.execute.optimize: batch-norm folding, relu fusion)
     optimize: bool = True
     #: The execution plan of the top-level graph (see prepare), built on the first run
@@ -78,6 +86,8 @@ class Executor:
     _scratch: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Variables folded into constants by prepare (no longer read)
     _released: set[str] = field(default_factory=set, repr=False)
+    #: The values of the graph inputs' dynamic extent symbols in the current run (skriptnd.compose.extents)
+    _extents: dict[Any, int] = field(default_factory=dict, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -107,7 +117,8 @@ class Executor:
         program: list[tuple[Any, ...]] = []
         for i, op in enumerate(operations):
             simple = (op.op not in ("if", "loop") and not op.subgraphs
-                      and not any(isinstance(v, list) for v in op.inputs + op.outputs))
+                      and not any(isinstance(v, list) for v in op.inputs + op.outputs)
+                      and not symbolic_attribs(op.attribs))  # attributes given by dynamic extents: per run
             produced = [id(t) for t in flat_tensors(op.outputs)]
             frees = tuple(k for k in set(read_keys(op)) | set(produced) if last.get(k, i) <= i and k not in keep)
             if simple:
@@ -150,6 +161,10 @@ class Executor:
                 raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}' "
                                                   f"({_describe(t)})", span=_where(t))])
             values[id(t)] = _check_input(self.graph, t, inputs[t.name])
+        self._extents = input_extents(self.graph, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs}) \
+            if any(t.dynamic for t in self.graph.inputs) else {}
+        if self.graph.run_asserts is not None:
+            self._judge_asserts(self.graph.run_asserts)
         unknown = set(inputs) - {t.name for t in self.graph.inputs}
         if unknown:  # located at the graph's inputs (the @input block), with the closest name
             names = [t.name for t in self.graph.inputs]
@@ -176,7 +191,22 @@ class Executor:
             for name, new in self.graph.updates.items():  # graph-level variables: unscoped names
                 variables[name] = values[id(new)]
             self.variables = variables
-        return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)}
+        packed = {i for first, n in self.graph.output_packs.values() for i in range(first, first + n)}
+        # an item of an output pack of dynamic length beyond its length in this run is not a result
+        return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)
+                if i not in packed or id(t) in values}
+
+    def _judge_asserts(self, checks: RunAsserts) -> None:
+        """The graph's asserts on its dynamic extents (`h <= w`), on this run's extents: E0501 at the assert."""
+        binder = Binder(checks.signature, Site())
+        env = {}
+        for name, value in checks.env.items():
+            got = resolve(value, self._extents)
+            env[name] = value if got is UNKNOWN else got
+        binder.env, binder.dtypes = env, dict(checks.dtypes)
+        for a in checks.asserts:
+            if not binder.assertion_holds(a):
+                binder.report_assertion(a)
 
     # ------------------------------------------------------------ operations
 
@@ -244,6 +274,8 @@ class Executor:
                     _put(values, out, result)
 
     def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
+        if symbolic_attribs(op.attribs):
+            op = self._concrete(op, args)
         fn = self.kernels.get(op.op)
         if fn is not None:
             results = fn(op, args)
@@ -278,7 +310,28 @@ class Executor:
                                               notes=(Note(f"while running '{op.op}' ({op.label})", _span(op)),))]) \
                 from None
 
-    def _specialised(self, op: Operation, args: list[Any]) -> Operation:
+    def _concrete(self, op: Operation, args: list[Any]) -> Operation:
+        """The operation with its attributes given by dynamic extents (`layout.reshape{shape=[h, -1]}` on
+        `real[h|100, w|100]`) made concrete for this run, and bound to its actual argument shapes (§3.1).
+        The extents' values come from the graph inputs, else from the operation's own arguments."""
+        extents = dict(self._extents)
+        tensors: list[Tensor] = []
+        shapes: list[tuple[int, ...]] = []
+        for v, a in zip(op.inputs, args, strict=False):
+            for t, x in zip(v, a or [], strict=False) if isinstance(v, list) else [(v, a)]:
+                if t is not None and x is not None:
+                    tensors.append(t)
+                    shapes.append(np.shape(x))
+        bind_extents(tensors, shapes, extents)
+        attribs = resolve_attribs(op.attribs, extents)
+        if isinstance(attribs, str):
+            raise DiagnosticError([Diagnostic(
+                code="E0713", message=f"attribute '{attribs}' of {op.op} depends on a dynamic extent that has no "
+                f"value in this run ({op.attribs[attribs]})", span=_span(op),
+                notes=(Note(f"in operation '{op.label}'"),) if op.label else ())])
+        return self._specialised(replace(op, attribs=attribs), args, key=(id(op), repr(sorted(attribs.items()))))
+
+    def _specialised(self, op: Operation, args: list[Any], key: tuple[int, str] | None = None) -> Operation:
         """The operation bound to the shapes of its actual arguments.
 
         Composition binds an operation to static shapes; a dynamic extent (a graph input `s|10`, an
@@ -291,10 +344,10 @@ class Executor:
         if op.binding is None or op.definition is None:
             return op
         actual = tuple(_shape_of(a) for a in args)
-        if actual == tuple(_shape_of_value(v) for v in op.inputs):
+        if key is None and actual == tuple(_shape_of_value(v) for v in op.inputs):
             return op
-        key = (id(op), actual)
-        special = self._specials.get(key)
+        full = (key or (id(op),), actual)  # key: an operation whose attributes were made concrete (_concrete)
+        special = self._specials.get(full)
         if special is None:
             def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
                 return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
@@ -321,7 +374,10 @@ class Executor:
                 else:
                     outputs.append(Tensor("%out", info.dtype, tuple(info.shape), bounds=info.bounds))
             special = replace(op, inputs=inputs, outputs=outputs, binding=binding)
-            self._specials[key] = special
+            if key is not None:  # defaults computed from the concrete attributes (see Composer._atomic)
+                special.attribs = {**op.attribs, **{a.name: binding.env.get(a.name)
+                                                    for a in binding.signature.attribs}}
+            self._specials[full] = special
         return special
 
     def _plan(self, op: Operation) -> Any:
