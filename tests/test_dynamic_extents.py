@@ -264,3 +264,30 @@ graph G {
         skriptnd.load(tmp_path).compose()
     (d,) = info.value.diagnostics
     assert d.code == "E0503" and "given by a dynamic extent" in d.message
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_a_loop_that_changes_a_dynamic_extent_leaves_it_open(tmp_path: Path, n: int) -> None:
+    """The body doubles the carried extent: after the loop it is neither `n` nor bounded by 10, and inside the
+    body `xi.shape[0]` is the extent of the iteration (n, then 2n), not the initial one."""
+    graph = _model(tmp_path, """import layout;
+graph grow {
+    @input { x: real[n|10]; }
+    @output { y: real; z: real; }
+    @compose {
+        y = with xi = x do..(3) layout.concat{axis=0}([xi, xi]);
+        z = with xi = x do..(2) {
+            r = layout.reshape{shape=[xi.shape[0], 1]}(xi);
+            c = layout.concat{axis=1}([r, r]);
+            f = layout.reshape{shape=[-1]}(c);
+            yield f;
+        };
+    }
+}
+""").compose()
+    y, z = graph.outputs
+    assert (y.shape, y.bounds, y.symbolic) == ((None,), None, None)
+    x = _ramp(n)
+    out = skriptnd.run(graph, {"x": x})
+    np.testing.assert_array_equal(out["y"], np.tile(x, 8))
+    np.testing.assert_array_equal(out["z"], np.repeat(x, 4))

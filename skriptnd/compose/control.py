@@ -199,33 +199,46 @@ class ControlFlow:
                       label: str, count: ast.Expr | None) -> list[Value]:
         scope = (label or self._fresh(frame.scope, "loop")) + "."
         initial = [self._carried_init(frame, c) for c in node.carried]
-        params: dict[str, Tensor] = {}
         for c, value in zip(node.carried, initial, strict=True):
             if not isinstance(value, Tensor):
                 raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
-            params[c.name] = self._like(frame, value.dtype, _unified([value]), scope + c.name, "input")
-        for name, pack in scans.items():
-            first = pack[0]  # type: ignore[index]
-            # an item has the extents its pack's items agree on (a dynamic one keeps its symbol, e.g. `n`)
-            params[name] = self._like(frame, first.dtype, _unified(pack) or _unified([first]), scope + name,
-                                      "input")
-        if node.count is not None and node.count.index is not None:
-            params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
-        subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
-        for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
-            if cond is not None:
-                subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
-        body_out = subgraphs["body"].outputs
         n_carried = len(node.carried)
-        if len(body_out) < n_carried:
-            raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
-                         node.span)
+        # A loop variable's dynamic extents are those of its initial value (`n`) while the body keeps them; an
+        # extent the body changes (a concat growing it) is open in the body: it is composed again so
+        # (no tensor inside claims `n`, nor a bound that holds for the first iteration only).
+        grown: list[set[int]] = [set() for _ in node.carried]
+        for _ in range(2):
+            params: dict[str, Tensor] = {}
+            for c, value, dims in zip(node.carried, initial, grown, strict=True):
+                params[c.name] = self._like(frame, value.dtype, _opened(_unified([value]), dims),  # type: ignore[list-item]
+                                            scope + c.name, "input")
+            for name, pack in scans.items():
+                first = pack[0]  # type: ignore[index]
+                # an item has the extents its pack's items agree on (a dynamic one keeps its symbol, e.g. `n`)
+                params[name] = self._like(frame, first.dtype, _unified(pack) or _unified([first]), scope + name,
+                                          "input")
+            if node.count is not None and node.count.index is not None:
+                params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
+            subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
+            for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
+                if cond is not None:
+                    subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
+            body_out = subgraphs["body"].outputs
+            if len(body_out) < n_carried:
+                raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop "
+                             "variables", node.span)
+            changed = [_changed(params[c.name], t) for c, t in zip(node.carried, body_out, strict=False)]
+            if not any(changed) or any(g for g in grown):
+                break
+            grown = changed
         finals: list[Value] = []
-        for c, start, t in zip(node.carried, initial, body_out[:n_carried], strict=True):
-            # after 0 iterations the initial value, else the body's: extents both agree on, or dynamic
-            unified = _unified([start, t])  # type: ignore[list-item]
+        for c, start, t, dims in zip(node.carried, initial, body_out[:n_carried], grown, strict=True):
+            # after 0 iterations the initial value, else the body's: extents both agree on, or dynamic (one the
+            # body changes has no bound: the iterations are not counted here)
+            unified = _opened(_unified([start, t]), dims)  # type: ignore[list-item]
             if unified is None:
-                raise _error("E0604", f"loop variable '{c.name}' changes its type or rank in the loop body", c.span)
+                raise _error("E0604", f"loop variable '{c.name}' changes its type, rank or a static extent in the "
+                             "loop body", c.span)
             finals.append(self._like(frame, t.dtype, unified))
         bound = static_count
         scan_outs: list[Value] = []
@@ -286,3 +299,37 @@ def _unified(tensors: Sequence[Tensor]) -> _Shape | None:
         symbolic.append(exprs[0] if same else None)
     return (tuple(dims), tuple(bounds) if any(b is not None for b in bounds) else None,
             tuple(symbolic) if any(e is not None for e in symbolic) else None)
+
+
+def _opened(shape: _Shape | None, dims: set[int]) -> _Shape | None:
+    """shape with the extents at dims dynamic, without a bound or a symbolic extent (see _dynamic_loop)."""
+    if shape is None or not dims:
+        return shape
+    extents, bounds, symbolic = shape
+    rank = len(extents)
+    opened_bounds = tuple(None if k in dims else b for k, b in enumerate(bounds or (None,) * rank))
+    opened_symbolic = tuple(None if k in dims else e for k, e in enumerate(symbolic or (None,) * rank))
+    return (tuple(None if k in dims else d for k, d in enumerate(extents)),
+            opened_bounds if any(b is not None for b in opened_bounds) else None,
+            opened_symbolic if any(e is not None for e in opened_symbolic) else None)
+
+
+def _changed(param: Tensor, result: Tensor) -> set[int]:
+    """The dynamic extents of a loop variable that the body's result does not keep (bound or symbol)."""
+    if param.rank != result.rank or not (param.dynamic or result.dynamic):
+        return set()
+    from skriptnd.semantics.symbolic import vanishes  # lazy: it imports sympy, only dynamic extents need it
+
+    bounds = param.bounds or (None,) * param.rank
+    new_bounds = result.bounds or (None,) * result.rank
+    exprs = param.symbolic or (None,) * param.rank
+    new_exprs = result.symbolic or (None,) * result.rank
+    changed = set()
+    for k in range(param.rank):
+        if param.shape[k] is not None and result.shape[k] is not None:
+            continue  # static: _unified judges it
+        if param.shape[k] is not None or result.shape[k] is not None or bounds[k] != new_bounds[k]:
+            changed.add(k)
+        elif exprs[k] is not None and (new_exprs[k] is None or not vanishes(new_exprs[k] - exprs[k])):
+            changed.add(k)
+    return changed
