@@ -291,3 +291,28 @@ graph grow {
     out = skriptnd.run(graph, {"x": x})
     np.testing.assert_array_equal(out["y"], np.tile(x, 8))
     np.testing.assert_array_equal(out["z"], np.repeat(x, 4))
+
+
+@pytest.mark.parametrize("c", [1, 2])
+def test_the_items_of_an_input_pack_share_a_named_extent(tmp_path: Path, c: int) -> None:
+    """The reference suite's `dynamic_concat`: `real[4, c|2, 3]..(5)` concatenated gives `5 * c`; an unnamed
+    extent (`~|3`) is each item's own."""
+    graph = _model(tmp_path, """import layout;
+graph dynamic_concat {
+    @input { inputs: real[4, c|2, 3]..(5); others: real[~|3]..(2); }
+    @output { output: real[4, 5 * c, 3]; joined: real[~|6]; }
+    @compose {
+        output = layout.concat{axis=1}(inputs);
+        joined = layout.concat{axis=0}(others);
+    }
+}
+""").compose()
+    items = [_ramp(4, c, 3) + 100 * j for j in range(5)]
+    others = {"others.0": _ramp(1), "others.1": _ramp(3)}  # different unnamed extents
+    out = skriptnd.run(graph, {**{f"inputs.{j}": x for j, x in enumerate(items)}, **others})
+    np.testing.assert_array_equal(out["output"], np.concatenate(items, axis=1))
+    np.testing.assert_array_equal(out["joined"], np.concatenate([others["others.0"], others["others.1"]]))
+    items[3] = _ramp(4, 3 - c, 3)
+    with pytest.raises(DiagnosticError) as info:
+        skriptnd.run(graph, {**{f"inputs.{j}": x for j, x in enumerate(items)}, **others})
+    assert info.value.diagnostics[0].code == "E0711"

@@ -235,11 +235,15 @@ class Composer(ControlFlow):
                                       "input", bounds=bounds)
             tensor.span = decl.span
             tensor.declared = format_type(decl.type)
+            if tensor.dynamic:  # every item's `c` of `real[4, c|2]..(5)` is the one extent `c`
+                tensor.symbolic = self._input_symbols(decl, shape, tensor.name)
             items.append(tensor)
         return items
 
-    def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
-        """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
+    def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...], name: str | None = None
+                       ) -> tuple[Any, ...]:
+        """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0` (`name`:
+        the tensor's, `xs.1` for an item of a pack)."""
         from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
             symbol,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         )
@@ -248,7 +252,7 @@ class Composer(ControlFlow):
                  for i in decl.type.shape or ()]
         if len(names) != len(shape):
             names = [None] * len(shape)
-        return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
+        return tuple(None if d is not None else symbol(n or f"{name or decl.name}_{k}")
                      for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
     def _declared_shape(self, binder: Binder, decl: ast.ParamDecl, dynamic: set[str],

@@ -88,6 +88,8 @@ class Executor:
     _released: set[str] = field(default_factory=set, repr=False)
     #: The values of the graph inputs' dynamic extent symbols in the current run (skriptnd.compose.extents)
     _extents: dict[Any, int] = field(default_factory=dict, repr=False)
+    #: operation id -> whether an attribute of it is given by a dynamic extent (see _atomic)
+    _symbolic: dict[int, bool] = field(default_factory=dict, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -274,7 +276,10 @@ class Executor:
                     _put(values, out, result)
 
     def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
-        if symbolic_attribs(op.attribs):
+        symbolic = self._symbolic.get(id(op))
+        if symbolic is None:  # asked once per operation: loop bodies run their operations many times
+            symbolic = self._symbolic[id(op)] = symbolic_attribs(op.attribs)
+        if symbolic:
             op = self._concrete(op, args)
         fn = self.kernels.get(op.op)
         if fn is not None:
