@@ -316,3 +316,27 @@ graph dynamic_concat {
     with pytest.raises(DiagnosticError) as info:
         skriptnd.run(graph, {**{f"inputs.{j}": x for j, x in enumerate(items)}, **others})
     assert info.value.diagnostics[0].code == "E0711"
+
+
+@pytest.mark.parametrize("x", [[0, 1, 0, 2, 0, 0, 3, 0, 0, 0], [5, 0, 0, 0, 0, 0, 0, 0, 0, 6]])
+def test_extents_of_data_dependent_results_are_known_per_run(tmp_path: Path, x: list[int]) -> None:
+    """`idx.shape[1]` of a `layout.nonzero` result (`int[1, ~|10]`) in an attribute of an operation that does not
+    read `idx`, and as a loop count: its value in this run, not the bound 10."""
+    graph = _model(tmp_path, """import math;
+import layout;
+graph G {
+    @input { x: real[10]; }
+    @output { flat: int; count: int[]; doubled: real[]; }
+    @compose {
+        idx = layout.nonzero(x);
+        flat = layout.reshape{shape=[idx.shape[1]]}(idx);
+        count = layout.tensor<int>{value=[idx.shape[1]]}();
+        doubled = with v = 1.0 do..(idx.shape[1]) math.mul(v, 2.0);
+    }
+}
+""").compose()
+    values = np.array(x, np.float32)
+    out = skriptnd.run(graph, {"x": values})
+    (nonzero,) = np.nonzero(values)
+    assert out["flat"].tolist() == nonzero.tolist() and int(out["count"]) == len(nonzero)
+    assert float(out["doubled"]) == 2.0 ** len(nonzero)

@@ -18,7 +18,7 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.semantics.values import NO_UNIFORM, Pack
 from skriptnd.source import NO_SPAN, Span
 
-__all__ = ["UNKNOWN", "bind_extents", "input_extents", "is_symbolic", "resolve", "resolve_attribs", "symbolic_attribs"]
+__all__ = ["UNKNOWN", "bind_extents", "extent_symbols", "input_extents", "is_symbolic", "resolve", "resolve_attribs", "symbolic_attribs"]
 
 #: The value of each dynamic extent's symbol in one run (sympy Symbol -> int).
 Extents = dict[Any, int]
@@ -36,7 +36,7 @@ def symbolic_attribs(attribs: Mapping[str, object]) -> bool:
     return any(is_symbolic(v) for v in attribs.values())
 
 
-def _symbols(t: Tensor) -> list[tuple[int, Any]]:
+def extent_symbols(t: Tensor) -> list[tuple[int, Any]]:
     """(dimension, symbol) for each dynamic extent of t that is one symbol (`h`, not `2*h`): the extents a
     tensor's actual shape gives values to. An extent the composition left unnamed is `<name>_<k>`, as
     skriptnd.compose.frame names it when a later operation reads it."""
@@ -57,12 +57,13 @@ def _symbols(t: Tensor) -> list[tuple[int, Any]]:
 
 
 def bind_extents(tensors: Sequence[Tensor], shapes: Sequence[Sequence[int] | None], extents: Extents) -> None:
-    """Give the symbols of tensors' dynamic extents the actual extents (those not known yet)."""
+    """Give the symbols of tensors' dynamic extents the actual extents of these tensors: an operation's own
+    arguments say best what an extent of theirs is now (in a loop body, in this iteration)."""
     for t, shape in zip(tensors, shapes, strict=False):
         if shape is None or len(shape) != t.rank:
             continue
-        for k, sym in _symbols(t):
-            extents.setdefault(sym, int(shape[k]))
+        for k, sym in extent_symbols(t):
+            extents[sym] = int(shape[k])
 
 
 def input_extents(graph: Graph, shapes: Mapping[str, Sequence[int]]) -> Extents:
@@ -75,7 +76,7 @@ def input_extents(graph: Graph, shapes: Mapping[str, Sequence[int]]) -> Extents:
         shape = shapes.get(t.name)
         if shape is None or len(shape) != t.rank:
             continue
-        for k, sym in _symbols(t):
+        for k, sym in extent_symbols(t):
             value = int(shape[k])
             first = seen.get(sym)
             if first is not None and extents[sym] != value:

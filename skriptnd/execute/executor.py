@@ -22,6 +22,7 @@ from skriptnd.compose.composer import NUMPY_DTYPES, Composer
 from skriptnd.compose.extents import (
     UNKNOWN,
     bind_extents,
+    extent_symbols,
     input_extents,
     resolve,
     resolve_attribs,
@@ -90,6 +91,8 @@ class Executor:
     _extents: dict[Any, int] = field(default_factory=dict, repr=False)
     #: operation id -> whether an attribute of it is given by a dynamic extent (see _atomic)
     _symbolic: dict[int, bool] = field(default_factory=dict, repr=False)
+    #: operation id -> (tensor id, [(dimension, symbol)]) of its results' dynamic extents (see _note_extents)
+    _defines: dict[int, list[tuple[int, list[tuple[int, Any]]]]] = field(default_factory=dict, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -240,6 +243,7 @@ class Executor:
                     results = self._atomic(op, [_get(values, v) for v in op.inputs])
                     for out, result in zip(op.outputs, results, strict=False):
                         _put(values, out, result)
+                self._note_extents(op, values)
                 for k in frees:
                     values.pop(k, None)
         except DiagnosticError:
@@ -260,8 +264,10 @@ class Executor:
                 report(done - 1, len(graph.operations))
             if op.op == "if":
                 self._run_if(op, values)
+                self._note_extents(op, values)
             elif op.op == "loop":
                 self._run_loop(op, values)
+                self._note_extents(op, values)
             else:
                 args = [_get(values, v) for v in op.inputs]
                 try:
@@ -274,6 +280,22 @@ class Executor:
                         notes=(Note(f"in operation '{op.label}'"),) if op.label else ())]) from None
                 for out, result in zip(op.outputs, results, strict=False):
                     _put(values, out, result)
+                self._note_extents(op, values)
+
+    def _note_extents(self, op: Operation, values: dict[int, Any]) -> None:
+        """The dynamic extents an operation's results give values to (`idx.shape[1]` of a `layout.nonzero`
+        result, read by a later attribute; each iteration's in a loop): this run's values of their symbols."""
+        found = self._defines.get(id(op))
+        if found is None:
+            found = self._defines[id(op)] = [(id(t), extent_symbols(t)) for t in flat_tensors(op.outputs)
+                                             if t.dynamic]
+        for key, symbols in found:
+            value = values.get(key)
+            if value is not None:
+                shape = np.shape(value)
+                for k, sym in symbols:
+                    if k < len(shape):
+                        self._extents[sym] = int(shape[k])
 
     def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
         symbolic = self._symbolic.get(id(op))
@@ -318,7 +340,8 @@ class Executor:
     def _concrete(self, op: Operation, args: list[Any]) -> Operation:
         """The operation with its attributes given by dynamic extents (`layout.reshape{shape=[h, -1]}` on
         `real[h|100, w|100]`) made concrete for this run, and bound to its actual argument shapes (§3.1).
-        The extents' values come from the graph inputs, else from the operation's own arguments."""
+        The extents' values come from the operation's own arguments, else from the graph inputs and the
+        results computed so far (see _note_extents)."""
         extents = dict(self._extents)
         tensors: list[Tensor] = []
         shapes: list[tuple[int, ...]] = []
@@ -418,6 +441,7 @@ class Executor:
             count = int(np.asarray(_get(values, op.inputs[-1])).reshape(-1)[0])
             limit = count if limit is None else min(limit, count)
         has_index = len(params) > n_carried + n_scans
+        dynamic_params = [p for p in params if p.dynamic]
         scan_outputs: list[list[Any]] = [[] for _ in body.outputs[n_carried:]]
         i = 0
         while limit is None or i < limit:
@@ -427,6 +451,8 @@ class Executor:
                 values[id(p)] = pack[i]
             if has_index:
                 values[id(params[-1])] = np.array(i, dtype=np.int64)
+            if dynamic_params:  # this iteration's extents of the loop variables and items (see _note_extents)
+                bind_extents(dynamic_params, [np.shape(values[id(p)]) for p in dynamic_params], self._extents)
             if "pre_cond" in op.subgraphs and not self._condition(op.subgraphs["pre_cond"], values):
                 break
             self._run_graph(body, values)
