@@ -107,10 +107,14 @@ def resolve(value: Any, extents: Extents) -> Any:
         return UNKNOWN if any(i is UNKNOWN for i in items) else type(value)(items)
     if not is_symbolic(value):
         return value
-    concrete = value.expr.subs(extents)
-    if concrete.free_symbols:
-        return UNKNOWN
-    return int(concrete)
+    expr = value.expr
+    if expr.is_Symbol:  # the usual case (`h`): no sympy arithmetic per run
+        known = extents.get(expr)
+        return UNKNOWN if known is None else known
+    import sympy
+
+    concrete = expr.xreplace({s: sympy.Integer(extents[s]) for s in expr.free_symbols if s in extents})
+    return int(concrete) if concrete.is_Integer else UNKNOWN
 
 
 class _Unknown:
