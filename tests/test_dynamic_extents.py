@@ -38,7 +38,7 @@ graph dynamic_reshape {
     @input { input: real[h|100, w|100]; }
     @output { output: real[h, w]; flat: real[h * w]; turned: real[w, h]; }
     @using { hw = h * w; }
-    @assert { h <= w: "the input must be at least as wide as it is high", h, w; }
+    @assert { h <= w: "the input must be at least as wide as it is high", h, w; input.shape[0] <= 50; }
     @compose {
         output = layout.reshape{shape=[h, -1]}(input);
         flat = layout.reshape{shape=[hw]}(input);
@@ -72,6 +72,9 @@ def test_an_assert_on_dynamic_extents_is_judged_per_run(tmp_path: Path) -> None:
     (d,) = info.value.diagnostics
     assert d.code == "E0501" and d.span.line == 6
     assert d.message == "the input must be at least as wide as it is high (h = 4, w = 3)"
+    with pytest.raises(DiagnosticError) as info:  # `input.shape[0]` is a dynamic extent too (not its bound 100)
+        skriptnd.run(graph, {"input": _ramp(51, 60)})
+    assert info.value.diagnostics[0].code == "E0501" and info.value.diagnostics[0].span.col == 81
 
 
 def test_a_declared_output_extent_must_be_the_composed_one(tmp_path: Path) -> None:

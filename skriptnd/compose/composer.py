@@ -111,7 +111,10 @@ class Composer(ControlFlow):
         frame = _Frame(module, definition, binder.env, binder.dtypes, "", graph=graph)
         dynamic = self._graph_inputs(frame, binder, graph)
         self._extent_symbols(binder, definition, dynamic)
-        deferred = _dynamic_asserts(binder.sig, dynamic)
+        # `x.shape[0] <= 50` is on a dynamic extent too: the inputs that have one count as such names
+        deferred = _dynamic_asserts(binder.sig, dynamic | {name for name, v in frame.tensors.items()
+                                                           if any(t.dynamic for t in (v if isinstance(v, list)
+                                                                                      else [v] if v else []))})
         if deferred:  # judged when the graph runs, on the actual extents (§2.6.1): not on their bounds here
             binder.sig = replace(binder.sig, asserts=tuple(a for a in binder.sig.asserts if a not in deferred))
         binder.run_usings_and_asserts()

@@ -169,7 +169,7 @@ class Executor:
         self._extents = input_extents(self.graph, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs}) \
             if any(t.dynamic for t in self.graph.inputs) else {}
         if self.graph.run_asserts is not None:
-            self._judge_asserts(self.graph.run_asserts)
+            self._judge_asserts(self.graph.run_asserts, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs})
         unknown = set(inputs) - {t.name for t in self.graph.inputs}
         if unknown:  # located at the graph's inputs (the @input block), with the closest name
             names = [t.name for t in self.graph.inputs]
@@ -201,13 +201,22 @@ class Executor:
         return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)
                 if i not in packed or id(t) in values}
 
-    def _judge_asserts(self, checks: RunAsserts) -> None:
-        """The graph's asserts on its dynamic extents (`h <= w`), on this run's extents: E0501 at the assert."""
+    def _judge_asserts(self, checks: RunAsserts, shapes: dict[str, tuple[int, ...]]) -> None:
+        """The graph's asserts on its dynamic extents (`h <= w`, `x.shape[0] <= 50`), on this run's extents and
+        input shapes: E0501 at the assert."""
         binder = Binder(checks.signature, Site())
-        env = {}
+        env: dict[str, Any] = {}
         for name, value in checks.env.items():
             got = resolve(value, self._extents)
             env[name] = value if got is UNKNOWN else got
+        packs: dict[str, list[TensorValue]] = {}
+        for t in self.graph.inputs:  # the inputs as the asserts see them (`x.shape`), packs `xs.0` ... as packs
+            value = TensorValue(t.dtype, tuple(shapes[t.name]))
+            if "." in t.name:
+                packs.setdefault(t.name.rsplit(".", 1)[0], []).append(value)
+            else:
+                env[t.name] = value
+        env.update({name: Pack(items) for name, items in packs.items()})
         binder.env, binder.dtypes = env, dict(checks.dtypes)
         for a in checks.asserts:
             if not binder.assertion_holds(a):
