@@ -343,3 +343,16 @@ graph G {
     (nonzero,) = np.nonzero(values)
     assert out["flat"].tolist() == nonzero.tolist() and int(out["count"]) == len(nonzero)
     assert float(out["doubled"]) == 2.0 ** len(nonzero)
+
+
+def test_checking_samples_of_attributes_are_not_dynamic_extents(tmp_path: Path) -> None:
+    """`sknd check` composes a graph for a symbol standing for an attribute without a default (`k`): a loop
+    unrolled `k` times is fine there, unlike one unrolled over a dynamic extent."""
+    _model(tmp_path, """import math;
+graph G {
+    @attrib { k: int; }
+    @input { x: real[4]; }
+    @output { y: real[4]; }
+    @compose { y = with xi = x unroll..(k) math.mul(xi, 2.0); }
+}
+""")

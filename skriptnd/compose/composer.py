@@ -18,7 +18,7 @@ import numpy as np
 
 from skriptnd.compose import int_ranges
 from skriptnd.compose.control import ControlFlow
-from skriptnd.compose.extents import is_symbolic, symbolic_attribs
+from skriptnd.compose.extents import symbolic_attribs
 from skriptnd.compose.frame import (
     INT_TENSOR_RANGE,
     NUMPY_DTYPES,
@@ -56,9 +56,13 @@ register_codes({"E0610": "graph output does not have its declared type"})
 class Composer(ControlFlow):
     """Composes a program's graphs and expands operations (see the module's docstring)."""
 
-    def __init__(self, program: Program, atomic: AtomicPolicy | None = None) -> None:
+    def __init__(self, program: Program, atomic: AtomicPolicy | None = None, sampling: bool = False) -> None:
         self.program = program
         self.atomic = atomic or default_atomic
+        #: Composing for symbolic samples of attributes and operator inputs (checking, hover): a SymInt is then
+        #: a compile-time value unless its symbols are the graph inputs' dynamic extents (`dynamic_symbols`)
+        self.sampling = sampling
+        self.dynamic_symbols: set[Any] = set()
         self._names: dict[str, int] = {}
         self._scopes: dict[str, ast.Definition] = {}  # 'conv1.' -> the operator decomposed there
 
@@ -196,8 +200,7 @@ class Composer(ControlFlow):
             graph.inputs.append(tensor)
         return dynamic
 
-    @staticmethod
-    def _extent_symbols(binder: Binder, definition: ast.Definition, dynamic: set[str]) -> None:
+    def _extent_symbols(self, binder: Binder, definition: ast.Definition, dynamic: set[str]) -> None:
         """A dynamic extent of a graph input (`h` in `real[h|100, w|100]`, §2.6.1) is a symbol of the
         body: `@compose` attributes, asserts and declared output shapes may use it. It is bound to a
         SymInt whose hint is its upper bound (what composition sizes buffers by) and whose expression is
@@ -215,6 +218,7 @@ class Composer(ControlFlow):
                 if name in dynamic and name not in binder.env and item.bound is not None and item.pack is None:
                     bound = binder.eval(item.bound, f"the upper bound of input '{decl.name}'")
                     binder.env[name] = SymInt(int(bound), symbol(name))
+                    self.dynamic_symbols.add(symbol(name))
 
     def _graph_input_pack(self, frame: _Frame, binder: Binder, decl: ast.ParamDecl, dynamic: set[str]) -> list[Tensor]:
         """`xs: real[n]..(k)`: k input tensors `xs.0` ... A dynamic length with a bound,
@@ -531,7 +535,7 @@ class Composer(ControlFlow):
         return self._constant(frame, value, expr.span)
 
     def _constant(self, frame: _Frame, value: bool | int | float | str, span: Span) -> Tensor:
-        if is_symbolic(value):
+        if self._is_dynamic(value):
             return self._extent_tensor(frame, value, span)  # type: ignore[arg-type]
         dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
             "real" if isinstance(value, float) else "str"
@@ -592,7 +596,7 @@ class Composer(ControlFlow):
             else:
                 outputs.append(self._shaped(frame, info.dtype, info.shape, info.bounds))
         attribs = {a.name: binding.env.get(a.name) for a in binding.signature.attribs}
-        if given is not None and symbolic_attribs(attribs):
+        if given is not None and not self.sampling and symbolic_attribs(attribs):
             # attributes given by dynamic extents are made concrete per run (skriptnd.execute): a default
             # computed from them (layout.split's `sizes` from `count`) is computed again then, not kept
             for name in binding.signature.deferred - given:

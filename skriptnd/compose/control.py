@@ -24,6 +24,17 @@ from skriptnd.syntax import ast
 class ControlFlow:
     """Composing `if` and `do` (§2.10.1); a base of Composer (see the module's docstring)."""
 
+    sampling: bool
+    dynamic_symbols: set[Any]
+
+    def _is_dynamic(self, value: object) -> bool:
+        """Whether a compile-time int is known only when the graph runs: one computed from dynamic extents.
+        When composing for symbolic samples (checking), a SymInt mostly stands for a compile-time value (an
+        attribute): only one over the graph inputs' dynamic extents is dynamic then."""
+        if not is_symbolic(value):
+            return False
+        return not self.sampling or bool(value.expr.free_symbols & self.dynamic_symbols)  # type: ignore[attr-defined]
+
     def _static_condition(self, frame: _Frame, cond: ast.Expr) -> bool | None:
         """The value of a compile-time condition, or None when it depends on tensor data."""
         if isinstance(cond, ast.Call | ast.BlockExpr):
@@ -118,7 +129,7 @@ class ControlFlow:
                              "no condition to stop it", count_span)
         if count is not None:
             given = self._static_count(frame, count)
-            if given is not None and is_symbolic(given):
+            if given is not None and self._is_dynamic(given):
                 # a count given by dynamic extents (`do..(n)` on `real[n|10]`) is a tensor at run time; a
                 # dynamic extent itself is at most its bound, which bounds the iterations
                 if node.unroll:
