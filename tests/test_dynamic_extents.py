@@ -356,3 +356,25 @@ graph G {
     @compose { y = with xi = x unroll..(k) math.mul(xi, 2.0); }
 }
 """)
+
+
+def test_a_compile_time_if_on_a_dynamic_extent_is_refused_and_the_hint_runs(tmp_path: Path) -> None:
+    """`if n > 5` on `real[n|10]` would be decided at the bound (10) for every size: refused, located, with a
+    tensor condition to write instead; that one branches per run (n = 3 and n = 7)."""
+    text = """import math;
+import layout;
+graph G {
+    @input { x: real[n|10]; }
+    @output { y: real[n]; }
+    @compose { y = if n > 5 then math.add(x, 1.0) else math.sub(x, 1.0); }
+}
+"""
+    (tmp_path / "main.sknd").write_text(text)
+    (d,) = check_paths([tmp_path]).diagnostics
+    assert d.code == "E0503" and (d.span.line, d.span.col) == (6, 23) and d.hint is not None
+    tensor, condition = d.hint.split("'")[1], d.hint.split("'")[3].replace(" then ...", "")
+    assert (tensor, condition) == ("n_ = layout.tensor<int>{value=[n]}();", "if math.gt(n_, 5)")
+    graph = _model(tmp_path, text.replace("y = if n > 5", f"{tensor} y = {condition}")).compose()
+    for n in (3, 7):
+        x = _ramp(n)
+        np.testing.assert_array_equal(skriptnd.run(graph, {"x": x})["y"], x + 1 if n > 5 else x - 1)

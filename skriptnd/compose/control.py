@@ -18,6 +18,7 @@ from skriptnd.compose.frame import NUMPY_DTYPES, _error, _Frame
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.semantics.binding import Binder, Site, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate
+from skriptnd.semantics.values import recording
 from skriptnd.syntax import ast
 
 
@@ -42,9 +43,21 @@ class ControlFlow:
         if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
             return None
         try:
-            value = evaluate(cond, frame.values(), frame.dtypes)
+            with recording() as guards:
+                value = evaluate(cond, frame.values(), frame.dtypes)
         except EvalError:
             return None
+        involved = {s for g in guards for s in getattr(g, "free_symbols", ())}
+        if isinstance(value, bool) and (involved & self.dynamic_symbols or (involved and not self.sampling)):
+            # decided on a sample of a dynamic extent (its bound): the other sizes would silently take the
+            # same branch
+            names = sorted(str(s) for s in involved)
+            raise _error("E0503", f"this condition depends on the dynamic extent{'s' if len(names) > 1 else ''} "
+                         f"{', '.join(names)}, known only when the graph runs; a compile-time 'if' cannot "
+                         "decide it", cond.span,
+                         hint=f"to branch when the graph runs, compare tensors: '{names[0]}_ = "
+                         f"layout.tensor<int>{{value=[{names[0]}]}}();' before it, then 'if math.gt({names[0]}_, "
+                         "5) then ...' (with your comparison)")
         if isinstance(value, bool):
             return value
         return None
