@@ -378,3 +378,20 @@ graph G {
     for n in (3, 7):
         x = _ramp(n)
         np.testing.assert_array_equal(skriptnd.run(graph, {"x": x})["y"], x + 1 if n > 5 else x - 1)
+
+
+def test_an_attribute_choosing_on_a_dynamic_extent_is_refused(tmp_path: Path) -> None:
+    """`repeats=[n > 5 ? 1 : 2]` would be chosen at the bound for every size (arithmetic such as `[h, -1]` is
+    fine: it is evaluated per run); `sknd check` and composing refuse it at the expression."""
+    (tmp_path / "main.sknd").write_text("""import layout;
+graph G {
+    @input { x: real[n|10]; }
+    @output { y: real; }
+    @compose { y = layout.tile{axes=[0], repeats=[n > 5 ? 1 : 2]}(x); }
+}
+""")
+    (d,) = check_paths([tmp_path]).diagnostics
+    assert d.code == "E0503" and (d.span.line, d.span.col) == (5, 50) and "attribute 'repeats'" in d.message
+    with pytest.raises(DiagnosticError) as info:
+        skriptnd.load(tmp_path).compose()
+    assert info.value.diagnostics[0].code == "E0503"

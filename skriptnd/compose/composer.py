@@ -40,7 +40,7 @@ from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
 from skriptnd.semantics.modules import LoadedModule, Program, stdlib_module
 from skriptnd.semantics.signature import Signature
-from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.semantics.values import Pack, TensorValue, recording
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_type
@@ -563,10 +563,23 @@ class Composer(ControlFlow):
         return out
 
     def _eval(self, frame: _Frame, expr: ast.Expr, what: str) -> Any:
+        env = frame.values()  # outside the recording: a pack of tensors compares their shapes (Pack.uniform)
         try:
-            return evaluate(expr, frame.values(), frame.dtypes)
+            with recording() as guards:
+                value = evaluate(expr, env, frame.dtypes)
         except EvalError as err:
             raise DiagnosticError([err.to_diagnostic()]) from None
+        involved = {s for g in guards for s in getattr(g, "free_symbols", ())}
+        if involved & self.dynamic_symbols or (involved and not self.sampling):
+            # a comparison, a choice or a length taken on a dynamic extent's sample (its bound): the value
+            # would hold for that size only (arithmetic, `[h, -1]`, stays symbolic and is made concrete per run)
+            names = ", ".join(sorted(str(s) for s in involved))
+            raise _error("E0503", f"{what} depends on the dynamic extent{'s' if len(involved) > 1 else ''} {names} "
+                         "through a comparison, a choice or a length, which composing cannot decide before the "
+                         "graph runs", expr.span,
+                         hint="compute it with arithmetic only (it is then evaluated per run), or make the choice "
+                         "a dynamic 'if' on tensors")
+        return value
 
     # ------------------------------------------------------------ invocations
 

@@ -42,9 +42,10 @@ class ControlFlow:
             return None
         if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
             return None
+        env = frame.values()  # outside the recording: a pack of tensors compares their shapes (Pack.uniform)
         try:
             with recording() as guards:
-                value = evaluate(cond, frame.values(), frame.dtypes)
+                value = evaluate(cond, env, frame.dtypes)
         except EvalError:
             return None
         involved = {s for g in guards for s in getattr(g, "free_symbols", ())}
