@@ -491,7 +491,7 @@ def _only_diagnostics(data: bytes) -> None:
     try:
         convert(read(data), "fuzz.tflite")
     except ImportProblem as problem:
-        assert problem.code.startswith("E085"), problem.code
+        assert problem.code.startswith("E086"), problem.code
 
 
 def test_every_truncation_is_a_diagnostic() -> None:

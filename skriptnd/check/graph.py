@@ -210,7 +210,7 @@ def check_graph(program: Program, module: LoadedModule, definition: ast.Definiti
     symbolic = _symbolic_attribs(definition)
     if symbolic is None:
         return []
-    composer = Composer(program)
+    composer = Composer(program, sampling=True)
     judge = _Judge(set(symbolic))
     try:
         with recording(), _judging(judge):
@@ -293,7 +293,7 @@ def compose_body(program: Program, module: LoadedModule, definition: ast.Definit
     if sample is None:
         return None
     dtypes, attribs, inputs = sample
-    composer = Composer(program, atomic=lambda *_: True)
+    composer = Composer(program, atomic=lambda *_: True, sampling=True)
     graph = Graph(name=definition.name, program=program)
     frame = _Frame(module, definition, {}, {}, "", graph=graph)
     try:
@@ -336,7 +336,7 @@ def check_operator(program: Program, module: LoadedModule, definition: ast.Defin
         return []
     dtypes, attribs, inputs = sample
     judge = _OperatorJudge(definition)
-    composer = Composer(program, atomic=lambda *_: True)
+    composer = Composer(program, atomic=lambda *_: True, sampling=True)
     graph = Graph(name=definition.name, program=program)
     frame = _Frame(module, definition, {}, {}, "", graph=graph)
     found: list[Diagnostic] = []

@@ -11,12 +11,14 @@ branches and loops become operations with subgraphs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from skriptnd.compose import int_ranges
 from skriptnd.compose.control import ControlFlow
+from skriptnd.compose.extents import symbolic_attribs
 from skriptnd.compose.frame import (
     INT_TENSOR_RANGE,
     NUMPY_DTYPES,
@@ -31,13 +33,14 @@ from skriptnd.compose.frame import (
     decompose_all,
     default_atomic,
 )
-from skriptnd.compose.ir import Graph, Operation, Tensor, Value
+from skriptnd.compose.ir import Graph, Operation, RunAsserts, Tensor, Value
 from skriptnd.compose.nesting import with_nesting_hint
 from skriptnd.diagnostics import DiagnosticError, Note, register_codes
 from skriptnd.semantics.binding import Binder, Binding, Site, bind, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate, free_names
-from skriptnd.semantics.modules import LoadedModule, Program
-from skriptnd.semantics.values import Pack, TensorValue
+from skriptnd.semantics.modules import LoadedModule, Program, stdlib_module
+from skriptnd.semantics.signature import Signature
+from skriptnd.semantics.values import Pack, TensorValue, recording
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_type
@@ -53,9 +56,13 @@ register_codes({"E0610": "graph output does not have its declared type"})
 class Composer(ControlFlow):
     """Composes a program's graphs and expands operations (see the module's docstring)."""
 
-    def __init__(self, program: Program, atomic: AtomicPolicy | None = None) -> None:
+    def __init__(self, program: Program, atomic: AtomicPolicy | None = None, sampling: bool = False) -> None:
         self.program = program
         self.atomic = atomic or default_atomic
+        #: Composing for symbolic samples of attributes and operator inputs (checking, hover): a SymInt is then
+        #: a compile-time value unless its symbols are the graph inputs' dynamic extents (`dynamic_symbols`)
+        self.sampling = sampling
+        self.dynamic_symbols: set[Any] = set()
         self._names: dict[str, int] = {}
         self._scopes: dict[str, ast.Definition] = {}  # 'conv1.' -> the operator decomposed there
 
@@ -107,13 +114,25 @@ class Composer(ControlFlow):
         binder.bind_deferred(attribs)
         frame = _Frame(module, definition, binder.env, binder.dtypes, "", graph=graph)
         dynamic = self._graph_inputs(frame, binder, graph)
+        self._extent_symbols(binder, definition, dynamic)
+        # `x.shape[0] <= 50` is on a dynamic extent too: the inputs that have one count as such names
+        deferred = _dynamic_asserts(binder.sig, dynamic | {name for name, v in frame.tensors.items()
+                                                           if any(t.dynamic for t in (v if isinstance(v, list)
+                                                                                      else [v] if v else []))})
+        if deferred:  # judged when the graph runs, on the actual extents (§2.6.1): not on their bounds here
+            binder.sig = replace(binder.sig, asserts=tuple(a for a in binder.sig.asserts if a not in deferred))
         binder.run_usings_and_asserts()
+        if deferred:
+            graph.run_asserts = RunAsserts(binder.sig, binder.env, binder.dtypes, deferred)
         frame.env = binder.env
         graph.attribs = {a.name: binder.env.get(a.name) for a in _params(definition, "attrib")}
         self._locals(frame, binder)
         self._statements(frame, _compose_blocks(definition, "compose"))
         for decl in _params(definition, "output"):
             value = frame.tensors.get(decl.name)
+            if decl.type.pack is not None and isinstance(value, list):
+                self._output_pack(graph, binder, decl, value, dynamic)
+                continue
             if not isinstance(value, Tensor):
                 raise _error("E0601", f"output '{decl.name}' of graph '{definition.name}' is never assigned",
                              decl.span)
@@ -137,6 +156,31 @@ class Composer(ControlFlow):
         int_ranges.annotate(graph)
         return graph
 
+    def _output_pack(self, graph: Graph, binder: Binder, decl: ast.ParamDecl, items: list[Tensor],
+                     dynamic: set[str]) -> None:
+        """`ys: real[n]..(k)`: the graph outputs `ys.0` ... `ys.{k-1}`. A length given by a dynamic extent
+        (`..(s)` with `s|5`) is composed at its bound: at run time the pack has its actual length, and the
+        items beyond it are not among the results (Graph.output_packs says which outputs form the pack)."""
+        assert decl.type.pack is not None
+        length = decl.type.pack.length
+        if length is not None:
+            expected = binder.eval(length, f"the length of output pack '{decl.name}'")
+            if isinstance(expected, int) and not isinstance(expected, bool) and int(expected) != len(items) \
+                    and not (hasattr(expected, "expr") and len(items) <= int(expected)):
+                raise _error("E0406", f"output pack '{decl.name}' is declared with {expected} items but the "
+                             f"composition gives {len(items)}", decl.span)
+        graph.output_packs[decl.name] = (len(graph.outputs), len(items))
+        for j, value in enumerate(items):
+            self._check_declared_dtype(binder, decl, value)
+            if decl.type.shape is not None:
+                self._check_declared_shape(binder, decl, value, dynamic, item=j)
+            if value.kind == "intermediate":
+                value.kind = "output"
+            if value.span is None:
+                value.span = decl.span
+            graph.outputs.append(value)
+            graph.output_names.append(f"{decl.name}.{j}")
+
     def _graph_inputs(self, frame: _Frame, binder: Binder, graph: Graph) -> set[str]:
         """Graph inputs get their shapes from attributes; `s|10` and `~|10` are dynamic (§2.6.1)."""
         dynamic: set[str] = set()
@@ -155,6 +199,26 @@ class Composer(ControlFlow):
             frame.tensors[decl.name] = tensor
             graph.inputs.append(tensor)
         return dynamic
+
+    def _extent_symbols(self, binder: Binder, definition: ast.Definition, dynamic: set[str]) -> None:
+        """A dynamic extent of a graph input (`h` in `real[h|100, w|100]`, §2.6.1) is a symbol of the
+        body: `@compose` attributes, asserts and declared output shapes may use it. It is bound to a
+        SymInt whose hint is its upper bound (what composition sizes buffers by) and whose expression is
+        the symbol itself; the executor gives it the actual extent when the graph runs (§3.1)."""
+        if not dynamic:
+            return
+        from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
+            SymInt,
+            symbol,
+        )
+
+        for decl in _params(definition, "input"):
+            for item in decl.type.shape or ():
+                name = item.value.id if isinstance(item.value, ast.Name) else None
+                if name in dynamic and name not in binder.env and item.bound is not None and item.pack is None:
+                    bound = binder.eval(item.bound, f"the upper bound of input '{decl.name}'")
+                    binder.env[name] = SymInt(int(bound), symbol(name))
+                    self.dynamic_symbols.add(symbol(name))
 
     def _graph_input_pack(self, frame: _Frame, binder: Binder, decl: ast.ParamDecl, dynamic: set[str]) -> list[Tensor]:
         """`xs: real[n]..(k)`: k input tensors `xs.0` ... A dynamic length with a bound,
@@ -178,11 +242,15 @@ class Composer(ControlFlow):
                                       "input", bounds=bounds)
             tensor.span = decl.span
             tensor.declared = format_type(decl.type)
+            if tensor.dynamic:  # every item's `c` of `real[4, c|2]..(5)` is the one extent `c`
+                tensor.symbolic = self._input_symbols(decl, shape, tensor.name)
             items.append(tensor)
         return items
 
-    def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...]) -> tuple[Any, ...]:
-        """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0`."""
+    def _input_symbols(self, decl: ast.ParamDecl, shape: tuple[int | None, ...], name: str | None = None
+                       ) -> tuple[Any, ...]:
+        """Names of a graph input's dynamic extents: the shape symbol (`s` in `real[s|10]`), else `x_0` (`name`:
+        the tensor's, `xs.1` for an item of a pack)."""
         from skriptnd.semantics.symbolic import (  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
             symbol,  # lazy: it imports sympy (~0.4 s), only dynamic extents need it
         )
@@ -191,19 +259,19 @@ class Composer(ControlFlow):
                  for i in decl.type.shape or ()]
         if len(names) != len(shape):
             names = [None] * len(shape)
-        return tuple(None if d is not None else symbol(n or f"{decl.name}_{k}")
+        return tuple(None if d is not None else symbol(n or f"{name or decl.name}_{k}")
                      for k, (d, n) in enumerate(zip(shape, names, strict=True)))
 
     def _declared_shape(self, binder: Binder, decl: ast.ParamDecl, dynamic: set[str],
                         item: int | None = None) -> tuple[tuple[int | None, ...], tuple[int | None, ...] | None]:
         items: list[ast.ShapeItem] = []
-        for item in decl.type.shape or ():
-            name = item.value.id if isinstance(item.value, ast.Name) else None
-            if name is not None and (name in dynamic or (name not in binder.env and item.bound is not None)):
+        for extent in decl.type.shape or ():
+            name = extent.value.id if isinstance(extent.value, ast.Name) else None
+            if name is not None and (name in dynamic or (name not in binder.env and extent.bound is not None)):
                 dynamic.add(name)
-                items.append(ast.ShapeItem(value=None, bound=item.bound, pack=item.pack, span=item.span))
+                items.append(ast.ShapeItem(value=None, bound=extent.bound, pack=extent.pack, span=extent.span))
             else:
-                items.append(item)
+                items.append(extent)
         fixed = ast.ParamDecl(name=decl.name, type=ast.TypeSpec(name=decl.type.name, shape=tuple(items),
                                                                 span=decl.type.span), span=decl.span)
         shape, bounds = binder.output_shape(fixed, item)
@@ -221,18 +289,19 @@ class Composer(ControlFlow):
                          hint=f"declare it '{value.dtype}', or convert the value explicitly "
                          f"(layout.cast<{declared}>)")
 
-    def _check_declared_shape(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
+    def _check_declared_shape(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str],
+                              item: int | None = None) -> None:
         if any(i.value is None for i in decl.type.shape or ()):
             return
         try:
-            shape, _ = self._declared_shape(binder, decl, dynamic)
+            shape, _ = self._declared_shape(binder, decl, dynamic, item)
         except DiagnosticError:
             return
         if len(shape) != len(value.shape) or any(a is not None and b is not None and a != b
                                                 for a, b in zip(shape, value.shape, strict=False)):
             raise _error("E0403", f"output '{decl.name}' is declared with shape {list(shape)} but the composition "
                          f"produces {list(value.shape)}", decl.span)
-        if dynamic and value.symbolic is not None:
+        if dynamic and (value.symbolic is not None or value.dynamic):
             self._check_dynamic_extents(binder, decl, value, dynamic)
 
     def _check_dynamic_extents(self, binder: Binder, decl: ast.ParamDecl, value: Tensor, dynamic: set[str]) -> None:
@@ -259,12 +328,14 @@ class Composer(ControlFlow):
             except (EvalError, TypeError):
                 declared.append(None)
         actual = [e if e is not None else (sympy.Integer(d) if d is not None else None)
-                  for e, d in zip(value.symbolic or (), value.shape, strict=False)]
-        if any(d is not None and a is not None and not vanishes(d - a)
-               for d, a in zip(declared, actual, strict=False)):
+                  for e, d in zip(value.symbolic or (None,) * value.rank, value.shape, strict=False)]
+        # an extent declared from the dynamic input extents (`n`) must be that: a result whose extent is
+        # dynamic but not known as an expression in them (the branches of an `if` disagree) is not
+        if any(d is not None and (a is None or not vanishes(d - a)) for d, a in zip(declared, actual, strict=False)):
             shown = [str(a) if a is not None else "?" for a in actual]
             raise _error("E0403", f"output '{decl.name}' is declared with shape {format_type(decl.type)} but the "
-                         f"composition produces [{', '.join(shown)}]", decl.span)
+                         f"composition produces [{', '.join(shown)}]", decl.span,
+                         hint=_open_extents_hint(value) if any(a is None for a in actual) else None)
 
     def _locals(self, frame: _Frame, binder: Binder) -> None:
         """@variable and @constant tensors of a definition, named by the frame's scope (§2.7)."""
@@ -464,6 +535,8 @@ class Composer(ControlFlow):
         return self._constant(frame, value, expr.span)
 
     def _constant(self, frame: _Frame, value: bool | int | float | str, span: Span) -> Tensor:
+        if self._is_dynamic(value):
+            return self._extent_tensor(frame, value, span)  # type: ignore[arg-type]
         dtype = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else \
             "real" if isinstance(value, float) else "str"
         _fits(dtype, [value], "an int value passed to an operator", span)
@@ -471,11 +544,42 @@ class Composer(ControlFlow):
         tensor.value = np.array(value, dtype=NUMPY_DTYPES.get(dtype, object))
         return tensor
 
+    def _extent_tensor(self, frame: _Frame, value: SymInt, span: Span) -> Tensor:
+        """An int computed from dynamic extents (`n` of `real[n|10]`, as in `do..(n)`) passed as a tensor:
+        `layout.tensor<int>{value=n}`, whose attribute is made concrete when the graph runs
+        (skriptnd.compose.extents), not a constant of its bound."""
+        module = self.program.modules.get("layout")
+        definition = module.definitions.get("tensor") if module is not None and module.is_stdlib else None
+        if definition is None:
+            parsed = stdlib_module("layout")
+            assert parsed is not None, "the standard module layout does not parse"
+            definition = next(d for d in parsed.definitions if d.name == "tensor")
+        attrs = {"shape": Pack([]), "value": Pack([value])}
+        binding = bind(definition, attrs, [], ["int"], Site(span=span))
+        (out,) = self._atomic(frame, "layout.tensor", definition, binding, [], frame.scope + self._fresh(frame.scope,
+                                                                                                        "extent"),
+                              span, set(attrs))
+        assert isinstance(out, Tensor)
+        return out
+
     def _eval(self, frame: _Frame, expr: ast.Expr, what: str) -> Any:
+        env = frame.values()  # outside the recording: a pack of tensors compares their shapes (Pack.uniform)
         try:
-            return evaluate(expr, frame.values(), frame.dtypes)
+            with recording() as guards:
+                value = evaluate(expr, env, frame.dtypes)
         except EvalError as err:
             raise DiagnosticError([err.to_diagnostic()]) from None
+        involved = {s for g in guards for s in getattr(g, "free_symbols", ())}
+        if involved & self.dynamic_symbols or (involved and not self.sampling):
+            # a comparison, a choice or a length taken on a dynamic extent's sample (its bound): the value
+            # would hold for that size only (arithmetic, `[h, -1]`, stays symbolic and is made concrete per run)
+            names = ", ".join(sorted(str(s) for s in involved))
+            raise _error("E0503", f"{what} depends on the dynamic extent{'s' if len(involved) > 1 else ''} {names} "
+                         "through a comparison, a choice or a length, which composing cannot decide before the "
+                         "graph runs", expr.span,
+                         hint="compute it with arithmetic only (it is then evaluated per run), or make the choice "
+                         "a dynamic 'if' on tensors")
+        return value
 
     # ------------------------------------------------------------ invocations
 
@@ -491,11 +595,11 @@ class Composer(ControlFlow):
         site = Site(span=call.span, args=[a.span for a in call.args], attrs={a.name: a.span for a in call.attrs})
         binding = bind(definition, attrs, values, call.type_args, site)
         if self.atomic(qualified, module, definition):
-            return self._atomic(frame, qualified, definition, binding, args, label, call.span)
+            return self._atomic(frame, qualified, definition, binding, args, label, call.span, set(attrs))
         return self._decompose(frame, module, definition, binding, args, label)
 
     def _atomic(self, frame: _Frame, qualified: str, definition: ast.Definition, binding: Binding,
-                args: list[Value], label: str, span: Span) -> list[Value]:
+                args: list[Value], label: str, span: Span, given: set[str] | None = None) -> list[Value]:
         outputs: list[Value] = []
         for info in binding.outputs:
             if info.shapes is not None:
@@ -505,6 +609,11 @@ class Composer(ControlFlow):
             else:
                 outputs.append(self._shaped(frame, info.dtype, info.shape, info.bounds))
         attribs = {a.name: binding.env.get(a.name) for a in binding.signature.attribs}
+        if given is not None and not self.sampling and symbolic_attribs(attribs):
+            # attributes given by dynamic extents are made concrete per run (skriptnd.execute): a default
+            # computed from them (layout.split's `sizes` from `count`) is computed again then, not kept
+            for name in binding.signature.deferred - given:
+                attribs[name] = None
         op = Operation(op=qualified, definition=definition, inputs=list(args), outputs=outputs, attribs=attribs,
                        dtypes=dict(binding.dtypes), label=label, binding=binding, span=span,
                        module=self.program.modules.get(qualified.rpartition(".")[0]))
@@ -642,6 +751,35 @@ class Composer(ControlFlow):
         assert frame.graph is not None
         frame.graph.tensors.append(tensor)
         return tensor
+
+
+def _open_extents_hint(value: Tensor) -> str:
+    """How to declare an output whose dynamic extents are not known expressions: `~|bound` for those."""
+    bounds = value.bounds or (None,) * value.rank
+    symbolic = value.symbolic or (None,) * value.rank
+    dims = [str(d) if d is not None else str(e) if e is not None else f"~|{b}" if b is not None else "~"
+            for d, b, e in zip(value.shape, bounds, symbolic, strict=True)]
+    return f"the composition cannot tell these extents in advance; declare them open: {value.dtype}[{', '.join(dims)}]"
+
+
+def _dynamic_asserts(sig: Signature, dynamic: set[str]) -> list[ast.Assertion]:
+    """The graph's asserts on its dynamic extents (`h <= w` for `real[h|100, w|100]`), directly or through
+    @using symbols computed from them: their truth is known only at run time."""
+    if not dynamic:
+        return []
+    depends = set(dynamic)
+    for u in sig.usings:
+        if free_names(u.value) & depends:
+            depends.update(_target_names(u.target))
+    return [a for a in sig.asserts if free_names(a.condition) & depends]
+
+
+def _target_names(target: ast.LValue) -> list[str]:
+    if isinstance(target, ast.LName):
+        return [target.name]
+    if isinstance(target, ast.LList | ast.LZip):
+        return [n for it in target.items for n in _target_names(it)]
+    return []
 
 
 def _sym(expr: sympy.Expr) -> Any:

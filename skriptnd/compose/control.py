@@ -8,19 +8,33 @@ dynamic branches and loops made operations with subgraphs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.extents import is_symbolic
 from skriptnd.compose.frame import NUMPY_DTYPES, _error, _Frame
 from skriptnd.compose.ir import Graph, Operation, Tensor, Value
 from skriptnd.semantics.binding import Binder, Site, signature
 from skriptnd.semantics.evaluate import EvalError, evaluate
+from skriptnd.semantics.values import recording
 from skriptnd.syntax import ast
 
 
 class ControlFlow:
     """Composing `if` and `do` (§2.10.1); a base of Composer (see the module's docstring)."""
+
+    sampling: bool
+    dynamic_symbols: set[Any]
+
+    def _is_dynamic(self, value: object) -> bool:
+        """Whether a compile-time int is known only when the graph runs: one computed from dynamic extents.
+        When composing for symbolic samples (checking), a SymInt mostly stands for a compile-time value (an
+        attribute): only one over the graph inputs' dynamic extents is dynamic then."""
+        if not is_symbolic(value):
+            return False
+        return not self.sampling or bool(value.expr.free_symbols & self.dynamic_symbols)  # type: ignore[attr-defined]
 
     def _static_condition(self, frame: _Frame, cond: ast.Expr) -> bool | None:
         """The value of a compile-time condition, or None when it depends on tensor data."""
@@ -28,10 +42,23 @@ class ControlFlow:
             return None
         if isinstance(cond, ast.Name) and isinstance(frame.tensors.get(cond.id), Tensor):
             return None
+        env = frame.values()  # outside the recording: a pack of tensors compares their shapes (Pack.uniform)
         try:
-            value = evaluate(cond, frame.values(), frame.dtypes)
+            with recording() as guards:
+                value = evaluate(cond, env, frame.dtypes)
         except EvalError:
             return None
+        involved = {s for g in guards for s in getattr(g, "free_symbols", ())}
+        if isinstance(value, bool) and (involved & self.dynamic_symbols or (involved and not self.sampling)):
+            # decided on a sample of a dynamic extent (its bound): the other sizes would silently take the
+            # same branch
+            names = sorted(str(s) for s in involved)
+            raise _error("E0503", f"this condition depends on the dynamic extent{'s' if len(names) > 1 else ''} "
+                         f"{', '.join(names)}, known only when the graph runs; a compile-time 'if' cannot "
+                         "decide it", cond.span,
+                         hint=f"to branch when the graph runs, compare tensors: '{names[0]}_ = "
+                         f"layout.tensor<int>{{value=[{names[0]}]}}();' before it, then 'if math.gt({names[0]}_, "
+                         "5) then ...' (with your comparison)")
         if isinstance(value, bool):
             return value
         return None
@@ -65,6 +92,15 @@ class ControlFlow:
                 graph.outputs.append(value)
         return graph
 
+    def _like(self, frame: _Frame, dtype: str, shape: _Shape | None, name: str = "%out",
+              kind: str = "intermediate") -> Tensor:
+        """A new tensor of the given unified shape (see _unified): extents, bounds and symbolic extents."""
+        assert shape is not None
+        dims, bounds, symbolic = shape
+        tensor = self._new_tensor(frame, name, dtype, dims, kind, bounds=bounds)  # type: ignore[arg-type]
+        tensor.symbolic = symbolic
+        return tensor
+
     def _dynamic_if(self, frame: _Frame, node: ast.IfExpr, count: int, label: str) -> list[Value]:
         scope = (label or self._fresh(frame.scope, "if")) + "."
         subgraphs: dict[str, Graph] = {}
@@ -72,13 +108,15 @@ class ControlFlow:
             subgraphs[f"cond{k}"] = self._subgraph(frame, f"cond{k}", cond, {}, scope)
             subgraphs[f"then{k}"] = self._subgraph(frame, f"then{k}", branch, {}, scope)
         subgraphs["else"] = self._subgraph(frame, "else", node.orelse, {}, scope)
-        reference = subgraphs["then0"].outputs
-        for key, g in subgraphs.items():
-            if key.startswith(("then", "else")) and [(t.dtype, t.shape) for t in g.outputs] != \
-                    [(t.dtype, t.shape) for t in reference]:
-                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes",
-                             node.span)
-        outputs: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in reference]
+        branches = [g.outputs for key, g in subgraphs.items() if key.startswith(("then", "else"))]
+        outputs: list[Value] = []
+        for k in range(len(branches[0])):
+            results = [b[k] for b in branches if k < len(b)]
+            unified = _unified(results) if len(results) == len(branches) else None
+            if unified is None or any(len(b) != len(branches[0]) for b in branches):
+                raise _error("E0604", "the branches of an 'if' must yield tensors of the same types and shapes "
+                             "(dynamic extents may differ)", node.span)
+            outputs.append(self._like(frame, results[0].dtype, unified))
         op = Operation(op="if", definition=None, inputs=[], outputs=outputs, label=scope.rstrip("."),
                        subgraphs=subgraphs, span=node.span)
         assert frame.graph is not None
@@ -105,7 +143,15 @@ class ControlFlow:
                              "no condition to stop it", count_span)
         if count is not None:
             given = self._static_count(frame, count)
-            if given is not None:
+            if given is not None and self._is_dynamic(given):
+                # a count given by dynamic extents (`do..(n)` on `real[n|10]`) is a tensor at run time; a
+                # dynamic extent itself is at most its bound, which bounds the iterations
+                if node.unroll:
+                    raise _error("E0503", "'unroll' needs a compile-time iteration count; this one is given by "
+                                 "a dynamic extent", count_span)
+                if getattr(given.expr, "is_Symbol", False):  # type: ignore[attr-defined]
+                    static_count = int(given) if static_count is None else min(static_count, int(given))
+            elif given is not None:
                 static_count = given if static_count is None else min(static_count, given)
             elif node.unroll:
                 raise _error("E0503", "'unroll' needs a compile-time iteration count", count_span)
@@ -178,33 +224,54 @@ class ControlFlow:
                       label: str, count: ast.Expr | None) -> list[Value]:
         scope = (label or self._fresh(frame.scope, "loop")) + "."
         initial = [self._carried_init(frame, c) for c in node.carried]
-        params: dict[str, Tensor] = {}
         for c, value in zip(node.carried, initial, strict=True):
             if not isinstance(value, Tensor):
                 raise _error("E0304", f"loop variable '{c.name}' must be a tensor", c.span)
-            params[c.name] = self._new_tensor(frame, scope + c.name, value.dtype, value.shape, "input")
-        for name, pack in scans.items():
-            first = pack[0]  # type: ignore[index]
-            params[name] = self._new_tensor(frame, scope + name, first.dtype, first.shape, "input")
-        if node.count is not None and node.count.index is not None:
-            params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
-        subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
-        for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
-            if cond is not None:
-                subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
-        body_out = subgraphs["body"].outputs
         n_carried = len(node.carried)
-        if len(body_out) < n_carried:
-            raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop variables",
-                         node.span)
-        finals: list[Value] = [self._new_tensor(frame, "%out", t.dtype, t.shape) for t in body_out[:n_carried]]
+        # A loop variable's dynamic extents are those of its initial value (`n`) while the body keeps them; an
+        # extent the body changes (a concat growing it) is open in the body: it is composed again so
+        # (no tensor inside claims `n`, nor a bound that holds for the first iteration only).
+        grown: list[set[int]] = [set() for _ in node.carried]
+        for _ in range(2):
+            params: dict[str, Tensor] = {}
+            for c, value, dims in zip(node.carried, initial, grown, strict=True):
+                params[c.name] = self._like(frame, value.dtype, _opened(_unified([value]), dims),  # type: ignore[list-item]
+                                            scope + c.name, "input")
+            for name, pack in scans.items():
+                first = pack[0]  # type: ignore[index]
+                # an item has the extents its pack's items agree on (a dynamic one keeps its symbol, e.g. `n`)
+                params[name] = self._like(frame, first.dtype, _unified(pack) or _unified([first]), scope + name,
+                                          "input")
+            if node.count is not None and node.count.index is not None:
+                params[node.count.index] = self._new_tensor(frame, scope + node.count.index, "int", (), "input")
+            subgraphs = {"body": self._subgraph(frame, "body", node.body, params, scope)}
+            for key, cond in (("pre_cond", node.pre_cond), ("post_cond", node.post_cond)):
+                if cond is not None:
+                    subgraphs[key] = self._subgraph(frame, key, cond, params, scope)
+            body_out = subgraphs["body"].outputs
+            if len(body_out) < n_carried:
+                raise _error("E0605", f"the loop body yields {len(body_out)} tensors for {n_carried} loop "
+                             "variables", node.span)
+            changed = [_changed(params[c.name], t) for c, t in zip(node.carried, body_out, strict=False)]
+            if not any(changed) or any(g for g in grown):
+                break
+            grown = changed
+        finals: list[Value] = []
+        for c, start, t, dims in zip(node.carried, initial, body_out[:n_carried], grown, strict=True):
+            # after 0 iterations the initial value, else the body's: extents both agree on, or dynamic (one the
+            # body changes has no bound: the iterations are not counted here)
+            unified = _opened(_unified([start, t]), dims)  # type: ignore[list-item]
+            if unified is None:
+                raise _error("E0604", f"loop variable '{c.name}' changes its type, rank or a static extent in the "
+                             "loop body", c.span)
+            finals.append(self._like(frame, t.dtype, unified))
         bound = static_count
         scan_outs: list[Value] = []
         for t in body_out[n_carried:]:
             if bound is None:
                 raise _error("E0411", "a loop without a compile-time bound on its iterations cannot have scan "
                              "outputs", node.span)
-            scan_outs.append([self._new_tensor(frame, "%out", t.dtype, t.shape) for _ in range(bound)])
+            scan_outs.append([self._like(frame, t.dtype, _unified([t])) for _ in range(bound)])
         count_input: list[Value] = []
         if count is not None:
             count_input = [self._operand(frame, count)]
@@ -216,3 +283,78 @@ class ControlFlow:
         assert frame.graph is not None
         frame.graph.operations.append(op)
         return [*finals, *scan_outs]
+
+
+#: (extents with None where dynamic, their bounds or None, their symbolic extents or None)
+_Shape = tuple[tuple[int | None, ...], tuple[int | None, ...] | None, tuple[Any, ...] | None]
+
+
+def _unified(tensors: Sequence[Tensor]) -> _Shape | None:
+    """The shape of a value that is one of tensors (the results of an `if`'s branches, a loop variable before
+    and after the body; §2.10.1): an extent static in all is kept; one that is dynamic in any is dynamic,
+    bounded by the largest bound (None if one has none), and keeps its symbolic extent (`n`) where all agree
+    on it; otherwise it has none, and is named after the result when read (skriptnd.compose.frame). None when
+    the dtypes or ranks differ, or static extents do."""
+    first = tensors[0]
+    if any(t.dtype != first.dtype or t.rank != first.rank for t in tensors):
+        return None
+    if not any(t.dynamic for t in tensors):
+        return (first.shape, None, None) if all(t.shape == first.shape for t in tensors) else None
+    from skriptnd.semantics.symbolic import vanishes  # lazy: it imports sympy, only dynamic extents need it
+
+    dims: list[int | None] = []
+    bounds: list[int | None] = []
+    symbolic: list[Any] = []
+    for k in range(first.rank):
+        extents = [t.shape[k] for t in tensors]
+        if all(d is not None for d in extents):
+            if len(set(extents)) > 1:
+                return None
+            dims.append(extents[0])
+            bounds.append(None)
+            symbolic.append(None)
+            continue
+        limits = [d if d is not None else (t.bounds[k] if t.bounds else None) for t, d in zip(tensors, extents,
+                                                                                              strict=True)]
+        exprs = [None if d is not None else (t.symbolic[k] if t.symbolic else None)
+                 for t, d in zip(tensors, extents, strict=True)]
+        dims.append(None)
+        bounds.append(None if any(b is None for b in limits) else max(int(b) for b in limits))  # type: ignore[arg-type]
+        same = exprs[0] is not None and all(e is not None and vanishes(e - exprs[0]) for e in exprs[1:])
+        symbolic.append(exprs[0] if same else None)
+    return (tuple(dims), tuple(bounds) if any(b is not None for b in bounds) else None,
+            tuple(symbolic) if any(e is not None for e in symbolic) else None)
+
+
+def _opened(shape: _Shape | None, dims: set[int]) -> _Shape | None:
+    """shape with the extents at dims dynamic, without a bound or a symbolic extent (see _dynamic_loop)."""
+    if shape is None or not dims:
+        return shape
+    extents, bounds, symbolic = shape
+    rank = len(extents)
+    opened_bounds = tuple(None if k in dims else b for k, b in enumerate(bounds or (None,) * rank))
+    opened_symbolic = tuple(None if k in dims else e for k, e in enumerate(symbolic or (None,) * rank))
+    return (tuple(None if k in dims else d for k, d in enumerate(extents)),
+            opened_bounds if any(b is not None for b in opened_bounds) else None,
+            opened_symbolic if any(e is not None for e in opened_symbolic) else None)
+
+
+def _changed(param: Tensor, result: Tensor) -> set[int]:
+    """The dynamic extents of a loop variable that the body's result does not keep (bound or symbol)."""
+    if param.rank != result.rank or not (param.dynamic or result.dynamic):
+        return set()
+    from skriptnd.semantics.symbolic import vanishes  # lazy: it imports sympy, only dynamic extents need it
+
+    bounds = param.bounds or (None,) * param.rank
+    new_bounds = result.bounds or (None,) * result.rank
+    exprs = param.symbolic or (None,) * param.rank
+    new_exprs = result.symbolic or (None,) * result.rank
+    changed = set()
+    for k in range(param.rank):
+        if param.shape[k] is not None and result.shape[k] is not None:
+            continue  # static: _unified judges it
+        if param.shape[k] is not None or result.shape[k] is not None or bounds[k] != new_bounds[k]:
+            changed.add(k)
+        elif exprs[k] is not None and (new_exprs[k] is None or not vanishes(new_exprs[k] - exprs[k])):
+            changed.add(k)
+    return changed

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from skriptnd.semantics.binding import Binding
+from skriptnd.semantics.signature import Signature
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 
@@ -80,6 +81,17 @@ class Operation:
 
 
 @dataclass(eq=False)
+class RunAsserts:
+    """A graph's asserts on its dynamic extents (§2.6.1), judged when it runs (skriptnd.execute): the graph's
+    signature, its compile-time symbols (in which the extents are SymInts, made concrete per run) and types."""
+
+    signature: Signature
+    env: dict[str, Any]
+    dtypes: dict[str, str]
+    asserts: list[ast.Assertion]
+
+
+@dataclass(eq=False)
 class Graph:
     name: str
     inputs: list[Tensor] = field(default_factory=list)
@@ -100,6 +112,11 @@ class Graph:
     #: Graph attributes without a default that the composition still waits for (Model.compose(defer=True)):
     #: such a graph holds no operations until a run gives their values
     awaiting: tuple[str, ...] = ()
+    #: Output packs (§2.6): name -> (index of the first item in outputs, items composed); a pack whose length
+    #: is a dynamic extent has at most that many items at run time (the results leave out the others)
+    output_packs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Asserts that depend on dynamic extents, judged per run; None when there are none
+    run_asserts: RunAsserts | None = None
 
     def output_name(self, i: int) -> str:
         return self.output_names[i] if i < len(self.output_names) else self.outputs[i].name

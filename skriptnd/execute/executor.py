@@ -21,13 +21,22 @@ import numpy.typing as npt
 
 from skriptnd import profiling
 from skriptnd.compose.composer import NUMPY_DTYPES, Composer
+from skriptnd.compose.extents import (
+    UNKNOWN,
+    bind_extents,
+    extent_symbols,
+    input_extents,
+    resolve,
+    resolve_attribs,
+    symbolic_attribs,
+)
 from skriptnd.compose.input_shapes import describe as _describe
 from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
-from skriptnd.compose.ir import Graph, Operation, Tensor, Value, flat_tensors
+from skriptnd.compose.ir import Graph, Operation, RunAsserts, Tensor, Value, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
 from skriptnd.lower import LoweringError, compile_lowering
-from skriptnd.semantics.binding import Site, bind
+from skriptnd.semantics.binding import Binder, Site, bind
 from skriptnd.semantics.intrinsics import operator_kind
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
@@ -70,7 +79,7 @@ class Executor:
     on_operation: Callable[[int, int], None] | None = None
     _plans: dict[int, Any] = field(default_factory=dict, repr=False)
     #: (operation, actual argument shapes) -> the operation rebound to those shapes (see _specialised)
-    _specials: dict[tuple[int, Any], Operation] = field(default_factory=dict, repr=False)
+    _specials: dict[tuple[Any, Any], Operation] = field(default_factory=dict, repr=False)
     #: Plan-time graph rewrites (skriptnd.execute.optimize: batch-norm folding, relu fusion)
     optimize: bool = True
     #: The execution plan of the top-level graph (see prepare), built on the first run
@@ -80,6 +89,12 @@ class Executor:
     _scratch: dict[str, Any] = field(default_factory=dict, repr=False)
     #: Variables folded into constants by prepare (no longer read)
     _released: set[str] = field(default_factory=set, repr=False)
+    #: The values of the graph inputs' dynamic extent symbols in the current run (skriptnd.compose.extents)
+    _extents: dict[Any, int] = field(default_factory=dict, repr=False)
+    #: operation id -> whether an attribute of it is given by a dynamic extent (see _atomic)
+    _symbolic: dict[int, bool] = field(default_factory=dict, repr=False)
+    #: operation id -> (tensor id, [(dimension, symbol)]) of its results' dynamic extents (see _note_extents)
+    _defines: dict[int, list[tuple[int, list[tuple[int, Any]]]]] = field(default_factory=dict, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -109,7 +124,8 @@ class Executor:
         program: list[tuple[Any, ...]] = []
         for i, op in enumerate(operations):
             simple = (op.op not in ("if", "loop") and not op.subgraphs
-                      and not any(isinstance(v, list) for v in op.inputs + op.outputs))
+                      and not any(isinstance(v, list) for v in op.inputs + op.outputs)
+                      and not symbolic_attribs(op.attribs))  # attributes given by dynamic extents: per run
             produced = [id(t) for t in flat_tensors(op.outputs)]
             frees = tuple(k for k in set(read_keys(op)) | set(produced) if last.get(k, i) <= i and k not in keep)
             if simple:
@@ -152,6 +168,10 @@ class Executor:
                 raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}' "
                                                   f"({_describe(t)})", span=_where(t))])
             values[id(t)] = _check_input(self.graph, t, inputs[t.name])
+        self._extents = input_extents(self.graph, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs}) \
+            if any(t.dynamic for t in self.graph.inputs) else {}
+        if self.graph.run_asserts is not None:
+            self._judge_asserts(self.graph.run_asserts, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs})
         unknown = set(inputs) - {t.name for t in self.graph.inputs}
         if unknown:  # located at the graph's inputs (the @input block), with the closest name
             names = [t.name for t in self.graph.inputs]
@@ -178,7 +198,31 @@ class Executor:
             for name, new in self.graph.updates.items():  # graph-level variables: unscoped names
                 variables[name] = values[id(new)]
             self.variables = variables
-        return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)}
+        packed = {i for first, n in self.graph.output_packs.values() for i in range(first, first + n)}
+        # an item of an output pack of dynamic length beyond its length in this run is not a result
+        return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)
+                if i not in packed or id(t) in values}
+
+    def _judge_asserts(self, checks: RunAsserts, shapes: dict[str, tuple[int, ...]]) -> None:
+        """The graph's asserts on its dynamic extents (`h <= w`, `x.shape[0] <= 50`), on this run's extents and
+        input shapes: E0501 at the assert."""
+        binder = Binder(checks.signature, Site())
+        env: dict[str, Any] = {}
+        for name, value in checks.env.items():
+            got = resolve(value, self._extents)
+            env[name] = value if got is UNKNOWN else got
+        packs: dict[str, list[TensorValue]] = {}
+        for t in self.graph.inputs:  # the inputs as the asserts see them (`x.shape`), packs `xs.0` ... as packs
+            value = TensorValue(t.dtype, tuple(shapes[t.name]))
+            if "." in t.name:
+                packs.setdefault(t.name.rsplit(".", 1)[0], []).append(value)
+            else:
+                env[t.name] = value
+        env.update({name: Pack(items) for name, items in packs.items()})
+        binder.env, binder.dtypes = env, dict(checks.dtypes)
+        for a in checks.asserts:
+            if not binder.assertion_holds(a):
+                binder.report_assertion(a)
 
     # ------------------------------------------------------------ operations
 
@@ -214,6 +258,7 @@ class Executor:
                     results = self._atomic(op, [_get(values, v) for v in op.inputs])
                     for out, result in zip(op.outputs, results, strict=False):
                         _put(values, out, result)
+                self._note_extents(op, values)
                 for k in frees:
                     values.pop(k, None)
                 if prof is not None:
@@ -236,8 +281,10 @@ class Executor:
                 report(done - 1, len(graph.operations))
             if op.op == "if":
                 self._run_if(op, values)
+                self._note_extents(op, values)
             elif op.op == "loop":
                 self._run_loop(op, values)
+                self._note_extents(op, values)
             else:
                 args = [_get(values, v) for v in op.inputs]
                 try:
@@ -250,8 +297,29 @@ class Executor:
                         notes=(Note(f"in operation '{op.label}'"),) if op.label else ())]) from None
                 for out, result in zip(op.outputs, results, strict=False):
                     _put(values, out, result)
+                self._note_extents(op, values)
+
+    def _note_extents(self, op: Operation, values: dict[int, Any]) -> None:
+        """The dynamic extents an operation's results give values to (`idx.shape[1]` of a `layout.nonzero`
+        result, read by a later attribute; each iteration's in a loop): this run's values of their symbols."""
+        found = self._defines.get(id(op))
+        if found is None:
+            found = self._defines[id(op)] = [(id(t), extent_symbols(t)) for t in flat_tensors(op.outputs)
+                                             if t.dynamic]
+        for key, symbols in found:
+            value = values.get(key)
+            if value is not None:
+                shape = np.shape(value)
+                for k, sym in symbols:
+                    if k < len(shape):
+                        self._extents[sym] = int(shape[k])
 
     def _atomic(self, op: Operation, args: list[Any]) -> list[Any]:
+        symbolic = self._symbolic.get(id(op))
+        if symbolic is None:  # asked once per operation: loop bodies run their operations many times
+            symbolic = self._symbolic[id(op)] = symbolic_attribs(op.attribs)
+        if symbolic:
+            op = self._concrete(op, args)
         fn = self.kernels.get(op.op)
         if fn is not None:
             results = fn(op, args)
@@ -286,7 +354,29 @@ class Executor:
                                               notes=(Note(f"while running '{op.op}' ({op.label})", _span(op)),))]) \
                 from None
 
-    def _specialised(self, op: Operation, args: list[Any]) -> Operation:
+    def _concrete(self, op: Operation, args: list[Any]) -> Operation:
+        """The operation with its attributes given by dynamic extents (`layout.reshape{shape=[h, -1]}` on
+        `real[h|100, w|100]`) made concrete for this run, and bound to its actual argument shapes (§3.1).
+        The extents' values come from the operation's own arguments, else from the graph inputs and the
+        results computed so far (see _note_extents)."""
+        extents = dict(self._extents)
+        tensors: list[Tensor] = []
+        shapes: list[tuple[int, ...]] = []
+        for v, a in zip(op.inputs, args, strict=False):
+            for t, x in zip(v, a or [], strict=False) if isinstance(v, list) else [(v, a)]:
+                if t is not None and x is not None:
+                    tensors.append(t)
+                    shapes.append(np.shape(x))
+        bind_extents(tensors, shapes, extents)
+        attribs = resolve_attribs(op.attribs, extents)
+        if isinstance(attribs, str):
+            raise DiagnosticError([Diagnostic(
+                code="E0713", message=f"attribute '{attribs}' of {op.op} depends on a dynamic extent that has no "
+                f"value in this run ({op.attribs[attribs]})", span=_span(op),
+                notes=(Note(f"in operation '{op.label}'"),) if op.label else ())])
+        return self._specialised(replace(op, attribs=attribs), args, key=(id(op), repr(sorted(attribs.items()))))
+
+    def _specialised(self, op: Operation, args: list[Any], key: tuple[int, str] | None = None) -> Operation:
         """The operation bound to the shapes of its actual arguments.
 
         Composition binds an operation to static shapes; a dynamic extent (a graph input `s|10`, an
@@ -299,10 +389,10 @@ class Executor:
         if op.binding is None or op.definition is None:
             return op
         actual = tuple(_shape_of(a) for a in args)
-        if actual == tuple(_shape_of_value(v) for v in op.inputs):
+        if key is None and actual == tuple(_shape_of_value(v) for v in op.inputs):
             return op
-        key = (id(op), actual)
-        special = self._specials.get(key)
+        full = (key or (id(op),), actual)  # key: an operation whose attributes were made concrete (_concrete)
+        special = self._specials.get(full)
         if special is None:
             def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
                 return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
@@ -329,7 +419,10 @@ class Executor:
                 else:
                     outputs.append(Tensor("%out", info.dtype, tuple(info.shape), bounds=info.bounds))
             special = replace(op, inputs=inputs, outputs=outputs, binding=binding)
-            self._specials[key] = special
+            if key is not None:  # defaults computed from the concrete attributes (see Composer._atomic)
+                special.attribs = {**op.attribs, **{a.name: binding.env.get(a.name)
+                                                    for a in binding.signature.attribs}}
+            self._specials[full] = special
         return special
 
     def _plan(self, op: Operation) -> Any:
@@ -365,6 +458,7 @@ class Executor:
             count = int(np.asarray(_get(values, op.inputs[-1])).reshape(-1)[0])
             limit = count if limit is None else min(limit, count)
         has_index = len(params) > n_carried + n_scans
+        dynamic_params = [p for p in params if p.dynamic]
         scan_outputs: list[list[Any]] = [[] for _ in body.outputs[n_carried:]]
         i = 0
         while limit is None or i < limit:
@@ -374,6 +468,8 @@ class Executor:
                 values[id(p)] = pack[i]
             if has_index:
                 values[id(params[-1])] = np.array(i, dtype=np.int64)
+            if dynamic_params:  # this iteration's extents of the loop variables and items (see _note_extents)
+                bind_extents(dynamic_params, [np.shape(values[id(p)]) for p in dynamic_params], self._extents)
             if "pre_cond" in op.subgraphs and not self._condition(op.subgraphs["pre_cond"], values):
                 break
             self._run_graph(body, values)

@@ -62,7 +62,7 @@ def _compose_upto(program: Program, module: LoadedModule, definition: ast.Defini
         if attribs is None:
             return None
         try:
-            graph = Composer(program).compose_definition(module, partial, attribs)
+            graph = Composer(program, sampling=True).compose_definition(module, partial, attribs)
         except DiagnosticError:
             return None
         except Exception:  # noqa: BLE001 - a symbolic sample the composer cannot follow, as in check_graph

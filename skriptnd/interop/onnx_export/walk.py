@@ -7,6 +7,7 @@ ONNX without a converter of their own; the direct converters exist where ONNX ha
 
 from __future__ import annotations
 
+from skriptnd.compose.extents import symbolic_attribs
 from skriptnd.compose.ir import Operation
 from skriptnd.compose.stdlib import expand, stdlib_kinds
 from skriptnd.interop.onnx_export.control import convert_if, convert_loop
@@ -48,6 +49,8 @@ def convert(ctx: Context, op: Operation, depth: int = 0) -> None:
         return
     if op.subgraphs:
         raise ControlFlowUnsupported(f"'{op.op}' with subgraphs")
+    if symbolic_attribs(op.attribs):  # its value at the sample (the bound) would be written: refused
+        raise Unsupported("an attribute is given by a dynamic extent (known only when the graph runs)")
     fn = CONVERTERS.get(op.op)
     reason = None
     if fn is not None:

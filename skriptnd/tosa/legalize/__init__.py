@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from skriptnd.compose import int_ranges
+from skriptnd.compose.extents import symbolic_attribs
 from skriptnd.compose.ir import Graph, Operation, flat_tensors
 from skriptnd.compose.stdlib import stdlib_kinds
 from skriptnd.tosa.legalize import algo, elementwise, image, layout, reduce, tensor
@@ -160,6 +161,8 @@ def _int_reason(op: Operation, ins: list[Any], outs: list[Any]) -> str | None:
 
 
 def _dtype_reason(op: Operation) -> str | None:
+    if symbolic_attribs(op.attribs):  # concrete only when the graph runs (skriptnd.compose.extents)
+        return "an attribute given by a dynamic extent"
     ins, outs = flat_tensors(op.inputs), flat_tensors(op.outputs)
     for t in ins + outs:
         if any(d is None for d in t.shape):
