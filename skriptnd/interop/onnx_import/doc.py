@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from skriptnd.interop import generated_doc
 from skriptnd.interop.onnx_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.onnx_import.normalize import TARGET_OPSET
 from skriptnd.interop.onnx_import.registry import FAMILIES, registry
@@ -143,21 +144,11 @@ def _qdq_text(entries: dict) -> str:
 
 def update(path: Path) -> bool:
     """Rewrite the generated part of `path`; True when it changed."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Importing models\n\n" + BEGIN + "\n" + END + "\n"
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < 0:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + END + "\n"
-        start, end = text.find(BEGIN), text.find(END)
-    new = text[:start] + render().rstrip("\n") + text[end + len(END):]
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+    return generated_doc.update(path, render(), BEGIN, END, "Importing models")
 
 
 def current(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
-    start, end = text.find(BEGIN), text.find(END)
-    return text[start:end + len(END)] + "\n" if start >= 0 and end >= 0 else ""
+    return generated_doc.current(path, BEGIN, END)
 
 
 if __name__ == "__main__":

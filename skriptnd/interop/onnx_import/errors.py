@@ -7,10 +7,8 @@ turns it into a located diagnostic.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from skriptnd.diagnostics import Diagnostic, register_codes
-from skriptnd.source import Span
+from skriptnd.diagnostics import register_codes
+from skriptnd.interop.import_problem import ImportProblem, diagnostic
 
 CODES = {
     "E0800": "the ONNX importer needs the onnx package",
@@ -27,16 +25,4 @@ CODES = {
 }
 register_codes(CODES)
 
-
-class ImportProblem(Exception):
-    """A problem a converter found with one node; becomes a diagnostic located at the model file."""
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.hint = hint
-
-
-def diagnostic(code: str, message: str, source: str | Path, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(code=code, message=message, span=Span(str(source), 1, 1, 1, 2), hint=hint)
+__all__ = ["CODES", "ImportProblem", "diagnostic"]

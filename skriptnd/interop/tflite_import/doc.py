@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from skriptnd.interop import generated_doc
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.errors import CODES
 from skriptnd.interop.tflite_import.registry import FAMILIES, registry
@@ -83,22 +84,11 @@ def render() -> str:
 
 def update(path: Path) -> bool:
     """Rewrite the generated part of `path`; True when it changed."""
-    text = path.read_text(encoding="utf-8") if path.exists() else \
-        "# Importing TFLite models\n\n" + BEGIN + "\n" + END + "\n"
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < 0:
-        text = text.rstrip("\n") + "\n\n" + BEGIN + "\n" + END + "\n"
-        start, end = text.find(BEGIN), text.find(END)
-    new = text[:start] + render().rstrip("\n") + text[end + len(END):]
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    return new != text
+    return generated_doc.update(path, render(), BEGIN, END, "Importing TFLite models")
 
 
 def current(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
-    start, end = text.find(BEGIN), text.find(END)
-    return text[start:end + len(END)] + "\n" if start >= 0 and end >= 0 else ""
+    return generated_doc.current(path, BEGIN, END)
 
 
 if __name__ == "__main__":

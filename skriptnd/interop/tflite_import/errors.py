@@ -7,10 +7,8 @@ builtin name and first output tensor) or the tensor in the message. Converters a
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from skriptnd.diagnostics import Diagnostic, register_codes
-from skriptnd.source import Span
+from skriptnd.diagnostics import register_codes
+from skriptnd.interop.import_problem import ImportProblem, diagnostic
 
 CODES = {
     "E0860": "cannot read the TFLite model",
@@ -22,16 +20,4 @@ CODES = {
 }
 register_codes(CODES)
 
-
-class ImportProblem(Exception):
-    """A problem with the file or one operator; becomes a diagnostic located at the model file."""
-
-    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.hint = hint
-
-
-def diagnostic(code: str, message: str, source: str | Path, hint: str | None = None) -> Diagnostic:
-    return Diagnostic(code=code, message=message, span=Span(str(source), 1, 1, 1, 2), hint=hint)
+__all__ = ["CODES", "ImportProblem", "diagnostic"]
