@@ -57,7 +57,7 @@ def _import_tflite(src: Path, out: Path, options: ImportOptions) -> Imported:
         raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (TFLite shapes are "
                                  "static)")
     result = import_tflite(src, out, progress=options.progress)
-    return result.path, result.renamed, []
+    return result.path, result.renamed, [], []
 
 
 def _is_nnef(path: Path) -> bool:
