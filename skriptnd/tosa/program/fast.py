@@ -105,6 +105,9 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     if name == "MUL" and (len(consts) < 3 or _zero(consts[2])):
         return _checked(lambda a, b, *shift: _binary(np.multiply, a, b))
     if name == "RESHAPE":
+        if len(consts) > 1 and consts[1] is not None:  # the usual case: the shape is known when planning
+            fixed = tuple(int(d) for d in consts[1])
+            return lambda x, shape: np.reshape(x, fixed)
         return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
     if name == "SLICE" and len(consts) == 3 and consts[1] is not None and consts[2] is not None:
         # a view: no operator of a program writes into its inputs, so the copy can be skipped
