@@ -55,7 +55,7 @@ COMMANDS: dict[str, Entry] = {
     "stats": Entry("skriptnd.cli.stats", "Count a model's parameters, MACs and peak activation memory."),
     "quantize": Entry("skriptnd.cli.quantize", "Quantize a float model to int8 with calibration data "
                       "(post-training, static)."),
-    "import": Entry("skriptnd.cli.importing", "Import an ONNX (or NNEF 1.x) model as a SkriptND model folder."),
+    "import": Entry("skriptnd.cli.importing", "Import an ONNX, TFLite or NNEF 1.x model as a SkriptND model folder."),
     "version": Entry("skriptnd.cli.version", "Print the skriptnd version (as sknd --version does)."),
 }
 

@@ -109,7 +109,7 @@ def command(
                                                  "at import time.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
-    """Import an ONNX, TFLite (or NNEF 1.x) model as a SkriptND model folder.
+    """Import an ONNX, TFLite or NNEF 1.x model as a SkriptND model folder.
 
     Writes main.sknd (one standard-library operation per ONNX node where
     one exists, node names as labels, explicit paddings) and the weights as
