@@ -61,10 +61,10 @@ def test_quantized_vectors_run_on_integers_where_the_lowering_takes_them(results
     step whose result is quantized in the graph (not on the fake-quantization fallback)."""
     for name in ("conv_quant8", "conv_quant8_overflow", "depthwise_conv2d_quant8", "fully_connected_quant8",
                  "max_pool_quant8_1", "relu_quant8_2", "reshape_quant8", "space_to_depth_quant8_1",
-                 "concat_quant8_2"):
+                 "concat_quant8_2", "relu1_quant8_2"):  # relu1: math.clamp with constant bounds, one CLAMP
         assert results[name].path == "integer TOSA", (name, results[name].path)  # integers throughout
     for name in ("avg_pool_quant8_1", "add_quant8", "mul_broadcast_quant8", "softmax_quant8_2", "logistic_quant8_1",
-                 "relu6_quant8_2", "relu1_quant8_2"):  # integer graph with an fp32 step, quantized in the graph
+                 "relu6_quant8_2"):  # integer graph with an fp32 step, quantized in the graph
         assert results[name].path.startswith("integer TOSA (fp32 inside for "), (name, results[name].path)
 
 

@@ -13,6 +13,7 @@ import keyword
 import math
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -314,6 +315,14 @@ def write_model(folder: ModelFolder, out_dir: Path | str, *, overwrite: bool = F
                         verify=(folder.graph.name, verify) if verify is not None else None)
 
 
+class _NotMade(Exception):
+    """The temporary folder could not be made: there is nothing of ours to remove."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 def write_folder(out_dir: Path | str, fill: Callable[[Path], None], *, overwrite: bool = False,
                  verify: tuple[str, Span] | None = None) -> Path:
     """Write a model folder atomically: `fill` writes its files into a temporary sibling of `out_dir`,
@@ -326,12 +335,14 @@ def write_folder(out_dir: Path | str, fill: Callable[[Path], None], *, overwrite
     if problem is not None:
         raise DiagnosticError([_path_error(out, problem)])
     parent = out.parent if str(out.parent) else Path(".")
+    # named before it exists, so that a signal arriving the moment it is made (Ctrl-C as soon as the folder
+    # appears) still finds it to remove: tempfile.mkdtemp returns the name only after the mkdir
+    tmp = parent / f".{out.name}.{secrets.token_hex(6)}.tmp"
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
-    except OSError as err:  # a read-only or pseudo file system (/proc), no permission
-        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written in {parent}: "
-                                                f"{err.strerror or err}")]) from None
-    try:
+        try:
+            os.mkdir(tmp, 0o700)
+        except OSError as err:  # nothing was made (read-only or pseudo file system, no permission): keep all
+            raise _NotMade(err) from None
         fill(tmp)
         if verify is not None:
             verify_model(tmp, *verify)
@@ -344,6 +355,9 @@ def write_folder(out_dir: Path | str, fill: Callable[[Path], None], *, overwrite
             shutil.rmtree(backup, ignore_errors=True)
         else:
             os.replace(tmp, out)
+    except _NotMade as err:
+        raise DiagnosticError([_path_error(out, f"output folder {out} cannot be written in {parent}: "
+                                                f"{err.cause.strerror or err.cause}")]) from None
     except (OSError, UnsafeFile) as err:  # the file system refused (full, read-only, ...): nothing half-written
         shutil.rmtree(tmp, ignore_errors=True)
         reason = err.reason if isinstance(err, UnsafeFile) else err.strerror or str(err)

@@ -437,7 +437,10 @@ class _Lowering:
 
     def transparent(self, op: Operation, sg: Subgraph, inputs: list[QValue | None], names: list[str | None]
                     ) -> list[QValue]:
-        present = [v for v in inputs if v is not None]
+        used = {i for o in sg.ops for i in o.inputs}
+        # inputs the subgraph never reads (a clamp's constant bounds, folded into CLAMP's attributes) need no
+        # quantization of their own
+        present = [v for n, v in zip(names, inputs, strict=False) if v is not None and (n is None or n in used)]
         first = present[0].qp
         for v in present:
             if v.qp is None or first is None or not v.qp.same_as(first, rtol=1e-9):
