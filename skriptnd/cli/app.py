@@ -115,6 +115,14 @@ def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, call
     """Options of `sknd` itself (its help text is the Typer app's `help` above)."""
 
 
+def _ignore_late_signals() -> None:
+    """The command is done (its files written or refused): a Ctrl-C or SIGTERM while the interpreter shuts down
+    (joining threads, freeing) would otherwise kill it by the signal (status -2), as if the work were lost."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def main() -> None:
     """Console entry point: usage errors exit 2 (click), internal errors 3 without a traceback."""
 
@@ -126,11 +134,14 @@ def main() -> None:
     try:
         call_with_deep_stack(app)
     except SystemExit:
+        _ignore_late_signals()
         raise
     except KeyboardInterrupt:
+        _ignore_late_signals()
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Terminated:
+        _ignore_late_signals()
         sys.stderr.write("terminated\n")
         sys.exit(143)
     except RecursionError:
