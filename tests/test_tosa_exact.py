@@ -63,6 +63,23 @@ def test_int8_convolutions_equal_the_generic_kernel(seed, n, h, w, ic, oc, kh, k
     np.testing.assert_array_equal(fast, generic)
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), ic=st.integers(100, 700), izp=st.sampled_from([-128, 0, 127]),
+       wzp=st.sampled_from([-128, 0, 127]), extreme=st.booleans())
+def test_long_reductions_split_into_exact_float32_pieces_equal_the_generic_kernel(seed, ic, izp, wzp,
+                                                                                   extreme) -> None:
+    """3x3 over hundreds of channels: float32 sums only up to 2^24, so the GEMM is split along the
+    reduction (several pieces; with extreme values and zero points, a single float32 GEMM would round)."""
+    rng = np.random.default_rng(seed)
+    x = _ints(rng, (1, 4, 4, ic), np.int8, extreme)
+    weight = _ints(rng, (3, 3, 3, ic), np.int8, extreme)
+    args = [x, weight, rng.integers(-1000, 1000, size=3, dtype=np.int32), _zp(izp), _zp(wzp)]
+    attrs = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "int32"}
+    form = exact_form("CONV2D", [None, *args[1:]], attrs)
+    assert form is not None and len(form.pieces) > 1
+    np.testing.assert_array_equal(form(*args), OPS["CONV2D"](*args, **attrs))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), h=st.integers(1, 6), w=st.integers(1, 6), ic=st.integers(1, 4),
        oc=st.integers(1, 4), k=st.integers(1, 3), extreme=st.booleans())

@@ -29,12 +29,15 @@ import numpy as np
 from skriptnd.tosa.legalize.core import Subgraph, run_subgraph
 from skriptnd.tosa.ops.invoke import apply
 
+F32 = np.float32
 F64 = np.float64
 I64 = np.int64
 Fn = Callable[..., Any]
 
 #: float64 holds every integer up to this magnitude exactly
 EXACT = float(1 << 53)
+#: float32 holds every integer up to this magnitude exactly
+EXACT32 = float(1 << 24)
 _INT = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
 _RANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(1 << 31), (1 << 31) - 1)}
 _ACC = {np.dtype(np.int8): ("int32", 255), np.dtype(np.int16): ("int48", 65535)}  # input -> (acc_t, max |x - zp|)
@@ -69,25 +72,36 @@ def _fits(a: np.ndarray, lo: int, hi: int) -> bool:
 
 class _Conv:
     """CONV2D / DEPTHWISE_CONV2D on int8 (int32 accumulator) or int16 (int48) inputs with constant int8
-    weights, bias and zero points: im2col and one float64 GEMM (convolution) or one product per tap
-    (depthwise), exact by the bound in the module docstring."""
+    weights, bias and zero points: im2col and GEMMs (convolution) or one product per tap (depthwise),
+    exact by the bounds in the module docstring. Where the reduction's partial sums stay within 2^24
+    (``xmax * wmax`` per product), in float32, the GEMM split along the reduction into such pieces whose
+    results are added in float64; else in float64."""
 
     def __init__(self, depthwise: bool, weight: np.ndarray, bias: np.ndarray, wzp: int, in_dtype: np.dtype,
-                 acc_t: str, attrs: dict[str, Any]) -> None:
+                 acc_t: str, attrs: dict[str, Any], xmax: int, wmax: int) -> None:
         self.depthwise = depthwise
         self.in_dtype, self.acc_t = in_dtype, acc_t
         self.pad = [int(p) for p in np.asarray(attrs["pad"]).reshape(-1)]
         self.stride = [int(s) for s in np.asarray(attrs["stride"]).reshape(-1)]
         self.dilation = [int(d) for d in np.asarray(attrs["dilation"]).reshape(-1)]
-        wv = weight.astype(F64) - wzp
+        product = max(1, xmax * wmax)
         if depthwise:  # [KH, KW, C, M]
             self.kernel = weight.shape[:2]
             self.ic, m = weight.shape[2], weight.shape[3]
             self.oc = self.ic * m
-            self.w = wv.reshape(self.kernel[0] * self.kernel[1], self.ic, m)
+            taps = self.kernel[0] * self.kernel[1]
+            self.dtype = F32 if taps * product <= EXACT32 else F64
+            self.w = (weight.astype(self.dtype) - wzp).reshape(taps, self.ic, m)
+            self.pieces: list[slice] = []
         else:  # [OC, KH, KW, IC] -> [KH * KW * IC, OC]
             self.oc, self.kernel, self.ic = weight.shape[0], weight.shape[1:3], weight.shape[3]
-            self.w = np.ascontiguousarray(wv.reshape(self.oc, -1).T)
+            k = int(np.prod(weight.shape[1:]))
+            piece = int(EXACT32 // product)  # the longest reduction float32 sums exactly
+            parts = -(-k // max(piece, 1))
+            self.dtype = F32 if piece >= min(k, 64) else F64  # short pieces: one float64 GEMM is faster
+            step = -(-k // parts) if self.dtype == F32 else k
+            self.pieces = [slice(a, min(a + step, k)) for a in range(0, k, step)]
+            self.w = np.ascontiguousarray((weight.astype(self.dtype) - wzp).reshape(self.oc, -1).T)
         self.bias = bias.astype(F64)
 
     def __call__(self, x: Any, weight: Any, bias: Any, input_zp: Any, weight_zp: Any, **_: Any) -> Any:
@@ -104,20 +118,23 @@ class _Conv:
         if nh < 0 or nw < 0 or nh % sh or nw % sw:
             return NotImplemented  # the generic kernel raises the ERROR_IF
         oh, ow = nh // sh + 1, nw // sw + 1
-        xv = np.zeros((n, h + pt + pb, w + pl + pr, self.ic), F64)  # x - zp, padded with 0 (as the kernel)
-        np.subtract(x, F64(izp), out=xv[:, pt:pt + h, pl:pl + w, :], casting="unsafe")
+        xv = np.zeros((n, h + pt + pb, w + pl + pr, self.ic), self.dtype)  # x - zp, padded with 0 (as the kernel)
+        np.subtract(x, self.dtype(izp), out=xv[:, pt:pt + h, pl:pl + w, :], casting="unsafe")
         s0, s1, s2, s3 = xv.strides
         taps = np.lib.stride_tricks.as_strided(
             xv, (n, oh, ow, kh, kw, self.ic), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
         if self.depthwise:
             m = self.w.shape[2]
-            acc = np.zeros((n, oh, ow, self.ic, m), F64)
+            acc = np.zeros((n, oh, ow, self.ic, m), self.dtype)
             for k in range(kh * kw):
                 acc += taps[:, :, :, k // kw, k % kw, :, None] * self.w[k]
-            acc = acc.reshape(n, oh, ow, self.oc)
+            acc = acc.reshape(n, oh, ow, self.oc).astype(F64)
         else:
             cols = taps.reshape(n * oh * ow, kh * kw * self.ic)  # copies the windows (im2col)
-            acc = (cols @ self.w).reshape(n, oh, ow, self.oc)
+            acc = np.zeros((n * oh * ow, self.oc), F64)
+            for p in self.pieces:
+                acc += cols[:, p] @ self.w[p]
+            acc = acc.reshape(n, oh, ow, self.oc)
         lo, hi = _ACC_RANGE[self.acc_t]
         if not _fits(acc, lo, hi):
             return NotImplemented
@@ -150,7 +167,7 @@ def _conv(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any])
     wmax = max(abs(int(weight.max(initial=0)) - wz), abs(int(weight.min(initial=0)) - wz))
     if taps * xmax * wmax > EXACT:
         return None  # partial sums may round in float64
-    form = _Conv(depthwise, weight, bias, wz, izp.dtype, acc_t, attrs)
+    form = _Conv(depthwise, weight, bias, wz, izp.dtype, acc_t, attrs, xmax, wmax)
     if len(form.pad) != 4 or len(form.stride) != 2 or len(form.dilation) != 2 or min(form.pad, default=0) < 0 \
             or min(form.stride + form.dilation) < 1:
         return None
