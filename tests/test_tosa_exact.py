@@ -133,6 +133,65 @@ def test_rescale_equals_the_generic_kernel(seed, shape, in_t, out_t, per_channel
     np.testing.assert_array_equal(fast, generic)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), shape=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+       dtype=st.sampled_from([np.int8, np.int16]), lo=st.integers(-200, 200), width=st.integers(0, 300))
+def test_integer_clamp_equals_the_generic_kernel(seed, shape, dtype, lo, width) -> None:
+    rng = np.random.default_rng(seed)
+    x = _ints(rng, tuple(shape), dtype, False)
+    attrs = {"min_val": lo, "max_val": lo + width}
+    form = exact_form("CLAMP", [None], attrs)
+    assert form is not None
+    try:
+        expected = OPS["CLAMP"](x, **attrs)
+    except Exception:  # noqa: BLE001 - bounds outside the type: the fast form declines, the kernel raises
+        assert form(x) is NotImplemented
+        return
+    got = form(x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+_SPECIAL = np.array([0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 126.5, 127.5, 128.0, -128.5, -129.0, 1e9, -1e9,
+                     np.inf, -np.inf, np.nan, 3e-45, 32767.5, -32768.5], np.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30), to=st.sampled_from(["int8", "int16"]))
+def test_casts_equal_the_generic_kernel(seed, n, to) -> None:
+    """fp32 -> int8/int16 (ties to even, NaN, infinities, saturation) and back."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([_SPECIAL, (rng.standard_normal(n) * 10 ** rng.uniform(-2, 6, n)).astype(np.float32)])
+    form = exact_form("CAST", [None], {"output_dtype": to})
+    assert form is not None
+    got, expected = form(x), OPS["CAST"](x, output_dtype=to)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+    back = exact_form("CAST", [None], {"output_dtype": "fp32"})
+    np.testing.assert_array_equal(back(got), OPS["CAST"](got, output_dtype="fp32"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       name=st.sampled_from(["ADD", "SUB", "MUL", "ABS", "FLOOR", "CEIL", "GREATER_EQUAL", "SELECT"]))
+def test_fp32_elementwise_forms_give_the_generic_kernels_bits(seed, shape, name) -> None:
+    rng = np.random.default_rng(seed)
+
+    def f32() -> np.ndarray:
+        v = (rng.standard_normal(shape) * 10 ** rng.uniform(-40, 38, shape)).astype(np.float32)
+        return np.where(rng.random(shape) < 0.2, rng.choice(_SPECIAL, shape), v).astype(np.float32)
+
+    a, b = f32(), f32()
+    operands = {"ABS": [a], "FLOOR": [a], "CEIL": [a], "MUL": [a, b, np.zeros(1, np.int8)],
+                "SELECT": [a > b, a, b]}.get(name, [a, b])
+    form = exact_form(name, [o if o.dtype == np.int8 else None for o in operands], {})
+    assert form is not None
+    with np.errstate(over="ignore", invalid="ignore"):  # as the runner calls the forms
+        got, expected = form(*operands), OPS[name](*operands)
+    assert got.dtype == expected.dtype
+    assert got.tobytes() == expected.tobytes()  # the same bits: signed zeros and NaNs included
+
+
 def test_a_rescale_input_beyond_the_shift_goes_to_the_generic_kernel_which_raises() -> None:
     """|value| >= 2^(shift-1) is a REQUIRE: the fast form does not compute it, the generic kernel raises."""
     x = np.array([100, -100], np.int32)

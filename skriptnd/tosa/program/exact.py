@@ -26,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd import parallel
 from skriptnd.tosa.legalize.core import Subgraph, run_subgraph
 from skriptnd.tosa.ops.invoke import apply
+from skriptnd.tosa.program.fast import specialise
 
 F32 = np.float32
 F64 = np.float64
@@ -55,7 +57,60 @@ def exact_form(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _matmul(consts, attrs)
     if name == "RESCALE":
         return _rescale(consts, attrs)
+    if name == "CLAMP":
+        return _clamp(attrs)
+    if name == "CAST":
+        return _cast(attrs)
+    if name in SAME_BITS:  # fp32 forms that round as the generic kernels do (skriptnd.tosa.program.fast)
+        return specialise(name, consts, attrs)
     return None
+
+
+#: operators whose fast fp32 forms give the generic kernels' bits: data movement, comparisons and
+#: selection, exact unary operators, and ADD/SUB/MUL, whose float32 result is the float64 result rounded
+#: once to float32 (double rounding through float64 is harmless for one +, - or *)
+SAME_BITS = frozenset({"ADD", "SUB", "MUL", "ABS", "CEIL", "FLOOR", "SELECT", "GREATER", "GREATER_EQUAL",
+                       "EQUAL", "RESHAPE", "TRANSPOSE"})
+
+
+def _clamp(attrs: dict[str, Any]) -> Fn | None:
+    """CLAMP of int8/int16 values (the generic kernel's ``clip(int(min_val), int(max_val))``)."""
+    lo, hi = attrs["min_val"], attrs["max_val"]
+    if any(isinstance(v, float) and not v.is_integer() for v in (lo, hi)):
+        return None
+    lo, hi = int(lo), int(hi)
+
+    def run(x: Any) -> Any:
+        if not (isinstance(x, np.ndarray) and x.dtype in (np.int8, np.int16)):
+            return NotImplemented
+        t = "int8" if x.dtype == np.int8 else "int16"
+        if not (_RANGE[t][0] <= lo <= hi <= _RANGE[t][1]):
+            return NotImplemented
+        return np.clip(x, x.dtype.type(lo), x.dtype.type(hi))
+
+    return run
+
+
+def _cast(attrs: dict[str, Any]) -> Fn | None:
+    """CAST fp32 -> int8/int16 (round half to even, NaN -> 0, saturate) and int8/int16 -> fp32 (exact)."""
+    to = str(attrs.get("output_dtype", "")).lower()
+    if to not in ("int8", "int16", "fp32", "float32"):
+        return None
+
+    def run(x: Any) -> Any:
+        if not isinstance(x, np.ndarray):
+            return NotImplemented
+        if to in _INT and x.dtype == F32:
+            lo, hi = _RANGE[to]
+            y = np.rint(x)
+            np.nan_to_num(y, copy=False, nan=0.0)
+            np.clip(y, F32(lo), F32(hi), out=y)
+            return y.astype(_INT[to])
+        if to not in _INT and x.dtype in (np.int8, np.int16):
+            return x.astype(F32)
+        return NotImplemented
+
+    return run
 
 
 def _scalar(c: np.ndarray | None, dtype: type) -> int | None:
@@ -133,7 +188,7 @@ class _Conv:
             cols = taps.reshape(n * oh * ow, kh * kw * self.ic)  # copies the windows (im2col)
             acc = np.zeros((n * oh * ow, self.oc), F64)
             for p in self.pieces:
-                acc += cols[:, p] @ self.w[p]
+                acc += parallel.gemm(cols[:, p], self.w[p])
             acc = acc.reshape(n, oh, ow, self.oc)
         lo, hi = _ACC_RANGE[self.acc_t]
         if not _fits(acc, lo, hi):
@@ -187,7 +242,7 @@ def _matmul(consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> Fn | 
         az, bz = _scalar(a_zp, np.int8), _scalar(b_zp, np.int8)
         if az is None or bz is None or a.shape[2] * 255 * 255 > EXACT:
             return NotImplemented
-        acc = np.matmul(a.astype(F64) - az, b.astype(F64) - bz)
+        acc = parallel.gemm(a.astype(F64) - az, b.astype(F64) - bz)
         if not _fits(acc, *_RANGE["int32"]):
             return NotImplemented
         return acc.astype(np.int32)
@@ -268,8 +323,21 @@ class Runner:
             return run_subgraph(sg, args)  # int inputs narrowed, packs: the general runner
         env: dict[str, Any] = dict(sg.constants)
         env.update(zip(sg.inputs, args, strict=True))
-        for o, form in zip(sg.ops, self.forms, strict=True):
-            operands = [env[i] for i in o.inputs]
-            result = NotImplemented if form is None else form(*operands)
-            env[o.output] = apply(o.name, operands, o.attrs) if result is NotImplemented else result
+        # as a compiled program (skriptnd.tosa.program.build): the GEMMs split over skriptnd.parallel's pool,
+        # one BLAS thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
+        if parallel.threads() > 1:
+            with parallel.blas_single():
+                self._run(env)
+        else:
+            self._run(env)
         return [env[n] for n in sg.outputs]
+
+    def _run(self, env: dict[str, Any]) -> None:
+        for o, form in zip(self.sg.ops, self.forms, strict=True):
+            operands = [env[i] for i in o.inputs]
+            if form is None:
+                env[o.output] = apply(o.name, operands, o.attrs)
+                continue
+            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN as the generic kernels give them
+                result = form(*operands)
+            env[o.output] = apply(o.name, operands, o.attrs) if result is NotImplemented else result
