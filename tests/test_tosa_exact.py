@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skriptnd
+from skriptnd.profiling import Profile, by_tosa, profiling
 from skriptnd.tosa.integer.lower import lower_quantized
 from skriptnd.tosa.legalize.core import run_subgraph
 from skriptnd.tosa.ops import OPS
@@ -248,3 +249,16 @@ def test_a_quantized_model_runs_bit_exactly_as_on_the_generic_kernels(model: str
     for (name, _), e in zip(ig.outputs, expected, strict=True):
         assert got[name].dtype == e.dtype
         np.testing.assert_array_equal(got[name], e)
+
+
+def test_a_profile_sees_the_integer_graphs_tosa_operators() -> None:
+    """``sknd run --profile`` of a quantized model: each TOSA operator of the integer graph is timed, under
+    one entry for the graph (before, the whole run was 'between operations')."""
+    graph = skriptnd.load("models/digits_int8").compose()
+    ig = lower_quantized(graph)
+    inputs = {t.name: np.zeros(t.shape, np.float32) for t in graph.inputs}
+    with profiling(Profile()) as prof:
+        ig.run(inputs)
+    (entry,) = prof.entries.values()
+    assert entry.operator == "integer TOSA graph" and entry.calls == len(ig.subgraph().ops)
+    assert {"CONV2D", "RESCALE", "MATMUL"} <= {k.name for k in by_tosa(prof)}

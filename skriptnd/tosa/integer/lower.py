@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from skriptnd import profiling
 from skriptnd.compose.input_shapes import shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, Tensor, flat_tensors
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
@@ -185,7 +186,12 @@ class IntegerGraph:
         runner = self._runners.get(key)
         if runner is None:
             runner = self._runners[key] = Runner(self.subgraph(outputs))
-        results = runner(self.quantize_inputs(inputs))
+        prof = profiling.active()
+        record = None
+        if prof is not None:  # each TOSA operator's time, under one entry for the whole integer graph
+            def record(tosa: str, seconds: float) -> None:
+                prof.add_inner("integer TOSA graph", self.name, None, seconds, tosa)
+        results = runner(self.quantize_inputs(inputs), record)
         names = [n for n, _ in self.outputs] if outputs is None else list(outputs)
         return dict(zip(names, results, strict=True))
 

@@ -21,6 +21,7 @@ TOSA error. :func:`exact_form` returns ``None`` when an operator has no fast for
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -317,7 +318,9 @@ class Runner:
         self.forms: list[Fn | None] = [
             exact_form(o.name, [sg.constants.get(i) for i in o.inputs], o.attrs) for o in sg.ops]
 
-    def __call__(self, args: Sequence[Any]) -> list[Any]:
+    def __call__(self, args: Sequence[Any], record: Callable[[str, float], None] | None = None) -> list[Any]:
+        """The subgraph's outputs; ``record(TOSA operator name, seconds)``, when given, is told each operator's
+        time after it ran (a profile: skriptnd.profiling)."""
         sg = self.sg
         if sg.int_values or not all(isinstance(n, str) for n in sg.inputs):
             return run_subgraph(sg, args)  # int inputs narrowed, packs: the general runner
@@ -327,17 +330,21 @@ class Runner:
         # one BLAS thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
         if parallel.threads() > 1:
             with parallel.blas_single():
-                self._run(env)
+                self._run(env, record)
         else:
-            self._run(env)
+            self._run(env, record)
         return [env[n] for n in sg.outputs]
 
-    def _run(self, env: dict[str, Any]) -> None:
+    def _run(self, env: dict[str, Any], record: Callable[[str, float], None] | None) -> None:
+        started = 0.0
         for o, form in zip(self.sg.ops, self.forms, strict=True):
+            if record is not None:
+                started = time.perf_counter()
             operands = [env[i] for i in o.inputs]
-            if form is None:
-                env[o.output] = apply(o.name, operands, o.attrs)
-                continue
-            with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN as the generic kernels give them
-                result = form(*operands)
+            result = NotImplemented
+            if form is not None:
+                with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN as the generic kernels give them
+                    result = form(*operands)
             env[o.output] = apply(o.name, operands, o.attrs) if result is NotImplemented else result
+            if record is not None:
+                record(o.name, time.perf_counter() - started)
