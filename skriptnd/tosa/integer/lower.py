@@ -73,13 +73,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from skriptnd import profiling
 from skriptnd.compose.input_shapes import shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, Tensor, flat_tensors
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.source import NO_SPAN, Span
-from skriptnd.tosa.legalize import Subgraph, TosaOp, legalize, run_subgraph
+from skriptnd.tosa.legalize import Subgraph, TosaOp, legalize
 from skriptnd.tosa.ops import OPS
+from skriptnd.tosa.program.exact import Runner
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
@@ -140,6 +142,9 @@ class IntegerGraph:
     shapes: set[str] = field(default_factory=set)
     #: the composed graph, whose attributes an input-shape diagnostic names (`--attrib batch=2`)
     graph: Graph | None = field(default=None, repr=False)
+    #: the runner of each subgraph run so far (by its outputs; None: the graph outputs), whose fast forms
+    #: (skriptnd.tosa.program.exact) are made once
+    _runners: dict[tuple[str, ...] | None, Runner] = field(default_factory=dict, repr=False, compare=False)
 
     def subgraph(self, outputs: list[str] | None = None) -> Subgraph:
         """The graph as a :class:`Subgraph` computing the TOSA values ``outputs`` (default: the graph
@@ -177,8 +182,16 @@ class IntegerGraph:
     def run(self, inputs: dict[str, Any], outputs: list[str] | None = None) -> dict[str, np.ndarray]:
         """Run on the numpy TOSA operators; ``inputs`` by graph input name (see :meth:`quantize_inputs`).
         Returns the graph outputs by name, or the TOSA values ``outputs`` by value name."""
-        sg = self.subgraph(outputs)
-        results = run_subgraph(sg, self.quantize_inputs(inputs))
+        key = None if outputs is None else tuple(outputs)
+        runner = self._runners.get(key)
+        if runner is None:
+            runner = self._runners[key] = Runner(self.subgraph(outputs))
+        prof = profiling.active()
+        record = None
+        if prof is not None:  # each TOSA operator's time, under one entry for the whole integer graph
+            def record(tosa: str, seconds: float) -> None:
+                prof.add_inner("integer TOSA graph", self.name, None, seconds, tosa)
+        results = runner(self.quantize_inputs(inputs), record)
         names = [n for n, _ in self.outputs] if outputs is None else list(outputs)
         return dict(zip(names, results, strict=True))
 
