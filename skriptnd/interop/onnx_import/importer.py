@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.onnx_import import normalize as norm
 from skriptnd.interop.onnx_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.onnx_import.context import Context, Node, Param, Value, value_of
@@ -82,20 +83,10 @@ def unsupported(model: ModelProto) -> dict[str, list[str]]:
     return dict(found)
 
 
-def _unsupported_message(found: dict[str, list[str]]) -> str:
-    parts = []
-    for op, nodes in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        shown = ", ".join(nodes[:5]) + (f", … ({len(nodes) - 5} more)" if len(nodes) > 5 else "")
-        parts.append(f"{op} ×{len(nodes)} ({shown})")
-    total = sum(len(v) for v in found.values())
-    return (f"the model uses {len(found)} unsupported operator type{'s' if len(found) > 1 else ''} "
-            f"({total} node{'s' if total > 1 else ''}): " + "; ".join(parts))
-
-
 def _refuse_unsupported(model: ModelProto, source: str) -> None:
     missing = unsupported(model)
     if missing:
-        raise DiagnosticError([diagnostic("E0806", _unsupported_message(missing), source,
+        raise DiagnosticError([diagnostic("E0806", unsupported_message(missing, "node"), source,
                                           hint="docs/import.md lists the supported operators")])
 
 

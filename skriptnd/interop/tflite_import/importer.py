@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skriptnd.diagnostics import DiagnosticError
+from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
@@ -112,16 +113,6 @@ def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
     return dict(found)
 
 
-def _unsupported_message(found: dict[str, list[str]]) -> str:
-    parts = []
-    for op, tensors in sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        shown = ", ".join(tensors[:5]) + (f", … ({len(tensors) - 5} more)" if len(tensors) > 5 else "")
-        parts.append(f"{op} ×{len(tensors)} ({shown})")
-    total = sum(len(v) for v in found.values())
-    return (f"the model uses {len(found)} unsupported operator type{'s' if len(found) > 1 else ''} "
-            f"({total} operator{'s' if total > 1 else ''}): " + "; ".join(parts))
-
-
 def _walk(ctx: Context, op: Operator) -> None:
     """Convert one operator (of the main subgraph, or of a body being inlined)."""
     if not op.outputs or any(o < 0 for o in op.outputs):
@@ -159,7 +150,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     subgraph = model.subgraphs[sig.subgraph if sig else 0]
     missing = unsupported_in(model, subgraph)
     if missing:
-        raise ImportProblem("E0862", _unsupported_message(missing), hint="docs/import-tflite.md lists the supported "
+        raise ImportProblem("E0862", unsupported_message(missing, "operator"), hint="docs/import-tflite.md lists the supported "
                             "operators")
     _refuse_quantized(model, subgraph)
     ctx = Context(model, subgraph)
