@@ -1,5 +1,7 @@
 """The runner of the numpy backends (numpy, kernels, lower): the graph on skriptnd's Executor with a
-kernel mapping (skriptnd.execute), or, for a graph with @quantize entries, whatever the backend makes of it."""
+kernel mapping (skriptnd.execute), or, for a graph with @quantize entries, whatever the backend makes of it.
+A graph with dynamic extents gets one Executor per distinct input shapes, of the graph bound to them
+(skriptnd.backends.per_shape): planned as a static graph (TOSA programs), never composed again."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 
 from skriptnd import parallel
 from skriptnd.backends.base import Progress, Runner
+from skriptnd.backends.per_shape import PerShape
 from skriptnd.compose.ir import Graph
 from skriptnd.execute import Executor
 from skriptnd.execute.executor import Kernel
@@ -23,14 +26,19 @@ class ExecutorRunner(Runner):
         variables = ({t.name: graph.variable_source(t) for t in graph.variables}
                      if graph.variable_source else {})
         self.executor = Executor(graph, variables, kernels=kernels, optimize=optimize)
+        self.shaped: PerShape[Executor] | None = None
+        if any(t.dynamic for t in graph.inputs):
+            self.shaped = PerShape(graph, self.executor, lambda bound: Executor(bound, variables, kernels=kernels,
+                                                                                 optimize=optimize))
         self.operations = len(graph.operations)
         self.plan = plan
         self.threads = threads
 
     def run(self, inputs: Mapping[str, np.ndarray], progress: Progress | None = None) -> dict[str, np.ndarray]:
-        self.executor.on_operation = progress
+        executor = (self.shaped.get(inputs) if self.shaped is not None else None) or self.executor
+        executor.on_operation = progress
         try:
             with parallel.using(self.threads), parallel.blas_limit(self.threads):
-                return self.executor.run(dict(inputs))
+                return executor.run(dict(inputs))
         finally:
-            self.executor.on_operation = None
+            executor.on_operation = None

@@ -177,9 +177,13 @@ def _tosa_kernel(cache: dict[int, Any], fallback: Mapping[str, Kernel]) -> Kerne
         subgraph = entry[1]
         if subgraph is not None and _composed_shapes(op, args):
             try:
-                return run_subgraph(subgraph, args)
+                results = run_subgraph(subgraph, args)
             except (TosaError, TosaUnpredictable) as err:  # the executor locates it at the operation
                 raise ValueError(str(err)) from None
+            fused = op.attribs.get("fused_relu")  # skriptnd.execute.optimize applied a relu here
+            if fused is not None and fused is not False:
+                results[0] = np.maximum(results[0], 0) if fused is True else np.clip(results[0], 0, fused)
+            return results
         kernel = fallback.get(op.op)
         return NotImplemented if kernel is None else kernel(op, args)
 

@@ -35,8 +35,9 @@ from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, RunAsserts, Tensor, Value, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
+from skriptnd.execute.specialise import bound_to
 from skriptnd.lower import LoweringError, compile_lowering
-from skriptnd.semantics.binding import Binder, Site, bind
+from skriptnd.semantics.binding import Binder, Site
 from skriptnd.semantics.intrinsics import operator_kind
 from skriptnd.semantics.values import Pack, TensorValue
 from skriptnd.source import NO_SPAN, Span
@@ -159,9 +160,11 @@ class Executor:
             return self.variables.get(t.name)
         return None
 
-    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if self._program is None:  # first: it releases folded variables before values holds them
-            self.prepare()
+    def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> dict[int, Any]:
+        """The run's input arrays (by tensor id, converted to the graph's dtypes) after every check that
+        ``inputs`` fit the graph: a value for each input, types and shapes within bounds, extents named twice
+        agreeing, the asserts on dynamic extents, no unknown names (E0711 / E0501, located). Sets this run's
+        extents (skriptnd.compose.extents)."""
         values: dict[int, Any] = {}
         for t in self.graph.inputs:
             if t.name not in inputs:
@@ -181,6 +184,17 @@ class Executor:
                                               f"{', '.join(names)}",
                                               span=_where(self.graph.inputs[0]) if self.graph.inputs else NO_SPAN,
                                               hint=f"did you mean '{close[0]}'?" if close else None)])
+        return values
+
+    @property
+    def extents(self) -> dict[Any, int]:
+        """The values of the dynamic extents' symbols in the current (or last checked) run."""
+        return self._extents
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._program is None:  # first: it releases folded variables before values holds them
+            self.prepare()
+        values = self.check_inputs(inputs)
         for t in self.graph.tensors:
             if t.kind == "constant":
                 values[id(t)] = t.value
@@ -331,7 +345,14 @@ class Executor:
         if op.definition is None or operator_kind(op.definition) == "intrinsic":
             raise DiagnosticError([Diagnostic(code="E0712", message=f"operator '{op.op}' has no @lower formulas "
                                               "and no native kernel is registered for it", span=_span(op))])
-        op = self._specialised(op, args)
+        special = self._specialised(op, args)
+        if special is not op:  # bound to this run's shapes (a dynamic extent): the backend's kernel may take
+            fn = self.kernels.get(op.op)  # it now (numpy: its TOSA subgraph), once per distinct shapes
+            if fn is not None:
+                results = fn(special, args)
+                if results is not NotImplemented:
+                    return results
+        op = special
         plan = self._plans.get(id(op))
         if plan is None:
             plan = self._plan(op)
@@ -394,34 +415,7 @@ class Executor:
         full = (key or (id(op),), actual)  # key: an operation whose attributes were made concrete (_concrete)
         special = self._specials.get(full)
         if special is None:
-            def typed(dtype: str, shape: tuple[int, ...]) -> Tensor:
-                return Tensor(name="%in", dtype=dtype, shape=shape, kind="input")
-
-            inputs: list[Value] = []
-            for value, shape in zip(op.inputs, actual, strict=True):
-                if shape is None or value is None:
-                    inputs.append(None)
-                elif isinstance(value, list):
-                    inputs.append([typed(t.dtype, s) for t, s in zip(value, shape, strict=False)])
-                else:
-                    inputs.append(typed(value.dtype, shape))
-            bound = [None if v is None else Pack([TensorValue(t.dtype, t.shape) for t in v]) if isinstance(v, list)
-                     else TensorValue(v.dtype, v.shape) for v in inputs]
-            attribs = {k: v for k, v in op.attribs.items() if v is not None}
-            type_args = [op.dtypes[d.name] for d in op.binding.signature.dtypes if d.name in op.dtypes]
-            binding = bind(op.definition, attribs, bound, type_args, Site(span=_span(op)))
-            outputs: list[Value] = []
-            for info in binding.outputs:
-                if info.shapes is not None:
-                    outputs.append([Tensor("%out", info.dtype, tuple(s)) for s in info.shapes])
-                elif info.shape is None:
-                    outputs.append(None)
-                else:
-                    outputs.append(Tensor("%out", info.dtype, tuple(info.shape), bounds=info.bounds))
-            special = replace(op, inputs=inputs, outputs=outputs, binding=binding)
-            if key is not None:  # defaults computed from the concrete attributes (see Composer._atomic)
-                special.attribs = {**op.attribs, **{a.name: binding.env.get(a.name)
-                                                    for a in binding.signature.attribs}}
+            special = bound_to(op, actual, concrete=key is not None)
             self._specials[full] = special
         return special
 

@@ -1,0 +1,131 @@
+"""Running and exporting graphs with dynamic extents (issue 25, items 5 and 6).
+
+A graph composed once with `x: real[n|8, 3, h|16, w|16]` runs at any shape within its bounds: the numpy
+backend binds each operation to the actual shapes once per distinct shapes and runs its TOSA subgraph (not
+its @lower formulas), and nothing is composed again. Results are checked against numpy computations
+written here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skriptnd
+from skriptnd.backends import prepare, tosa_programs
+from skriptnd.compose.composer import Composer
+from skriptnd.execute import executor
+
+CNN = """import nn;
+import math;
+import layout;
+graph cnn {
+    @input { x: real[n|8, 3, h|16, w|16]; f: real[4, 3, 3, 3]; m: real[4, 5]; }
+    @output { y: real[n, 5]; z: real[n, 4, h, w]; }
+    @compose {
+        c = nn.conv{padding=[1, 1, 1, 1]}(x, f);
+        z = nn.relu(c);
+        e = math.mean_reduce{axes=[2, 3], squeeze=true}(z);
+        mt = layout.transpose{perm=[1, 0]}(m);
+        y = nn.linear(e, mt);
+    }
+}
+"""
+
+
+def _conv_same(x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """A 3x3 convolution with one pixel of zero padding, written out (cross-correlation, as nn.conv)."""
+    n, _, h, w = x.shape
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, f.shape[0], h, w))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + w], f[:, :, i, j])
+    return out
+
+
+def _expected(x: np.ndarray, f: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    z = np.maximum(_conv_same(x, f), 0.0)
+    return z.mean(axis=(2, 3)) @ m, z
+
+
+@pytest.fixture
+def cnn(tmp_path: Path) -> skriptnd.compose.ir.Graph:
+    (tmp_path / "main.sknd").write_text(CNN)
+    return skriptnd.load(tmp_path).compose()
+
+
+def test_one_composition_runs_at_several_shapes_as_tosa_programs(cnn: skriptnd.compose.ir.Graph,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct input shapes get the graph bound to them, planned once as TOSA programs: no @lower plan
+    is compiled, nothing is composed again, and a shape seen before reuses its plan (the old code bound and
+    ran each operation on its own, through its @lower formulas)."""
+    calls = {"programs": 0}
+    real = tosa_programs._run_program
+
+    def counted(*a: object) -> object:
+        calls["programs"] += 1
+        return real(*a)
+
+    def refused(*a: object, **k: object) -> object:
+        raise AssertionError("composed or planned again for a new shape")
+
+    monkeypatch.setattr(tosa_programs, "_run_program", counted)
+    monkeypatch.setattr(executor, "compile_lowering", refused)
+    monkeypatch.setattr(Composer, "compose_definition", refused)
+    runner = prepare(cnn)
+    rng = np.random.default_rng(7)
+    f, m = rng.standard_normal((4, 3, 3, 3), np.float32), rng.standard_normal((4, 5), np.float32)
+    for shape in [(2, 3, 6, 7), (1, 3, 16, 9), (2, 3, 6, 7), (8, 3, 3, 16)]:
+        x = rng.standard_normal(shape, np.float32)
+        before = calls["programs"]
+        out = skriptnd.run(cnn, {"x": x, "f": f, "m": m})
+        assert calls["programs"] > before
+        y, z = _expected(x, f, m)
+        assert out["z"].shape == z.shape and out["y"].shape == (shape[0], 5)
+        np.testing.assert_allclose(out["z"], z, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-4, atol=1e-4)
+    assert runner.shaped is not None and runner.shaped.prepared == 3
+
+
+@pytest.mark.parametrize("backend", ["kernels", "lower"])
+def test_the_other_numpy_backends_agree_at_two_shapes(cnn: skriptnd.compose.ir.Graph, backend: str) -> None:
+    rng = np.random.default_rng(3)
+    f, m = rng.standard_normal((4, 3, 3, 3), np.float32), rng.standard_normal((4, 5), np.float32)
+    for shape in [(3, 3, 5, 4), (1, 3, 12, 11)]:
+        x = rng.standard_normal(shape, np.float32)
+        out = skriptnd.run(cnn, {"x": x, "f": f, "m": m}, backend=backend)
+        y, z = _expected(x, f, m)
+        np.testing.assert_allclose(out["z"], z, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(out["y"], y, rtol=1e-4, atol=1e-4)
+
+
+def test_attributes_given_by_extents_are_made_concrete_per_shape(tmp_path: Path) -> None:
+    """`layout.reshape{shape=[h * w]}` and `split{sizes=[s \\ 2, ...]}`-like attributes take this run's extents when
+    the graph is bound to the shapes; an `if` (whose branches read the enclosing tensors) runs as composed."""
+    (tmp_path / "main.sknd").write_text(r"""import layout;
+import math;
+graph G {
+    @input { x: real[h|10, w|10]; }
+    @output { flat: real[h * w]; halves: real[h \ 2, w]; rest: real[h / 2, w]; turned: real[w, h]; }
+    @compose {
+        flat = layout.reshape{shape=[h * w]}(x);
+        [halves, rest] = layout.split{axis=0, sizes=[h \ 2, h / 2]}(x);
+        t = layout.reshape{shape=[w, -1]}(x);
+        turned = math.mul(t, 2.0);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    runner = prepare(graph)
+    for shape in [(3, 4), (5, 2), (3, 4)]:
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        out = skriptnd.run(graph, {"x": x})
+        up = -(-shape[0] // 2)
+        np.testing.assert_array_equal(out["flat"], x.reshape(-1))
+        np.testing.assert_array_equal(out["halves"], x[:up])
+        np.testing.assert_array_equal(out["rest"], x[up:])
+        np.testing.assert_array_equal(out["turned"], x.reshape(shape[1], shape[0]) * 2)
+    assert runner.shaped is not None and runner.shaped.prepared == 2
