@@ -338,12 +338,13 @@ def test_a_wrong_batch_through_the_api_names_the_attribute_or_the_dimension(tmp_
 
     graph = skriptnd.load(DIGITS).compose()
     two = np.zeros((2, 1, 8, 8), np.float32)
-    for call in (lambda: skriptnd.run(graph, {"image": two}), lambda: execute(graph, {"image": two})):
-        with pytest.raises(DiagnosticError) as caught:
-            call()
-        d = caught.value.diagnostics[0]
-        assert d.code == "E0711" and d.hint == "the graph was composed for batch=1; compose for it: --attrib batch=2"
-        assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 11, 9)
+    # the executor runs the graph as composed (skriptnd.run reads batch=2 from the array: issue 25, item 6)
+    with pytest.raises(DiagnosticError) as caught:
+        execute(graph, {"image": two})
+    d = caught.value.diagnostics[0]
+    assert d.code == "E0711" and d.hint == "the graph was composed for batch=1; compose for it: --attrib batch=2"
+    assert (Path(d.span.file).name, d.span.line, d.span.col) == ("main.sknd", 11, 9)
+    assert skriptnd.run(graph, {"image": two})["probabilities"].shape == (2, 10)
     path = write(tmp_path, "import nn;\ngraph G {\n    @attrib { n: int = 2; }\n    @input { x: real[2 * n, 3]; }\n"
                  "    @output { y: real[2 * n, 3]; }\n    @compose { y = nn.relu(x); }\n}\n")
     small = skriptnd.load(path).compose()
@@ -369,6 +370,16 @@ def test_an_attribute_is_suggested_only_when_one_value_of_it_fits(tmp_path: Path
 
     path = write(tmp_path, "import nn;\ngraph G {\n    @attrib { n: int = 2; m: int = 5; }\n"
                  "    @input { x: real[n, n, m]; }\n    @output { y: real[n, n, m]; }\n    @compose { y = nn.relu(x); }\n}\n")
-    with pytest.raises(DiagnosticError) as caught:
-        skriptnd.run(skriptnd.load(path).compose(), {"x": np.zeros(shape, np.float32)})
+    from skriptnd.execute.executor import run as execute
+
+    graph = skriptnd.load(path).compose()
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 3
+    with pytest.raises(DiagnosticError) as caught:  # the graph as composed
+        execute(graph, {"x": x})
     assert caught.value.diagnostics[0].code == "E0711" and caught.value.diagnostics[0].hint == hint
+    if "--attrib" in hint:  # skriptnd.run composes for the values the shape determines (issue 25, item 6)
+        np.testing.assert_array_equal(skriptnd.run(graph, {"x": x})["y"], np.maximum(x, 0))
+    else:  # no value fits: the same E0711
+        with pytest.raises(DiagnosticError) as caught:
+            skriptnd.run(graph, {"x": x})
+        assert caught.value.diagnostics[0].code == "E0711" and caught.value.diagnostics[0].hint == hint

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import skriptnd
-from skriptnd.cli.inputs import infer_attribs
+from skriptnd.compose.input_shapes import infer_attribs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "models" / "digits" / "samples"
@@ -64,3 +64,18 @@ graph G {
     assert infer_attribs(graph, {"a": (4, 3), "b": (5, 3)}, []) == {}
     assert infer_attribs(graph, {"a": (4, 3)}, ["n"]) == {}
     assert infer_attribs(graph, {"a": (1, 3)}, []) == {}  # what it was composed for already
+
+
+def test_skriptnd_run_reads_batch_from_the_array_once_per_value() -> None:
+    """The Python API as `sknd run`: a graph composed for batch=1 runs a batch of 2 (composed for batch=2,
+    kept on the graph: the same composition for the next batch of 2), each row as its own batch-1 run."""
+    images = np.concatenate([np.load(SAMPLES / "3.npy"), np.load(SAMPLES / "7.npy")])
+    single = skriptnd.load(ROOT / "models" / "digits").compose()
+    expected = np.concatenate([skriptnd.run(single, {"image": images[i:i + 1]})["probabilities"] for i in range(2)])
+    got = skriptnd.run(single, {"image": images})["probabilities"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    rebound = single.__dict__["_rebound"]
+    assert len(rebound) == 1 and next(iter(rebound.values())).attribs["batch"] == 2
+    skriptnd.run(single, {"image": images[::-1]})
+    assert len(single.__dict__["_rebound"]) == 1  # not composed again
+    assert single.attribs["batch"] == 1  # the graph itself is unchanged

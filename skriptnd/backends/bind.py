@@ -2,7 +2,9 @@
 Reshape's shape, ReduceSum's axes, TopK's K) is imported as a graph attribute, and users feed it as in ONNX,
 `skriptnd.run(graph, {"x": x, "axes": np.array([1])})` or `sknd run --input axes=a.npy`. The graph is composed
 again for that value (skriptnd.model.Model.compose's `rebind`), once per distinct value: the compositions are
-kept on the graph as its runners are.
+kept on the graph as its runners are. A graph attribute that an input's declaration writes as one extent
+(`image: real[batch, 1, 8, 8]`) is read from the array's shape when the inputs agree on it (issue 25, item 6:
+skriptnd.compose.input_shapes.infer_attribs, as `sknd run` does), so a batch of 2 composes for batch=2.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from skriptnd.compose.input_shapes import infer_attribs
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.semantics.values import Pack
@@ -57,9 +60,10 @@ def awaiting_error(graph: Graph, missing: list[str]) -> DiagnosticError:
 
 
 def bind_attributes(graph: Graph, inputs: Mapping[str, object]) -> tuple[Graph, dict[str, object]]:
-    """The graph to run and its tensor inputs: names among ``inputs`` that are graph attributes (not inputs)
-    compose the graph for their values where they differ from those it was composed for (kept on the graph,
-    one composition per distinct value); E0711 when the graph awaits an attribute the run does not give."""
+    """The graph to run and its tensor inputs: names among ``inputs`` that are graph attributes (not inputs),
+    and attributes the arrays' shapes determine (`batch`), compose the graph for their values where they differ
+    from those it was composed for (kept on the graph, one composition per distinct value); E0711 when the
+    graph awaits an attribute the run does not give."""
     names = {t.name for t in graph.inputs}
     values = {k: attribute_value(k, v) for k, v in inputs.items() if k not in names and k in graph.attribs}
     tensors = {k: v for k, v in inputs.items() if k not in values}
@@ -67,6 +71,8 @@ def bind_attributes(graph: Graph, inputs: Mapping[str, object]) -> tuple[Graph, 
     if missing:
         raise awaiting_error(graph, missing)
     changed = {k: v for k, v in values.items() if k in graph.awaiting or graph.attribs.get(k) != v}
+    if graph.rebind is not None and not graph.awaiting:  # batch from the arrays' shapes (given values win)
+        changed.update(infer_attribs(graph, {k: np.shape(v) for k, v in tensors.items() if k in names}, values))
     if not changed or graph.rebind is None:
         return graph, tensors
     cache: dict[tuple, Graph] = graph.__dict__.setdefault("_rebound", {})

@@ -18,7 +18,6 @@ import numpy as np
 import typer
 
 from skriptnd.backends.bind import attribute_value
-from skriptnd.compose.input_shapes import declared_extents
 from skriptnd.compose.ir import Graph, Tensor
 from skriptnd.compose.stats import tensor_bytes
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
@@ -26,7 +25,6 @@ from skriptnd.io.npy import NpyError, npy_header_shape
 from skriptnd.io.tensor_file import HEADER_SIZE, TensorFileError, decode_header
 from skriptnd.model import Model
 from skriptnd.source import Span
-from skriptnd.syntax import ast
 
 register_codes({
     "E0791": "tensor too large for the memory allowed",
@@ -150,25 +148,6 @@ def file_shape(spec: str) -> tuple[int, ...] | None:
             return npy_header_shape(fh, spec)
     except (OSError, ValueError, NpyError, TensorFileError):
         return None
-
-
-def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: Iterable[str]) -> dict[str, int]:
-    """Graph attributes that the given inputs' shapes determine (issue 25): an input declared
-    ``real[batch, 1, 8, 8]`` given as a [2, 1, 8, 8] array makes ``batch`` 2, unless ``--attrib`` set it
-    (``fixed``) or two inputs disagree (then nothing is inferred for it, and the run's E0711 says which). Only
-    values that differ from what the graph was composed for are returned."""
-    found: dict[str, set[int]] = {}
-    fixed = set(fixed)
-    for t in graph.inputs:
-        shape = shapes.get(t.name)
-        extents = declared_extents(graph, t)  # the declaration's expressions, as E0711's hint reads them
-        if shape is None or extents is None or len(extents) != len(shape):
-            continue
-        for extent, n in zip(extents, shape, strict=True):
-            if isinstance(extent, ast.Name) and extent.id in graph.attribs and extent.id not in fixed \
-                    and isinstance(graph.attribs[extent.id], int):
-                found.setdefault(extent.id, set()).add(int(n))
-    return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
 
 
 #: An --input that gives a graph attribute (an ONNX input fed at run time) holds at most this many values.

@@ -29,7 +29,6 @@ from skriptnd.cli.inputs import (
     check_memory,
     default_max_memory,
     file_shape,
-    infer_attribs,
     parse_size,
     random_input,
 )
@@ -53,7 +52,7 @@ from skriptnd.cli.options import (
 )
 from skriptnd.cli.profile_report import print_profile
 from skriptnd.cli.report import fail
-from skriptnd.compose.input_shapes import check_shapes
+from skriptnd.compose.input_shapes import check_shapes, infer_attribs
 from skriptnd.compose.ir import Graph
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError

@@ -10,7 +10,7 @@ executor, the integer TOSA lowering, the CLI before an onnxruntime or IREE run) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from skriptnd.source import NO_SPAN, Span
 from skriptnd.syntax import ast
 from skriptnd.syntax.printer import format_expr
 
-__all__ = ["check_shapes", "describe", "shape_fits", "shape_mismatch"]
+__all__ = ["check_shapes", "declared_extents", "describe", "infer_attribs", "shape_fits", "shape_mismatch"]
 
 register_codes({"E0711": "wrong input for a graph"})
 
@@ -110,3 +110,24 @@ def declared_extents(graph: Graph | None, t: Tensor) -> list[ast.Expr | None] | 
                         return None
                     return [i.value for i in items]
     return None
+
+
+def infer_attribs(graph: Graph, shapes: Mapping[str, tuple[int, ...]], fixed: Iterable[str]) -> dict[str, int]:
+    """Graph attributes that the given inputs' shapes determine (issue 25, item 6; `sknd run` and
+    skriptnd.run): an input declared ``real[batch, 1, 8, 8]`` given as a [2, 1, 8, 8] array makes ``batch`` 2,
+    unless ``--attrib`` (or the run's inputs) set it (``fixed``) or two inputs disagree (then nothing is
+    inferred for it, and the run's E0711 says which ``--attrib`` fixes it). Only an extent written as the
+    attribute alone counts (`2 * batch` does not). Only values that differ from what the graph was composed
+    for are returned."""
+    found: dict[str, set[int]] = {}
+    fixed = set(fixed)
+    for t in graph.inputs:
+        shape = shapes.get(t.name)
+        extents = declared_extents(graph, t)  # the declaration's expressions, as E0711's hint reads them
+        if shape is None or extents is None or len(extents) != len(shape):
+            continue
+        for extent, n in zip(extents, shape, strict=True):
+            if isinstance(extent, ast.Name) and extent.id in graph.attribs and extent.id not in fixed \
+                    and isinstance(graph.attribs[extent.id], int):
+                found.setdefault(extent.id, set()).add(int(n))
+    return {k: v.pop() for k, v in found.items() if len(v) == 1 and next(iter(v)) != graph.attribs[k]}
