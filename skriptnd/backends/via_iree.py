@@ -44,12 +44,14 @@ from skriptnd.backends.iree_check import (
     write_verdict,
 )
 from skriptnd.backends.iree_defaults import DATA_TILING, default_flags
+from skriptnd.backends.per_shape import PerShape
 from skriptnd.backends.registry import register
 from skriptnd.backends.tosa_programs import PROGRAM_OP, TosaKernels, compile_segments
+from skriptnd.compose.extents import extent_symbols
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
-from skriptnd.execute.executor import KERNELS, Kernel
+from skriptnd.execute.executor import KERNELS, Executor, Kernel
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN
 from skriptnd.tosa.integer import lower as quantized
@@ -626,6 +628,45 @@ class IreeGraphRunner(Runner):
         return self._runner.run(inputs, progress)
 
 
+class DynamicIreeRunner(Runner):
+    """A float graph with dynamic extents (`x: real[n|8, 3, h|64, w|64]`): compiled for each distinct input
+    shapes on the first run at them, as the graph bound to those shapes (skriptnd.backends.per_shape; the
+    modules are cached on disk like any other, at most per_shape.LIMIT runners kept in memory). IREE's own
+    dynamic dimensions (`tensor<?x3x?x?xf32>`) are not used: skriptnd's TOSA programs are built from
+    operations legalized for static shapes (skriptnd.tosa.legalize computes transposes, reshape targets,
+    paddings and constants from them), so one module for all shapes would need legalization on symbolic
+    shapes first. A graph that cannot be bound to static shapes (control flow, extents only the data gives)
+    runs as composed, split: what legalizes statically compiled, the rest on numpy."""
+
+    def __init__(self, graph: Graph, options: Options) -> None:
+        open_device(options, graph)
+        self.graph, self.options = graph, options
+        self.shaped: PerShape[IreeGraphRunner] = PerShape(graph, Executor(graph, {}, kernels=KERNELS),
+                                                          self._compile)
+        self._composed: IreeGraphRunner | None = None
+        names = sorted({str(sym) for t in graph.inputs for _, sym in extent_symbols(t)})
+        self.plan = [f"{graph.name}: dynamic extents ({', '.join(names)}): compiled by IREE for each distinct input "
+                     f"shapes on their first run ({_target_name(options)}); one module for all shapes is not "
+                     "built (the TOSA programs are legalized for static shapes)"]
+
+    def _compile(self, bound: Graph) -> IreeGraphRunner:
+        runner = IreeGraphRunner(bound, self.options)
+        dynamic = {t.name for t in self.graph.inputs if t.dynamic}
+        shapes = ", ".join(f"{t.name}{list(t.shape)}" for t in bound.inputs if t.name in dynamic)
+        self.plan.append(f"for {shapes}: {runner.plan[0]}")
+        return runner
+
+    def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        runner = self.shaped.get(inputs)
+        if runner is None:  # not bound to static shapes: the composed graph, split
+            if self._composed is None:
+                self._composed = IreeGraphRunner(self.graph, self.options)
+                self.plan.extend(["not bound to static shapes (control flow or data-given extents): the composed "
+                                  "graph, split", *self._composed.plan])
+            runner = self._composed
+        return runner.run(inputs, progress)
+
+
 @register
 class IreeBackend(Backend):
     def __init__(self) -> None:
@@ -636,4 +677,6 @@ class IreeBackend(Backend):
     def prepare(self, graph: Graph, options: Options) -> Runner:
         if has_quantization(graph):
             return IntegerRunner(graph, options)
+        if any(t.dynamic for t in graph.inputs):
+            return DynamicIreeRunner(graph, options)
         return IreeGraphRunner(graph, options)
