@@ -151,3 +151,32 @@ def test_iree_compiles_each_distinct_shape_once_and_agrees(cnn: skriptnd.compose
     assert runner.shaped.prepared == 2
     assert [line.split(": cnn: ")[0] for line in runner.plan[1:]] == ["for x[2, 3, 6, 7]", "for x[1, 3, 9, 4]"]
     assert all(": all " in line and "operations compiled by IREE" in line for line in runner.plan[1:])  # no split
+
+
+def test_iree_runs_a_dynamic_graph_it_cannot_bind_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `if` keeps the graph from being bound to static shapes: --via iree runs it as composed, the
+    operations with dynamic extents on numpy, the plan saying so (the old code failed with a TypeError in
+    the grouped-convolution rewrite on a dynamic convolution)."""
+    pytest.importorskip("iree.compiler")
+    monkeypatch.setenv("SKRIPTND_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "main.sknd").write_text("""import nn;
+import math;
+graph G {
+    @input { c: bool[]; x: real[n|4, 2, 5, 5]; f: real[4, 1, 3, 3]; }
+    @output { y: real[n, 4, 5, 5]; }
+    @compose {
+        a = nn.conv{padding=[1, 1, 1, 1], groups=2}(x, f);
+        y = if c then math.add(a, 1.0) else math.sub(a, 1.0);
+    }
+}
+""")
+    graph = skriptnd.load(tmp_path).compose()
+    rng = np.random.default_rng(1)
+    f = rng.standard_normal((4, 1, 3, 3), np.float32)
+    for n, c in [(1, True), (3, False)]:
+        x = rng.standard_normal((n, 2, 5, 5), np.float32)
+        out = skriptnd.run(graph, {"c": np.array(c), "x": x, "f": f}, backend="iree")
+        groups = [_conv_same(x[:, g:g + 1], f[2 * g:2 * g + 2]) for g in range(2)]
+        np.testing.assert_allclose(out["y"], np.concatenate(groups, axis=1) + (1 if c else -1), rtol=1e-4, atol=1e-4)
+    plan = prepare(graph, "iree").plan
+    assert any("not bound to static shapes" in line for line in plan)

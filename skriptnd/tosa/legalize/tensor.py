@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from skriptnd.compose.ir import Operation
+from skriptnd.compose.ir import Operation, flat_tensors
 from skriptnd.tosa.legalize.core import Builder, Rule, Subgraph, env, ints, norm_axes, shape_of
 from skriptnd.tosa.legalize.layout import strided
 
@@ -272,7 +272,9 @@ def conv_for_compilers(op: Operation) -> Subgraph | None:
     dispatches (290 convolutions, 370 copies), a cold compile of minutes; in this form they are 53
     (docs/performance.md, "Grouped convolutions"). The numpy backend and the exports keep the TABLE's form
     (numpy runs per-group CONV2Ds well, and exports stay one operator per group)."""
-    if op.op != "nn.conv" or _conv_check(op) is not None or len(shape_of(op.inputs[0])) > 4:
+    if op.op != "nn.conv" or any(t.dynamic for t in flat_tensors(op.inputs + op.outputs)):
+        return None  # a dynamic extent: the TABLE's rule refuses it (the iree backend leaves it on numpy)
+    if _conv_check(op) is not None or len(shape_of(op.inputs[0])) > 4:
         return None
     if int(env(op, "g")) <= 1:
         return None
