@@ -313,16 +313,19 @@ def test_the_coverage_table_in_the_docs_is_current() -> None:
     assert current == table(), "regenerate with: python -m skriptnd.interop.onnx_export.coverage"
 
 
-def test_dynamic_input_is_one_located_diagnostic(tmp_path: Path) -> None:
-    """A graph input with a dynamic extent cannot be written with the static shapes the converters need:
-    one E0841 at its declaration (not one more per operation reading it), with a hint."""
-    from skriptnd.interop.onnx_export import check_exportable
+def test_an_unnamed_dynamic_input_extent_is_a_dim_param(tmp_path: Path) -> None:
+    """`x: real[~|8, 3]` (formerly E0841): the extent is a dim_param of the input, named after it, and the
+    model runs at any size (issue 25, item 5; tests/test_dynamic_export.py has the named extents)."""
+    from skriptnd.interop.onnx_export import to_onnx
 
+    require_ort()
     model = tmp_path / "m"
     model.mkdir()
     (model / "main.sknd").write_text(
         "import nn;\ngraph G {\n    @input { x: real[~|8, 3]; }\n    @output { y: real[~|8, 3]; }\n"
         "    @compose { y = nn.relu(x); }\n}\n")
-    diags = check_exportable(skriptnd.load(model).compose())
-    assert [(d.code, d.span.line) for d in diags] == [("E0841", 3)]
-    assert diags[0].hint
+    exported = to_onnx(skriptnd.load(model).compose())
+    assert [d.dim_param or d.dim_value for d in exported.graph.input[0].type.tensor_type.shape.dim] == ["x_0", 3]
+    for n in (2, 7):
+        x = np.linspace(-1, 1, 3 * n, dtype=np.float32).reshape(n, 3)
+        np.testing.assert_array_equal(run_onnx(exported, {"x": x})["y"], np.maximum(x, 0))

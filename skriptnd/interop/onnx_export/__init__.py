@@ -60,6 +60,12 @@ MAX_OPSET = 21
 EXTERNAL_DATA_THRESHOLD = 2**31 - 2**24
 
 
+#: What to do about an operation whose ONNX form needs a dynamic extent as a constant.
+DYNAMIC_HINT = ("ONNX gets the graph's dynamic extents as dim_params; this operation needs the size itself: declare "
+                "the input with that extent fixed (`real[1, 3, 224, 224]`), or as a graph attribute "
+                "(`@attrib { h: int = 224; }`, `real[n|8, 3, h, h]`) and export with --attrib h=VALUE")
+
+
 def _span(x: Tensor | Operation | Graph) -> Span:
     span = getattr(x, "span", None)
     return span if isinstance(span, Span) else Span("<graph>", 1, 1, 1, 1)
@@ -94,15 +100,9 @@ def _value_info(onnx: ModuleType, name: str, t: Tensor) -> ValueInfoProto:
 def _type_problems(graph: Graph) -> list[Diagnostic]:
     diags = []
     for t in graph.inputs:
-        what = None
-        if t.dtype not in NUMPY:
-            what = f"a {t.dtype} tensor"
-        elif t.dynamic:
-            what = f"dynamic ({'x'.join('?' if d is None else str(d) for d in t.shape)})"
-        if what:
-            diags.append(Diagnostic(code="E0841", message=f"graph input '{t.name}' is {what}; ONNX export needs "
-                                    "static real, int or bool inputs", span=_span(t),
-                                    hint="give the graph's size attributes values, e.g. --attrib batch=1"))
+        if t.dtype not in NUMPY:  # a dynamic extent is a dim_param (named after it): see core.shape
+            diags.append(Diagnostic(code="E0841", message=f"graph input '{t.name}' is a {t.dtype} tensor; ONNX "
+                                    "export needs real, int or bool inputs", span=_span(t)))
     for t in graph.outputs:
         if t.dtype not in NUMPY:
             diags.append(Diagnostic(code="E0841", message=f"graph output '{t.name}' is a {t.dtype} tensor "
@@ -134,7 +134,7 @@ def _build(graph: Graph, opset: int, variables: dict[str, np.ndarray] | None) ->
             return None, [Diagnostic(code="E0840", message=f"graph '{graph.name}' cannot be exported to ONNX: {e}",
                                      span=_graph_span(graph))]
     # refused inputs and outputs of refused operations: their readers are not reported again
-    failed: set[int] = {id(t) for t in graph.inputs if t.dtype not in NUMPY or t.dynamic}
+    failed: set[int] = {id(t) for t in graph.inputs if t.dtype not in NUMPY}
     for op in graph.operations:
         outs = [t for v in op.outputs for t in (v if isinstance(v, list) else [v]) if t is not None]
         if any(id(t) in failed for v in op.inputs for t in (v if isinstance(v, list) else [v]) if t is not None):
@@ -152,7 +152,7 @@ def _build(graph: Graph, opset: int, variables: dict[str, np.ndarray] | None) ->
         except Unsupported as e:
             where = f" ({op.label})" if op.label else ""
             diags.append(Diagnostic(code="E0840", message=f"operation '{op.op}'{where} cannot be exported to ONNX: "
-                                    f"{e}", span=_span(op)))
+                                    f"{e}", span=_span(op), hint=DYNAMIC_HINT if "dynamic" in str(e) else None))
     if diags:
         return None, diags
     outputs = []

@@ -7,9 +7,14 @@ cannot express the operation (an attribute combination, a dynamic extent it need
 :class:`Unsupported` with the reason; a composite operator is then exported through its own
 @compose (see :mod:`.walk`), anything else becomes a located diagnostic.
 
-Shapes are static here: converters read them from the composed tensors and from the operation's
-binding (``op.binding.env``: the stdlib's @using symbols such as conv's ``offset`` and ``ox`` or the
-aligned broadcast shapes ``ex``/``ey``), so every attribute written to ONNX is a constant.
+Converters read shapes from the composed tensors and from the operation's binding (``op.binding.env``: the
+stdlib's @using symbols such as conv's ``offset`` and ``ox`` or the aligned broadcast shapes ``ex``/``ey``),
+so every attribute written to ONNX is a constant. A dynamic extent (`x: real[n|8, 3, h|64, w|64]`, issue 25)
+reaches a converter as a SymInt, its exact expression (:func:`shape`): arithmetic that cancels it (conv's end
+padding `(h - 1) + 3 - h - 1`) gives a constant, while a constant that still holds it is refused
+(:func:`concrete`, the check of every initializer and node attribute) and so is a decision taken on it (the
+guards walk.convert records). So the ONNX model is right at every size, or the operation is refused, located,
+naming the extent.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any, SupportsInt
 import numpy as np
 import numpy.typing as npt
 
+from skriptnd.compose.extents import is_symbolic
 from skriptnd.compose.ir import Graph, Operation, Tensor
 
 if TYPE_CHECKING:  # onnx is an optional dependency, imported when exporting
@@ -67,8 +73,21 @@ def ints(v: IntLike | Iterable[IntLike] | None) -> list[int]:
     if v is None:
         return []
     if isinstance(v, list | tuple | np.ndarray):
-        return [int(x) for x in v]
-    return [int(v)]
+        return [_int(x) for x in v]
+    return [_int(v)]
+
+
+def product(values: Iterable[int]) -> int:
+    """The product of extents, exact for dynamic ones (numpy's prod would take their sample values)."""
+    out = 1
+    for v in values:
+        out = out * v
+    return out
+
+
+def _int(x: IntLike) -> int:
+    """An int; a dynamic extent's SymInt stays one (int() would give its sample value: see the docstring)."""
+    return x if is_symbolic(x) else int(x)  # type: ignore[return-value]
 
 
 def per_dim(v: IntLike | Iterable[IntLike] | None, d: int, default: int = 1) -> list[int]:
@@ -78,10 +97,39 @@ def per_dim(v: IntLike | Iterable[IntLike] | None, d: int, default: int = 1) -> 
 
 
 def shape(t: Tensor) -> list[int]:
-    """The static shape of a composed tensor (raises Unsupported for a dynamic extent)."""
-    if t.shape is None or any(d is None for d in t.shape):
-        raise Unsupported(f"tensor '{t.name}' has a dynamic shape {_dims(t.shape)} that this mapping needs static")
-    return [int(d) for d in t.shape]
+    """The shape of a composed tensor: a dynamic extent named by the graph's inputs (`h`, `h * w`) as a SymInt
+    of its expression (see the module docstring); Unsupported for one without an expression (an extent only the
+    data gives, or an `if` whose branches differ)."""
+    if t.shape is None:
+        raise Unsupported(f"tensor '{t.name}' has no known rank")
+    if not any(d is None for d in t.shape):
+        return [int(d) for d in t.shape]
+    from skriptnd.semantics.symbolic import SymInt, symbol  # lazy: sympy, only for dynamic extents
+
+    symbolic = list(t.symbolic or (None,) * len(t.shape))
+    for k, (d, e) in enumerate(zip(t.shape, symbolic, strict=True)):
+        if d is None and e is None:
+            if t.kind != "input":
+                raise Unsupported(f"tensor '{t.name}' has a dynamic shape {_dims(t.shape)} that this mapping needs "
+                                  "static")
+            symbolic[k] = symbol(f"{t.name}_{k}")  # an unnamed input extent (`~|8`), as compose.frame names it
+
+    bounds = t.bounds or (None,) * len(t.shape)
+    return [int(d) if d is not None else SymInt(b if b is not None else 1, e)
+            for d, e, b in zip(t.shape, symbolic, bounds, strict=True)]
+
+
+def concrete(value: Any, what: str) -> Any:
+    """``value`` (a number, or nested lists/tuples of them) when it holds no dynamic extent; Unsupported
+    naming the extent otherwise: it would be written into the model as its sample value."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list | tuple):
+            stack.extend(v)
+        elif is_symbolic(v):
+            raise Unsupported(f"{what} depends on the dynamic extent '{v}', which ONNX would get as a constant")
+    return value
 
 
 def _dims(dims: Sequence[int | None]) -> str:
@@ -144,12 +192,15 @@ class Context:
         """An initializer holding ``value`` (converted to ``dtype`` unless it is already an array of it)."""
         from onnx import numpy_helper
 
+        if not isinstance(value, np.ndarray):
+            concrete(value, f"constant '{hint}'")
         a = value if isinstance(value, np.ndarray) and dtype is None else np.asarray(value, dtype)
         name = self.fresh(hint)
         self.initializers.append(numpy_helper.from_array(np.array(a, order="C"), name))  # keeps 0-d arrays 0-d
         return name
 
     def i64(self, values: Sequence[int] | int, hint: str = "shape") -> str:
+        concrete(values, f"constant '{hint}'")
         return self.const(np.asarray(values, np.int64), np.int64, hint)
 
     def value(self, t: Tensor) -> str:
@@ -179,7 +230,7 @@ class Context:
         from onnx import helper
 
         outs = [self.fresh(f"{self.label or op_type}:{op_type}") for _ in range(outputs)]
-        attrs = {k: v for k, v in attrs.items() if v is not None}
+        attrs = {k: concrete(v, f"{op_type} attribute '{k}'") for k, v in attrs.items() if v is not None}
         ins = list(inputs)
         while ins and ins[-1] is None:
             ins.pop()

@@ -24,6 +24,7 @@ from skriptnd.interop.onnx_export.core import (
     ints,
     inverse,
     norm_axes,
+    product,
     shape,
 )
 
@@ -90,7 +91,7 @@ def _resize_axes(ctx: Context, x: str, s: list[int], axes: list[int], o: list[in
     layout optimizer otherwise turns Transpose + Resize into an NHWC Resize, which it refuses for cubic
     downscaling; when the other axes are all 1 no Transpose is needed at all."""
     others = [a for a in range(len(s)) if a not in axes]
-    p = int(np.prod([s[a] for a in others], dtype=np.int64))
+    p = product(s[a] for a in others)
     pad = [1] * (2 - len(axes))
     inner, outer = [s[a] for a in axes], [o[a] for a in axes]
     out_shape = [o[a] if a in axes else s[a] for a in range(len(s))]

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from skriptnd.compose.extents import is_symbolic
 from skriptnd.compose.ir import Operation
 from skriptnd.interop.onnx_export.core import (
     NUMPY,
@@ -22,8 +23,19 @@ from skriptnd.interop.onnx_export.core import (
 
 @converter("layout.reshape", "layout.flatten", "layout.unflatten", "layout.squeeze", "layout.unsqueeze", onnx="Reshape to the static output shape")
 def reshape(ctx: Context, op: Operation) -> Results:
-    """Every reshaping operator is a Reshape to the (static) output shape."""
-    return [ctx.reshape(ctx.value(op.inputs[0]), shape(op.outputs[0]))]
+    """Every reshaping operator is a Reshape to the output shape; with dynamic extents (issue 25), an extent
+    that is the input's at the same position is 0 (ONNX copies it) and one other may be -1 (ONNX infers it:
+    the output's size is the input's at every size)."""
+    out = shape(op.outputs[0])
+    if any(is_symbolic(d) for d in out):
+        have = shape(op.inputs[0])
+        dims = [0 if k < len(have) and is_symbolic(have[k]) and d.expr == have[k].expr else -1  # type: ignore[attr-defined]
+                if is_symbolic(d) else d for k, d in enumerate(out)]
+        if dims.count(-1) > 1 or 0 in [d for d in out if not is_symbolic(d)]:
+            raise Unsupported(f"the target shape [{', '.join(map(str, out))}] has more than one dynamic extent "
+                              "that ONNX's Reshape cannot copy from the input")
+        out = dims
+    return [ctx.reshape(ctx.value(op.inputs[0]), out)]
 
 
 @converter("layout.transpose", onnx="Transpose")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from skriptnd.compose.ir import Operation
 from skriptnd.interop.onnx_export.core import (
     Context,
@@ -16,6 +14,7 @@ from skriptnd.interop.onnx_export.core import (
     aligned,
     converter,
     norm_axes,
+    product,
     shape,
 )
 
@@ -269,11 +268,11 @@ def arg_nd(ctx: Context, op: Operation) -> Results:
     kept = [a for a in range(len(s)) if a not in axes]
     x = ctx.transpose(ctx.value(op.inputs[0]), kept + axes)
     sizes = [s[a] for a in axes]
-    x = ctx.reshape(x, [s[a] for a in kept] + [int(np.prod(sizes, dtype=np.int64))])
+    x = ctx.reshape(x, [s[a] for a in kept] + [product(sizes)])
     flat = ctx.node("ArgMax" if op.op == "math.argmax_nd" else "ArgMin", [x], axis=len(kept), keepdims=1)
     parts = []
     for j in range(len(axes)):
-        stride = int(np.prod(sizes[j + 1:], dtype=np.int64))
+        stride = product(sizes[j + 1:])
         q = ctx.node("Div", [flat, ctx.i64(stride)]) if stride != 1 else flat
         parts.append(ctx.node("Mod", [q, ctx.i64(sizes[j])]) if j > 0 else q)
     y = ctx.node("Concat", parts, axis=-1) if len(parts) > 1 else parts[0]

@@ -18,6 +18,7 @@ from skriptnd.interop.onnx_export.core import (
     inverse,
     norm_axes,
     per_dim,
+    product,
     shape,
 )
 from skriptnd.tosa.legalize.tensor import pool_geometry
@@ -118,7 +119,10 @@ def deconv(ctx: Context, op: Operation) -> Results:
 def _pool_geometry(op: Operation) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
     """The window of a pooling operation (skriptnd.tosa.legalize's reading of the same attributes);
     a dynamic input or output extent is Unsupported here."""
-    shape(op.inputs[0]), shape(op.outputs[0])
+    for t in (op.inputs[0], op.outputs[0]):
+        if t.dynamic:
+            raise Unsupported(f"tensor '{t.name}' has a dynamic extent ({', '.join(map(str, shape(t)))}); the "
+                              "pooling window's padding is computed for static sizes")
     return pool_geometry(op)
 
 
@@ -136,7 +140,7 @@ def _pool(ctx: Context, op: Operation, op_type: str, fill: float | None = None, 
     else:
         perm = others + axes
         x = ctx.transpose(x, perm)
-        lead = [int(np.prod([s[a] for a in others[:-1]], dtype=np.int64)), s[others[-1]] if others else 1]
+        lead = [product(s[a] for a in others[:-1]), s[others[-1]] if others else 1]
         x = ctx.reshape(x, lead + [s[a] for a in axes])
     fd = [(kk - 1) * dl + 1 for kk, dl in zip(size, dilation, strict=True)]
     x, pads = _crop_and_pads(ctx, x, [s[a] for a in axes], list(range(2, 2 + len(axes))), offset, fd, stride, outs)

@@ -7,11 +7,14 @@ ONNX without a converter of their own; the direct converters exist where ONNX ha
 
 from __future__ import annotations
 
+from typing import Any
+
 from skriptnd.compose.extents import symbolic_attribs
-from skriptnd.compose.ir import Operation
+from skriptnd.compose.ir import Operation, flat_tensors
 from skriptnd.compose.stdlib import expand, stdlib_kinds
 from skriptnd.interop.onnx_export.control import convert_if, convert_loop
 from skriptnd.interop.onnx_export.core import CONVERTERS, Context, Results, Unsupported
+from skriptnd.semantics.values import Pack, recording
 
 
 def is_composite(op: Operation) -> bool:
@@ -50,14 +53,22 @@ def convert(ctx: Context, op: Operation, depth: int = 0) -> None:
     if op.subgraphs:
         raise ControlFlowUnsupported(f"'{op.op}' with subgraphs")
     if symbolic_attribs(op.attribs):  # its value at the sample (the bound) would be written: refused
-        raise Unsupported("an attribute is given by a dynamic extent (known only when the graph runs)")
+        name = next(k for k, v in op.attribs.items() if symbolic_attribs({k: v}))
+        value = op.attribs[name]
+        shown = f"[{', '.join(map(str, value))}]" if isinstance(value, Pack | list | tuple) else str(value)
+        raise Unsupported(f"attribute '{name}' is given by a dynamic extent ({name}={shown}), known only when "
+                          "the graph runs")
     fn = CONVERTERS.get(op.op)
     reason = None
     if fn is not None:
         mark = ctx.mark()
         saved_label, ctx.label = ctx.label, op.label or op.op
         try:
-            bind_outputs(ctx, op, fn(ctx, op))
+            with recording() as guards:  # decisions on a dynamic extent's sample value (see core's docstring)
+                results = _dynamic_safe(fn, ctx, op)
+            if guards:
+                raise Unsupported(_decided(guards))
+            bind_outputs(ctx, op, results)
             return
         except Unsupported as e:
             ctx.restore(mark)
@@ -98,3 +109,21 @@ def _through_components(ctx: Context, op: Operation, depth: int, reason: str | N
         why = f"component {comp.op}: {e}" if "comp" in locals() else str(e)
         raise Unsupported(f"{reason}; through its components: {why}" if reason else why) from None
     bind_outputs(ctx, op, results)
+
+
+def _decided(guards: list[Any]) -> str:
+    """Why a mapping that decided on dynamic extents is refused: it holds for the sample sizes only."""
+    names = sorted({str(sym) for g in guards for sym in getattr(g, "free_symbols", ())})
+    listed = ", ".join(f"'{n}'" for n in names) or "a dynamic extent"
+    return f"the mapping depends on the size of {listed} (it holds only where {guards[0]})"
+
+
+def _dynamic_safe(fn: Any, ctx: Context, op: Operation) -> Results:
+    """The converter's results; one that fails on a dynamic extent (a helper that takes static sizes) is
+    Unsupported, located at the operation, rather than a traceback."""
+    try:
+        return fn(ctx, op)
+    except (TypeError, ValueError, OverflowError) as e:
+        if not any(t.dynamic for t in flat_tensors(op.inputs + op.outputs)):
+            raise
+        raise Unsupported(f"its ONNX mapping needs static extents, and it reads a dynamic one ({e})") from None

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skriptnd.compose.extents import extent_symbols
 from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, register_codes
 from skriptnd.source import Span
@@ -62,8 +63,11 @@ def check_exportable(graph: Graph) -> list[Diagnostic]:
     recurrent = RecurrentLegalizer()  # knows the static length of a legalized nn.lstm's Y
     for op in graph.operations:
         recurrent(op)
-    diags = []
+    diags = [_dynamic_input(t) for t in graph.inputs if t.dynamic]
+    dynamic = bool(diags)  # then what reads the input is dynamic too: not reported once more per operation
     for t in list(graph.inputs) + list(graph.outputs):
+        if dynamic and t.dynamic and t.dtype in ("real", "bool"):
+            continue
         if t.dtype not in ("real", "bool") or recurrent.shape(t) is None:
             diags.append(_fail(f"graph {'input' if t in graph.inputs else 'output'} '{t.name}' is "
                                f"{t.dtype}{list(t.shape)} (only static real/bool tensors map to TOSA)", _span(t)))
@@ -71,9 +75,30 @@ def check_exportable(graph: Graph) -> list[Diagnostic]:
         diags.append(_fail(f"the graph updates variable '{name}' (stateful graphs cannot be exported)",
                            _span(graph.tensor(name))))
     for op, ok, reason in coverage(graph):
-        if not ok:
+        if not ok and not (dynamic and reason.startswith(("dynamic shape", "an attribute given by a dynamic"))):
             diags.append(_fail(f"operation '{op.op}' ({op.label}) is not legalized to TOSA: {reason}", _span(op)))
     return diags
+
+
+def _dynamic_input(t: Tensor) -> Diagnostic:
+    """E0750 at a graph input with dynamic extents (issue 25, item 5): the TOSA MLIR is written with static
+    shapes (the operations are legalized for static shapes: transposes, reshape targets, paddings and
+    constants are computed from them; TOSA 1.0's `?` dimensions are not written), so the fix is to give the
+    extents sizes."""
+    names = [str(sym) for _, sym in extent_symbols(t)]
+    bounds = t.bounds or (None,) * t.rank
+    sizes = {str(sym): bounds[k] for k, sym in extent_symbols(t)}
+    fixed = ", ".join(str(bounds[k]) if d is None and bounds[k] is not None else "?" if d is None else str(d)
+                      for k, d in enumerate(t.shape))
+    listed = ", ".join(f"'{n}'" for n in names) or "dynamic extents"
+    attribs = " ".join(f"--attrib {n}={sizes[n] if sizes.get(n) is not None else 'VALUE'}" for n in names)
+    return Diagnostic(
+        code="E0750", message=f"graph input '{t.name}' ({t.declared or t.dtype}) has the dynamic extent"
+        f"{'s' if len(names) != 1 else ''} {listed}; TOSA MLIR is exported with static shapes",
+        span=_span(t) or Span("<graph>", 1, 1, 1, 1),
+        hint=f"give the sizes: declare it with fixed extents (`{t.dtype}[{fixed}]`), or make "
+             f"{'them graph attributes' if len(names) != 1 else 'it a graph attribute'} (`@attrib`) and export "
+             f"with {attribs}; the numpy and iree backends run it at any size")
 
 
 def to_mlir(graph: Graph, variables: dict[str, np.ndarray] | None = None, *, inline_constants: bool = False) -> str:
