@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import skriptnd
 from skriptnd.backends import prepare, tosa_programs
@@ -180,3 +182,41 @@ graph G {
         np.testing.assert_allclose(out["y"], np.concatenate(groups, axis=1) + (1 if c else -1), rtol=1e-4, atol=1e-4)
     plan = prepare(graph, "iree").plan
     assert any("not bound to static shapes" in line for line in plan)
+
+
+PROPERTY = r"""import nn;
+import math;
+import layout;
+graph P {
+    @input { x: real[n|4, 2, h|9, w|9]; f: real[3, 2, 3, 3]; }
+    @output { y: real[n, 3, h, w]; flat: real[n, 2 * h * w]; top: real[n, 2, h \ 2, w]; }
+    @compose {
+        c = nn.conv{padding=[1, 1, 1, 1]}(x, f);
+        y = nn.relu(c);
+        flat = layout.reshape{shape=[n, -1]}(x);
+        [top, bottom] = layout.split{axis=2, sizes=[h \ 2, h / 2]}(x);
+    }
+}
+"""
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shapes=st.lists(st.tuples(st.integers(1, 4), st.integers(1, 9), st.integers(1, 9)), min_size=1, max_size=3),
+       seed=st.integers(0, 2**16))
+def test_any_shapes_within_the_bounds_in_any_order(tmp_path_factory: pytest.TempPathFactory,
+                                                    shapes: list[tuple[int, int, int]], seed: int) -> None:
+    """Runs at shapes drawn within the bounds, repeated or not, in any order, on one composition and one
+    runner: each result is the numpy computation of that run's input (a plan kept for one shape is never
+    used for another)."""
+    folder = tmp_path_factory.mktemp("p")
+    (folder / "main.sknd").write_text(PROPERTY)
+    graph = skriptnd.load(folder).compose()
+    rng = np.random.default_rng(seed)
+    f = rng.standard_normal((3, 2, 3, 3), np.float32)
+    for n, h, w in shapes + shapes[::-1]:
+        x = rng.standard_normal((n, 2, h, w), np.float32)
+        out = skriptnd.run(graph, {"x": x, "f": f})
+        np.testing.assert_allclose(out["y"], np.maximum(_conv_same(x, f), 0), rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(out["flat"], x.reshape(n, -1))
+        np.testing.assert_array_equal(out["top"], x[:, :, :-(-h // 2)])
+    assert prepare(graph).shaped.prepared == len(set(shapes))

@@ -11,7 +11,7 @@ import numpy as np
 
 from skriptnd import parallel
 from skriptnd.backends.base import Progress, Runner
-from skriptnd.backends.per_shape import PerShape
+from skriptnd.backends.per_shape import LIMIT, PerShape
 from skriptnd.compose.ir import Graph
 from skriptnd.execute import Executor
 from skriptnd.execute.executor import Kernel
@@ -19,17 +19,20 @@ from skriptnd.execute.executor import Kernel
 
 class ExecutorRunner(Runner):
     """``threads``: the numpy kernels' worker threads (skriptnd.parallel) and OpenBLAS's limit while a run
-    lasts (None: the CPUs the process may use, OpenBLAS as it is)."""
+    lasts (None: the CPUs the process may use, OpenBLAS as it is); ``per_shape``: a graph with dynamic extents
+    is bound to each run's input shapes (False: a backend that does so itself, as iree does)."""
 
     def __init__(self, graph: Graph, kernels: Mapping[str, Kernel], optimize: bool, plan: list[str],
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, per_shape: bool = True) -> None:
         variables = ({t.name: graph.variable_source(t) for t in graph.variables}
                      if graph.variable_source else {})
         self.executor = Executor(graph, variables, kernels=kernels, optimize=optimize)
         self.shaped: PerShape[Executor] | None = None
-        if any(t.dynamic for t in graph.inputs):
+        if per_shape and any(t.dynamic for t in graph.inputs):
             self.shaped = PerShape(graph, self.executor, lambda bound: Executor(bound, variables, kernels=kernels,
                                                                                  optimize=optimize))
+            plan = [*plan, f"{graph.name}: dynamic extents: bound to each distinct input shapes on their first run "
+                    f"and planned for them (at most {LIMIT} kept); as composed where it cannot be bound"]
         self.operations = len(graph.operations)
         self.plan = plan
         self.threads = threads

@@ -604,7 +604,7 @@ class IreeGraphRunner(Runner):
         if load:
             open_device(options, graph)  # before compiling: no device, no minutes of compiling for nothing
         self.kernels = IreeKernels(options, graph.name, load)
-        self._runner = ExecutorRunner(graph, self.kernels, True, [])  # type: ignore[arg-type]
+        self._runner = ExecutorRunner(graph, self.kernels, True, [], per_shape=False)  # type: ignore[arg-type]
         self._runner.executor.prepare()
         total = len(graph.operations)
         k = self.kernels
