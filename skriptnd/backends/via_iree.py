@@ -23,12 +23,13 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import iree_devices
+from skriptnd.backends import iree_devices, iree_dynamic
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
 from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.integer_graph import with_kernels_hint
@@ -52,6 +53,7 @@ from skriptnd.compose.ir import Graph, Operation, Tensor
 from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.execute.executor import KERNELS, Executor, Kernel
+from skriptnd.execute.specialise import specialise
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN
 from skriptnd.tosa.integer import lower as quantized
@@ -629,25 +631,28 @@ class IreeGraphRunner(Runner):
 
 
 class DynamicIreeRunner(Runner):
-    """A float graph with dynamic extents (`x: real[n|8, 3, h|64, w|64]`): compiled for each distinct input
-    shapes on the first run at them, as the graph bound to those shapes (skriptnd.backends.per_shape; the
-    modules are cached on disk like any other, at most per_shape.LIMIT runners kept in memory). IREE's own
-    dynamic dimensions (`tensor<?x3x?x?xf32>`) are not used: skriptnd's TOSA programs are built from
-    operations legalized for static shapes (skriptnd.tosa.legalize computes transposes, reshape targets,
-    paddings and constants from them), so one module for all shapes would need legalization on symbolic
-    shapes first. A graph that cannot be bound to static shapes (control flow, extents only the data gives)
-    runs as composed, split: what legalizes statically compiled, the rest on numpy."""
+    """A float graph with dynamic extents (`x: real[n|8, 3, h|64, w|64]`). On its first run: one module for
+    every shape where the TOSA allows (IREE's dynamic dimensions, `tensor<?x3x64x64xf32>`; found by comparing
+    the programs of three bindings of the graph, skriptnd.backends.iree_dynamic, and checked against numpy at
+    those three shapes). Otherwise one module per distinct input shapes, compiled on their first run, as the
+    graph bound to them (skriptnd.backends.per_shape; cached on disk like any other, at most per_shape.LIMIT
+    runners kept in memory); the plan says which and why. A graph that cannot be bound to static shapes (control
+    flow, extents only the data gives) runs as composed, split: what legalizes statically compiled, the rest on
+    numpy."""
 
     def __init__(self, graph: Graph, options: Options) -> None:
         open_device(options, graph)
         self.graph, self.options = graph, options
-        self.shaped: PerShape[IreeGraphRunner] = PerShape(graph, Executor(graph, {}, kernels=KERNELS),
-                                                          self._compile)
+        self.checker = Executor(graph, {}, kernels=KERNELS)
+        self.shaped: PerShape[IreeGraphRunner] = PerShape(graph, self.checker, self._compile)
         self._composed: IreeGraphRunner | None = None
+        #: the module for every shape (None: not tried yet, False: not possible, see the plan)
+        self.dynamic: IreeModule | bool | None = None
+        self._seen: set[tuple[Any, ...]] = set()
         names = sorted({str(sym) for t in graph.inputs for _, sym in extent_symbols(t)})
-        self.plan = [f"{graph.name}: dynamic extents ({', '.join(names)}): compiled by IREE for each distinct input "
-                     f"shapes on their first run ({_target_name(options)}); one module for all shapes is not "
-                     "built (the TOSA programs are legalized for static shapes)"]
+        self.plan = [f"{graph.name}: dynamic extents ({', '.join(names)}): one IREE module for all shapes where the "
+                     f"TOSA program is the same at every size, else one per distinct input shapes, compiled on "
+                     f"their first run ({_target_name(options)})"]
 
     def _compile(self, bound: Graph) -> IreeGraphRunner:
         runner = IreeGraphRunner(bound, self.options)
@@ -656,7 +661,77 @@ class DynamicIreeRunner(Runner):
         self.plan.append(f"for {shapes}: {runner.plan[0]}")
         return runner
 
+    def _bound(self, shapes: dict[str, tuple[int, ...]]) -> Graph | None:
+        """The graph bound to ``shapes`` after the checks a run's inputs get (E0711, the asserts)."""
+        fake = {t.name: np.broadcast_to(np.zeros((), _GRAPH_DTYPES.get(t.dtype, np.float32)), shapes[t.name])
+                for t in self.graph.inputs}
+        self.checker.check_inputs(fake)
+        return specialise(self.graph, shapes, self.checker.extents)
+
+    def _try_dynamic(self, inputs: Mapping[str, Any]) -> IreeModule | bool:
+        """The module for every shape, or False with the plan saying why not (see iree_dynamic)."""
+        def no(why: str) -> bool:
+            self.plan.append(f"one module for all shapes: no, {why}: one per distinct input shapes")
+            return False
+
+        graph = self.graph
+        if any(t.dtype != "real" for t in graph.inputs + graph.outputs):
+            return no("an input or output is not real")
+        shapes = {t.name: tuple(np.shape(inputs[t.name])) for t in graph.inputs}
+        extents = dict(self.checker.extents)
+        bounds = {sym: (t.bounds or (None,) * t.rank)[k] for t in graph.inputs for k, sym in extent_symbols(t)}
+        samples = [shapes]
+        for step in (1, 2):
+            other = iree_dynamic.perturbed(extents, bounds, step)
+            if other is None:
+                return no("an extent has no other sizes to compare with (bound 1)")
+            samples.append({t.name: tuple(other.get(sym, d) for d, sym in _extent_dims(t, shapes[t.name]))
+                            for t in graph.inputs})
+        variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
+        try:
+            bound = [self._bound(s) for s in samples]
+            if any(b is None for b in bound):
+                return no("the graph cannot be bound to static shapes")
+            texts = [export.to_mlir(b, variables) for b in bound if b is not None]
+        except DiagnosticError as err:
+            return no(f"not every operation legalizes for the sizes compared ({err.diagnostics[0].message[:120]})")
+        finally:
+            self.checker.check_inputs(inputs)  # this run's extents again
+        merged = iree_dynamic.merge(texts[0], texts[1])
+        if merged is None or merged != iree_dynamic.merge(texts[0], texts[2]):
+            return no("the TOSA program changes with the sizes beyond its tensor types and reshape targets (a "
+                      "constant, a padding or a window follows an extent)")
+        try:
+            module = IreeModule(merged, self.options, f"{graph.name} (dynamic shapes)", True, None)
+        except DiagnosticError as err:
+            return no(f"IREE does not compile its dynamic form ({err.diagnostics[0].message[:160]})")
+        sizes = []
+        for s, b in zip(samples, bound, strict=True):
+            assert b is not None
+            seeded = seeded_inputs([replace(t, shape=s[t.name], bounds=None) for t in graph.inputs])
+            expected = Executor(b, variables, kernels=TosaKernels(KERNELS)).run(seeded)
+            got = module([np.ascontiguousarray(seeded[t.name], np.float32) for t in graph.inputs])
+            if self.options.verify and not iree_dynamic.agrees(got, [expected[graph.output_name(i)]
+                                                                     for i in range(len(graph.outputs))]):
+                return no(f"its module disagrees with numpy at {s}")
+            sizes.append(", ".join(f"{t.name}{list(s[t.name])}" for t in graph.inputs if t.dynamic))
+        checked = f"checked against numpy at {'; '.join(sizes)}" if self.options.verify else "not checked (--no-verify)"
+        self.plan.append(f"one module for all shapes (IREE dynamic dimensions), {checked}; {module.describe()}")
+        return module
+
     def run(self, inputs: Mapping[str, Any], progress: Progress | None = None) -> dict[str, Any]:
+        key = tuple(np.shape(inputs[t.name]) if t.name in inputs else None for t in self.graph.inputs)
+        if self.dynamic is None and None not in key:
+            self.checker.check_inputs(inputs)
+            self._seen.add(key)
+            self.dynamic = self._try_dynamic(inputs)
+        if isinstance(self.dynamic, IreeModule):
+            if key not in self._seen:  # a new shape: its inputs checked (E0711, asserts) once
+                self.checker.check_inputs(inputs)
+                self._seen.add(key)
+            arrays = [np.ascontiguousarray(inputs[t.name], np.float32) for t in self.graph.inputs]
+            results = self.dynamic(arrays)
+            return {self.graph.output_name(i): r for i, r in enumerate(results)}
         runner = self.shaped.get(inputs)
         if runner is None:  # not bound to static shapes: the composed graph, split
             if self._composed is None:
@@ -665,6 +740,12 @@ class DynamicIreeRunner(Runner):
                                   "graph, split", *self._composed.plan])
             runner = self._composed
         return runner.run(inputs, progress)
+
+
+def _extent_dims(t: Tensor, shape: tuple[int, ...]) -> list[tuple[int, Any]]:
+    """(this run's extent, its symbol or None) for each dimension of input ``t``."""
+    symbols = dict(extent_symbols(t))
+    return [(d, symbols.get(k)) for k, d in enumerate(shape)]
 
 
 @register
