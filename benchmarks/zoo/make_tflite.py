@@ -2,6 +2,7 @@
 
     python benchmarks/zoo/make_tflite.py --ci          # the small CI models into tests/data/tflite/
     python benchmarks/zoo/make_tflite.py [--out DIR] [--only NAME ...]   # the big ones (default cache folder)
+    python benchmarks/zoo/make_tflite.py [--ci] --dynamic-range   # only the *_dr8 variants of the models made
 
 Run it in an environment with torch, torchvision, litert-torch and ai-edge-quantizer (not skriptnd's: CI never runs it, it reads
 the files this writes). Nothing is downloaded: every model has seeded random weights, and the batch-norm
@@ -224,19 +225,46 @@ def weight_only(name: str, out: Path) -> None:
     print(f"{name}_wo8: {(out / f'{name}_wo8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
+#: models also written dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, which quantize the
+#: float input on the fly: ai-edge-quantizer's dynamic_wi8_afp32 recipe), as NAME_dr8.tflite
+DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "mobilenet_v2", "resnet18"}
+
+
+def dynamic_range(name: str, out: Path) -> None:
+    import shutil
+
+    from ai_edge_quantizer import quantizer, recipe
+
+    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
+    q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
+    tmp = out / f".{name}_dr8.tflite.tmp"
+    q.quantize().export_model(str(tmp), overwrite=True)
+    os.replace(tmp, out / f"{name}_dr8.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_dr8.inputs.npz")
+    print(f"{name}_dr8: {(out / f'{name}_dr8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ci", action="store_true", help="the small models into tests/data/tflite")
     parser.add_argument("--out", type=Path, default=CACHE)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--dynamic-range", action="store_true", help="only the dynamic-range variants, from the "
+                        "float models already written")
     a = parser.parse_args(argv)
     models, out = (CI, ROOT / "tests" / "data" / "tflite") if a.ci else (BIG, a.out)
     for name, make in models.items():
         if a.only and name not in a.only:
             continue
+        if a.dynamic_range:
+            if name in DYNAMIC_RANGE:
+                dynamic_range(name, out)
+            continue
         build(name, make, out)
         if name in WEIGHT_ONLY:
             weight_only(name, out)
+        if name in DYNAMIC_RANGE:
+            dynamic_range(name, out)
     return 0
 
 

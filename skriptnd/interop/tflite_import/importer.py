@@ -28,6 +28,8 @@ from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_mo
 from skriptnd.source import Span
 from skriptnd.untrusted import UnsafeFile, open_regular, read_regular
 
+#: operators with LiteRT hybrid kernels (int8 weights, float input and output)
+HYBRID = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"}
 #: The largest .tflite file read (FlatBuffers address 2 GiB; data after the FlatBuffer can take more).
 MAX_FILE = 16 << 30
 
@@ -52,8 +54,11 @@ def is_tflite(path: Path) -> bool:
 
 
 def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bool = False,
-                  progress: Callable[[str], None] | None = None) -> ImportResult:
+                  progress: Callable[[str], None] | None = None, reference_kernels: bool = False) -> ImportResult:
     """Import a TFLite model (a path, or the file's bytes) into the model folder `out_dir`.
+
+    Dynamic-range (hybrid) operators compute as LiteRT's default kernels do, or as its reference kernels
+    (`reference_kernels`, the interpreter's BUILTIN_REF resolver): the two quantize some inputs differently.
 
     Raises skriptnd.diagnostics.DiagnosticError (nothing written) when the model cannot be imported."""
     say = progress or (lambda _step: None)
@@ -62,7 +67,7 @@ def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bo
     try:
         data = src if isinstance(src, bytes) else _read(src, source)
         model = read(data)
-        folder, renamed = convert(model, source, say)
+        folder, renamed = convert(model, source, say, reference_kernels)
     except ImportProblem as problem:
         raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     say("writing the model folder and checking it (load, compose)")
@@ -126,7 +131,8 @@ def _walk(ctx: Context, op: Operator) -> None:
 
 def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
     """Quantized integer tensors are refused (int8 models), except constants only DEQUANTIZE reads (weight-only
-    quantization: their float values are folded at import)."""
+    quantization: their float values are folded at import) or only the hybrid kernels read (dynamic-range
+    quantization: their converters check that the input is float, see ops/_hybrid.py)."""
     readers: dict[int, set[str]] = defaultdict(set)
     for op in subgraph.operators:
         for i in op.inputs:
@@ -134,7 +140,7 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
 
     def weight_only(t: Tensor) -> bool:
         constant = 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer][1] > 0
-        return constant and readers[t.index] <= {"DEQUANTIZE"}
+        return constant and (readers[t.index] <= {"DEQUANTIZE"} or readers[t.index] <= HYBRID)
 
     quantized = [t.name for t in subgraph.tensors if t.quantization is not None and t.type not in (0, 1, 10)
                  and not weight_only(t)]
@@ -144,8 +150,8 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
                             "weight-only quantized ones) so far", hint="import the float model that was quantized")
 
 
-def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None) \
-        -> tuple[ModelFolder, dict[str, str]]:
+def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None,
+            reference_kernels: bool = False) -> tuple[ModelFolder, dict[str, str]]:
     sig = main_signature(model)
     subgraph = model.subgraphs[sig.subgraph if sig else 0]
     missing = unsupported_in(model, subgraph)
@@ -153,7 +159,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         raise ImportProblem("E0862", unsupported_message(missing, "operator"), hint="docs/import-tflite.md lists the supported "
                             "operators")
     _refuse_quantized(model, subgraph)
-    ctx = Context(model, subgraph)
+    ctx = Context(model, subgraph, reference_kernels=reference_kernels)
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
         inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
