@@ -89,6 +89,8 @@ class Context:
     #: dynamic-range operators quantize their input as LiteRT's reference kernels (BUILTIN_REF) do, not as its
     #: default optimized ones (ops/_hybrid.py)
     reference_kernels: bool = False
+    #: axis 0 is a dynamic batch (dynamic.py): converters write -1 rather than the file's extent where they reshape
+    dynamic: bool = False
     _label_used: bool = False
     _consts: dict[int, np.ndarray | None] = field(default_factory=dict)  # constants (buffers, and folded values)
     _named: dict[int, str] = field(default_factory=dict)

@@ -43,9 +43,20 @@ def render() -> str:
              "models over 2 GB and the quantizer writes large ones); every subgraph, signature def and operator "
              "version is read. Operators with bodies: a STABLEHLO_COMPOSITE's decomposition subgraph is converted in "
              "place (its inputs bound to the operator's), a STABLEHLO_REDUCE_WINDOW's body is recognised (one "
-             "MAXIMUM or ADD: a max or sum pool); WHILE, IF and CALL_ONCE are not supported. Shapes are the "
-             "file's static shapes: a dynamic dimension (`-1` in `shape_signature`) is imported at the extent the "
-             "file gives.",
+             "MAXIMUM or ADD: a max or sum pool); WHILE, IF and CALL_ONCE are not supported.",
+             "",
+             "### Dynamic batch",
+             "",
+             "A `-1` at axis 0 of an input's `shape_signature` (what LiteRT's converter writes for a batch exported "
+             "as dynamic) becomes the graph attribute `batch` (default: the extent the file allocates), as the ONNX "
+             "importer does for a `dim_param`: `skriptnd.load(out).compose(attribs={'batch': 4})` runs the model at "
+             "batch 4, as LiteRT after `resize_tensor_input`; the outputs are declared `real[~, ...]` and derived. "
+             "The file's other shapes are those of one batch (litert-torch even mixes two), so this is done only "
+             "where every operator provably keeps axis 0 an independent batch: element-wise operators, "
+             "convolutions, pools, resizes, FULLY_CONNECTED (its reshapes written with -1) and BATCH_MATMUL, "
+             "transposes that keep axis 0 first, reductions, concatenations, softmaxes and pads that leave it "
+             "alone. Any other model (a constant-shape RESHAPE, a SHAPE, a `-1` on another axis) is imported at "
+             "the file's extents, where another batch is refused rather than computed wrongly.",
              "",
              "### Layout",
              "",

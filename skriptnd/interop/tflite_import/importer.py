@@ -21,10 +21,11 @@ from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
+from skriptnd.interop.tflite_import.dynamic import BATCH, dynamic_batch
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
 from skriptnd.interop.tflite_import.registry import registry
-from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
+from skriptnd.interop.writer import Attrib, Expr, GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
 from skriptnd.untrusted import UnsafeFile, open_regular, read_regular
 
@@ -168,12 +169,16 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         if sorted(inputs) != sorted(subgraph.inputs) or sorted(outputs) != sorted(subgraph.outputs):
             raise ImportProblem("E0865", f"signature '{sig.key}' names other tensors than its subgraph's inputs "
                                 "and outputs")
-    input_decls = []
+    input_decls, attribs = [], []
+    ctx.dynamic = dynamic_batch(model, subgraph, inputs)  # else -1 dimensions at the extent the file gives
     for i in inputs:
         t = subgraph.tensors[i]
-        if t.signature is not None and any(d < 0 for d in t.signature):
-            pass  # a dynamic dimension (batch): imported at the extent the file gives, as LiteRT allocates it
-        input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), list(t.shape)))
+        shape: list[int | Expr] = list(t.shape)
+        if ctx.dynamic and t.signature is not None and t.signature[0] < 0:
+            if not attribs:
+                attribs.append(Attrib(ctx.names(BATCH), "int", t.shape[0]))
+            shape[0] = Expr(attribs[0].name)
+        input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), shape))
         ctx.bound[i] = input_decls[-1].name
     say(f"converting {len(subgraph.operators)} operators")
     ctx.walk = _walk
@@ -193,10 +198,10 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
             wanted = ctx.names.fresh(out_name or f"{t.name}_output")
         if name != wanted:  # an input or an alias given out
             ctx.emit("math.iden", [name], outputs=wanted, label=False)
-        output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
+        output_decls.append(TensorDecl(wanted, sknd_type(t), ["~"] * len(t.shape) if ctx.dynamic else list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
-    text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body,
+    text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=attribs,
                      constants=ctx.constants, variables=ctx.variables,
                      comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
                      f"{', signature ' + sig.key if sig else ''}) by sknd import.")

@@ -34,7 +34,9 @@ def _fully_connected(ctx: Context, op: Operator) -> None:
     arg = ctx.arg(x)
     rows = math.prod(xs) // ws[1]
     if list(xs) != [rows, ws[1]]:
-        arg = tmp(ctx, "layout.reshape", [arg], {"shape": [rows, ws[1]]})
+        arg = tmp(ctx, "layout.reshape", [arg], {"shape": [-1 if ctx.dynamic else rows, ws[1]]})
+    if ctx.dynamic and len(out) > 2:  # keep_num_dims: the leading axes back, the batch first (dynamic.py)
+        out = (-1, *out[1:])
     activation = ctx.option(0, 0, "b")
     hybrid = hybrid_weights(ctx, x, w)
     if hybrid is not None:  # dynamic-range: LiteRT's hybrid kernel, the input quantized per row
