@@ -19,7 +19,7 @@ END = "<!-- tflite-import:end -->"
 
 _FAMILY_TITLES = {"elementwise": "Element-wise arithmetic", "activation": "Activations and softmax",
                   "conv": "Convolution", "pool": "Pooling", "linalg": "Matrix products", "reduce": "Reductions",
-                  "shape": "Layout and shape", "image": "Image", "recurrent": "Recurrent",
+                  "shape": "Layout and shape", "image": "Image", "recurrent": "Recurrent", "control": "Control flow",
                   "misc": "Other"}
 
 
@@ -43,7 +43,9 @@ def render() -> str:
              "models over 2 GB and the quantizer writes large ones); every subgraph, signature def and operator "
              "version is read. Operators with bodies: a STABLEHLO_COMPOSITE's decomposition subgraph is converted in "
              "place (its inputs bound to the operator's), a STABLEHLO_REDUCE_WINDOW's body is recognised (one "
-             "MAXIMUM or ADD: a max or sum pool); WHILE, IF and CALL_ONCE are not supported.",
+             "MAXIMUM or ADD: a max or sum pool); WHILE and IF become SkriptND loops and conditionals whose blocks are "
+             "their subgraphs converted the same way (an IF on a constant condition: the taken branch, in place); "
+             "CALL_ONCE is not supported.",
              "",
              "### Dynamic batch",
              "",

@@ -104,7 +104,8 @@ def unsupported(subgraph: Subgraph) -> dict[str, list[str]]:
 
 
 def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
-    """`unsupported` of the subgraph and of the decompositions its STABLEHLO_COMPOSITE operators inline."""
+    """`unsupported` of the subgraph and of the bodies it converts (STABLEHLO_COMPOSITE decompositions, WHILE
+    and IF subgraphs)."""
     found: dict[str, list[str]] = defaultdict(list)
     seen, todo = {subgraph.index}, [subgraph]
     while todo:
@@ -112,10 +113,13 @@ def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
         for name, tensors in unsupported(sub).items():
             found[name] += tensors
         for op in sub.operators:
-            body = op.options2.int(1, -1) if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else -1
-            if 0 <= body < len(model.subgraphs) and body not in seen:
-                seen.add(body)
-                todo.append(model.subgraphs[body])
+            bodies = [op.options2.int(1, -1)] if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else []
+            if op.name in ("WHILE", "IF") and op.options is not None:  # condition and body, then and else
+                bodies = [op.options.int(0, -1), op.options.int(1, -1)]
+            for body in bodies:
+                if 0 <= body < len(model.subgraphs) and body not in seen:
+                    seen.add(body)
+                    todo.append(model.subgraphs[body])
     return dict(found)
 
 
@@ -202,7 +206,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
     text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=attribs,
-                     constants=ctx.constants, variables=ctx.variables,
+                     constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
                      comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
                      f"{', signature ' + sig.key if sig else ''}) by sknd import.")
     return ModelFolder(text, ctx.weights), renamed
