@@ -130,3 +130,13 @@ def test_int8_weights_with_an_int8_input_are_still_refused(tmp_path: Path) -> No
     with pytest.raises(DiagnosticError) as err:
         import_tflite(pack(model), tmp_path / "out")
     assert err.value.diagnostics[0].code == "E0864"
+
+
+def test_weights_with_a_zero_point_are_refused(tmp_path: Path) -> None:
+    """LiteRT's hybrid kernels read the codes as symmetric; a zero point would be ignored there, so it is refused
+    here rather than given another meaning."""
+    model = unpack(hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01], [3, 4], _options("FullyConnectedOptions")))
+    model.subgraphs[0].tensors[1].quantization.zeroPoint = [3]
+    with pytest.raises(DiagnosticError) as err:
+        import_tflite(pack(model), tmp_path / "out")
+    assert err.value.diagnostics[0].code == "E0864" and "zero point" in err.value.diagnostics[0].message

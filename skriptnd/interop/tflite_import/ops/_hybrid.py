@@ -37,7 +37,7 @@ INT8 = 9
 
 @dataclass
 class HybridWeights:
-    codes: np.ndarray  # the int8 codes minus their zero point, as float32 (integer-valued)
+    codes: np.ndarray  # the int8 codes (zero point 0), as float32 (integer-valued)
     scale: np.ndarray  # float32: one value (per tensor) or one per channel along `axis`
     axis: int
 
@@ -56,11 +56,10 @@ def hybrid_weights(ctx: Context, x: int, w: int) -> HybridWeights | None:
             0 <= q.axis < value.ndim and value.shape[q.axis] == len(q.scale))):
         raise ImportProblem("E0861", f"corrupt TFLite file: {len(q.scale)} scales along axis {q.axis} of tensor "
                             f"'{t.name}' of shape {list(value.shape)}")
-    shape = [1] * value.ndim
-    if len(q.scale) != 1:
-        shape[q.axis] = -1
-    codes = value.astype(np.int64) - q.zero_point.reshape(shape)
-    return HybridWeights(codes.astype(np.float32), q.scale.astype(np.float32), q.axis if len(q.scale) > 1 else -1)
+    if q.zero_point.any():  # LiteRT's hybrid kernels take the codes as symmetric: a zero point is not theirs
+        raise ImportProblem("E0864", f"{ctx.here}: int8 weights '{t.name}' with a non-zero zero point read by a "
+                            "float operator (LiteRT's hybrid kernels assume zero)")
+    return HybridWeights(value.astype(np.float32), q.scale.astype(np.float32), q.axis if len(q.scale) > 1 else -1)
 
 
 def asymmetric(ctx: Context, reference: bool) -> bool:
