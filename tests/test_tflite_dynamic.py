@@ -5,11 +5,13 @@ the file's extents instead, and another batch is refused rather than computed wr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_tflite_import import DATA, _options, one_op
+from test_tflite_import import DATA, ROOT, _options, one_op
 from tflite_oracle import pack, require_litert, unpack
 
 import skriptnd
@@ -93,3 +95,13 @@ def test_a_model_that_looks_into_the_batch_is_imported_static(case: str, tmp_pat
     with pytest.raises(DiagnosticError):
         graph = skriptnd.load(tmp_path / "m").compose()
         skriptnd.run(graph, {"in0": np.ones([3, *graph.inputs[0].shape[1:]], np.float32)})
+
+
+def test_the_cli_names_the_batch_attribute(tmp_path: Path) -> None:
+    path = DATA / "dynamic_cnn.tflite"
+    if not path.exists():
+        pytest.skip(f"{path} not made (python benchmarks/zoo/make_tflite.py --ci)")
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", "import", str(path), "-o", str(tmp_path / "m")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "graph attributes: batch" in proc.stdout + proc.stderr

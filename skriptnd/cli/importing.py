@@ -54,10 +54,10 @@ def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
 
 def _import_tflite(src: Path, out: Path, options: ImportOptions) -> Imported:
     if options.input_shapes or options.fold_constants:
-        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (TFLite shapes are "
-                                 "static)")
+        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (a TFLite model's "
+                                 "dynamic batch becomes the graph attribute 'batch')")
     result = import_tflite(src, out, progress=options.progress)
-    return result.path, result.renamed, [], []
+    return result.path, result.renamed, result.attribs, []
 
 
 def _is_nnef(path: Path) -> bool:

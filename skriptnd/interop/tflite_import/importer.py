@@ -39,6 +39,7 @@ MAX_FILE = 16 << 30
 class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
+    attribs: list[str] = field(default_factory=list)  # graph attributes made of dynamic dimensions (`batch`)
 
 
 def is_tflite(path: Path) -> bool:
@@ -73,7 +74,7 @@ def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bo
         raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed)
+    return ImportResult(path, renamed, [a.name for a in folder.graph.attribs])
 
 
 def _read(path: str | Path, source: str) -> bytes:
