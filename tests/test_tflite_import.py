@@ -74,7 +74,7 @@ def test_litert_converted_model_matches_the_interpreter(name: str, tmp_path: Pat
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0",
                                   "lstm_sequence", "transformer_encoder", "mobilenet_v2_wo8",
-                                  "mobilenet_v2_dr8", "resnet18_dr8"])
+                                  "mobilenet_v2_dr8", "resnet18_dr8", "lstm_sequence_dr8", "transformer_encoder_dr8"])
 def test_zoo_model_matches_the_interpreter(name: str, tmp_path: Path) -> None:
     """The big models (make_tflite.py without --ci writes them to the zoo cache; absent: skipped)."""
     path = ZOO / f"{name}.tflite"

@@ -251,7 +251,8 @@ def weight_only(name: str, out: Path) -> None:
 
 #: models also written dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, which quantize the
 #: float input on the fly: ai-edge-quantizer's dynamic_wi8_afp32 recipe), as NAME_dr8.tflite
-DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "dynamic_cnn", "mobilenet_v2", "resnet18"}
+DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "dynamic_cnn", "mobilenet_v2", "resnet18", "lstm_sequence",
+                 "transformer_encoder"}
 
 
 def dynamic_range(name: str, out: Path) -> None:
