@@ -6,6 +6,8 @@ reference kernel quantizes symmetrically, so each must match its own."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -140,3 +142,24 @@ def test_weights_with_a_zero_point_are_refused(tmp_path: Path) -> None:
     with pytest.raises(DiagnosticError) as err:
         import_tflite(pack(model), tmp_path / "out")
     assert err.value.diagnostics[0].code == "E0864" and "zero point" in err.value.diagnostics[0].message
+
+
+def test_the_cli_imports_for_the_reference_kernels_on_request(tmp_path: Path) -> None:
+    """`sknd import --reference-kernels` gives BUILTIN_REF's results; the option is a usage error for other
+    formats."""
+    data = hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01, 0.02, 0.015, 0.005], [3, 4],
+                        _options("FullyConnectedOptions"))
+    src = tmp_path / "fc.tflite"
+    src.write_bytes(data)
+    x = (np.random.default_rng(3).standard_normal([3, 5]) + 1.0).astype(np.float32)
+    for flag, resolver in (([], "AUTO"), (["--reference-kernels"], "BUILTIN_REF")):
+        out = tmp_path / f"m{len(flag)}"
+        proc = subprocess.run([sys.executable, "-m", "skriptnd", "import", str(src), "-o", str(out), *flag],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        got = next(iter(_run_imported(out, [x]).values()))
+        np.testing.assert_allclose(got, next(iter(run_litert(data, [x], resolver).values())), atol=1e-5)
+    (tmp_path / "g.nnef").write_text("version 1.0;\ngraph G( x ) -> ( y ) { x = external(shape = [1]); y = copy(x); }\n")
+    proc = subprocess.run([sys.executable, "-m", "skriptnd", "import", str(tmp_path / "g.nnef"), "-o",
+                           str(tmp_path / "n"), "--reference-kernels"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "TFLite models only" in proc.stdout + proc.stderr
