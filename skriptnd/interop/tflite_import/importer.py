@@ -22,6 +22,7 @@ from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
+from skriptnd.interop.tflite_import.quantized import entries, is_static
 from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
 from skriptnd.interop.tflite_import.registry import registry
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
@@ -152,8 +153,10 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     if missing:
         raise ImportProblem("E0862", unsupported_message(missing, "operator"), hint="docs/import-tflite.md lists the supported "
                             "operators")
-    _refuse_quantized(model, subgraph)
-    ctx = Context(model, subgraph)
+    static = is_static(model, subgraph)  # int8 activations: a @quantize graph (quantized.py)
+    if not static:
+        _refuse_quantized(model, subgraph)
+    ctx = Context(model, subgraph, static=static)
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
         inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
@@ -175,7 +178,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         ctx.op, ctx._label_used = op, False
         _walk(ctx, op)
     ctx.op = None
-    output_decls = []
+    output_decls, copies = [], {}
     for i in outputs:
         t = subgraph.tensors[i]
         folded = ctx.const(i) if i not in ctx.bound and i not in ctx.pending else None
@@ -187,11 +190,13 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
             wanted = ctx.names.fresh(out_name or f"{t.name}_output")
         if name != wanted:  # an input or an alias given out
             ctx.emit("math.iden", [name], outputs=wanted, label=False)
+            copies[i] = wanted
         output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
+    quantize = entries(subgraph, ctx.bound, ctx.body, ctx.origin, copies, ctx.quantize) if static else []
     text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body,
-                     constants=ctx.constants, variables=ctx.variables,
+                     constants=ctx.constants, variables=ctx.variables, quantize=quantize,
                      comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
                      f"{', signature ' + sig.key if sig else ''}) by sknd import.")
     return ModelFolder(text, ctx.weights), renamed

@@ -7,6 +7,7 @@ from __future__ import annotations
 from skriptnd.interop.tflite_import.context import Context
 from skriptnd.interop.tflite_import.errors import ImportProblem
 from skriptnd.interop.tflite_import.ops._util import paddings
+from skriptnd.interop.tflite_import.quantized import entry, is_quantized, real_value
 from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
 
@@ -58,8 +59,24 @@ def _depthwise(ctx: Context, op: Operator) -> None:
     channels = ctx.shape(ctx.input(0))[3]
     if w[0] != 1 or channels == 0 or w[3] % channels:
         raise ImportProblem("E0863", f"{ctx.here}: a depthwise filter of shape {list(w)} for {channels} channels")
-    ctx.activate("nn.conv", [ctx.arg(ctx.input(0)), ctx.arg(ctx.input(1)), ctx.arg(ctx.input(2))], attribs,
+    filt = _channels_first(ctx, ctx.input(1), attribs)
+    ctx.activate("nn.conv", [ctx.arg(ctx.input(0)), filt, ctx.arg(ctx.input(2))], attribs,
                  activation=ctx.option(4, 0, "b"))
+
+
+def _channels_first(ctx: Context, index: int, attribs: dict) -> str | None:
+    """A depthwise filter quantized per channel (along its last axis, as TFLite stores [1, h, w, channels]) in a
+    static quantized model: written [channels, 1, h, w] (`filter_format` NCX) with its @quantize entry along
+    axis 0, the output channels, as the integer lowering takes per-channel filters."""
+    t = ctx.tensor(index)
+    value = ctx.const(index)
+    if not (ctx.static and value is not None and is_quantized(t) and t.quantization is not None and
+            len(t.quantization.scale) > 1):
+        return ctx.arg(index)
+    name = ctx.literal_arg(real_value(t, value).transpose(3, 0, 1, 2), "filter")
+    ctx.quantize[name] = entry(name, t, axis=0)
+    attribs["filter_format"] = "NCX"
+    return name
 
 
 @converter("TRANSPOSE_CONV", target="`nn.deconv{data_format='NXC', filter_format='CXN', stride, padding, output_size}`"
