@@ -37,6 +37,9 @@ MAX_FILE = 16 << 30
 class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
+    #: the SkriptND tensor written for each TFLite tensor of the main subgraph, by TFLite name (to compare a
+    #: tensor's values with LiteRT's: an int8 model's codes, tests/test_tflite_int8.py)
+    tensors: dict[str, str] = field(default_factory=dict)
 
 
 def is_tflite(path: Path) -> bool:
@@ -63,12 +66,13 @@ def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bo
     try:
         data = src if isinstance(src, bytes) else _read(src, source)
         model = read(data)
-        folder, renamed = convert(model, source, say)
+        tensors: dict[str, str] = {}
+        folder, renamed = convert(model, source, say, tensors)
     except ImportProblem as problem:
         raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed)
+    return ImportResult(path, renamed, tensors)
 
 
 def _read(path: str | Path, source: str) -> bytes:
@@ -145,8 +149,10 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
                             "weight-only quantized ones) so far", hint="import the float model that was quantized")
 
 
-def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None) \
-        -> tuple[ModelFolder, dict[str, str]]:
+def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None,
+            tensors: dict[str, str] | None = None) -> tuple[ModelFolder, dict[str, str]]:
+    """The model folder and the renamed graph inputs/outputs; `tensors` (if given) is filled as
+    `ImportResult.tensors` says."""
     sig = main_signature(model)
     subgraph = model.subgraphs[sig.subgraph if sig else 0]
     missing = unsupported_in(model, subgraph)
@@ -194,6 +200,8 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
+    if tensors is not None:
+        tensors.update({subgraph.tensors[i].name: name for i, name in ctx.bound.items()})
     quantize = entries(subgraph, ctx.bound, ctx.body, ctx.origin, copies, ctx.quantize) if static else []
     text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body,
                      constants=ctx.constants, variables=ctx.variables, quantize=quantize,
