@@ -280,3 +280,28 @@ def test_one_int8_operator_matches_litert_codes(name: str, tmp_path: Path) -> No
     print(name, f"{share:.4f} equal, {steps} step(s) at most")
     if name in EXACT:
         assert steps == 0, report
+
+
+# ------------------------------------------------------------------------------------------- targets, export
+
+def test_imported_int8_cnn_maps_to_nnapi_and_mli_and_exports_integer_tosa(tmp_path: Path) -> None:
+    """The imported small int8 CNN through the per-target plans and the TOSA MLIR export. Depthwise convolutions
+    (groups=0, one group per channel, as the importer writes them) are DEPTHWISE_CONV_2D /
+    mli_krn_depthwise_conv2d_hwcn (they were a ZeroDivisionError / a group convolution); NNAPI 1.0 refuses the
+    per-channel filters ai-edge-quantizer writes, MLI takes them (sa8)."""
+    from skriptnd.targets import mli, nnapi
+    from skriptnd.tosa.integer.mlir import to_mlir
+
+    out = tmp_path / "cnn"
+    import_tflite(DATA / "small_cnn_int8.tflite", out)
+    graph = skriptnd.load(out).compose()
+    plan = nnapi.map_graph(graph)
+    convs = [m for m in plan if m.op.op == "nn.conv"]
+    assert len(convs) == 4 and all(m.target_op is None and "per channel" in m.how for m in convs)
+    assert sum("it would be DEPTHWISE_CONV_2D" in m.how for m in convs) == 1
+    assert [m.target_op for m in plan if m.op.op == "nn.softmax"] == ["SOFTMAX"]
+    kernels = [m.target_op for m in mli.map_graph(graph) if m.op.op == "nn.conv"]
+    assert sorted(kernels) == ["mli_krn_conv2d_hwcn"] * 3 + ["mli_krn_depthwise_conv2d_hwcn"]
+    text = to_mlir(lower_quantized(graph))
+    assert "(tensor<1x3x32x32xi8>) -> (tensor<1x10xf32>)" in text
+    assert text.count("tosa.conv2d") == 3 and text.count("tosa.depthwise_conv2d") == 1 and "tosa.rescale" in text
