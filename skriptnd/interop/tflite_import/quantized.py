@@ -26,6 +26,26 @@ from skriptnd.interop.tflite_import.errors import ImportProblem
 from skriptnd.interop.tflite_import.reader import Model, Subgraph, Tensor
 from skriptnd.interop.writer import Call, Quantize
 
+#: How the integer TOSA graph (skriptnd.tosa.integer) runs the operators of a static int8 model, and how that
+#: compares with LiteRT's builtin integer kernels (tests/test_tflite_int8.py: one-operator models and models
+#: quantized by ai-edge-quantizer, compared code by code); docs/import-tflite.md renders it.
+INTEGER_FORMS = {
+    "CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED": "int8 x int8 -> int32 CONV2D / DEPTHWISE_CONV2D / MATMUL with the "
+    "int32 bias, then RESCALE per output channel to the output's grid; a fused RELU/RELU6 is a CLAMP on the "
+    "output's integers, as LiteRT clamps. LiteRT requantizes with gemmlowp's double rounding "
+    "(MultiplyByQuantizedMultiplier); RESCALE's rounding is the lowering's (see below)",
+    "RESHAPE, TRANSPOSE, PAD, MIRROR_PAD, SLICE, STRIDED_SLICE, CONCATENATION (equal scales, as LiteRT requires), "
+    "MAX_POOL_2D, RELU, RELU6, QUANTIZE to the same grid": "on the integers unchanged: exact",
+    "QUANTIZE (int8 <-> int8 / uint8 to another scale or zero point)": "an integer RESCALE: exact in the tests",
+    "QUANTIZE of a float tensor": "x / scale rounded half away from zero plus the zero point, clamped: exact",
+    "DEQUANTIZE": "(q - zero point) * scale in float32 (LiteRT multiplies in double): within one float32 rounding",
+    "ADD, SUB, MUL, MEAN, AVERAGE_POOL_2D, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, RESIZE_*, BATCH_MATMUL, others":
+    "in float32 on the dequantized inputs, the result quantized to the output's grid (round half away from zero). "
+    "LiteRT computes these in fixed point (ADD/SUB with 20-bit left shifts, MUL and MEAN with a multiplier, "
+    "HARD_SWISH in 16-bit fixed point, SOFTMAX / LOGISTIC / TANH through lookup tables): the codes are exact or "
+    "one step off where its fixed-point rounding differs (measured on 288 random codes: ADD, SUB, AVERAGE_POOL_2D, "
+    "SOFTMAX, LOGISTIC, TANH exact; MUL 97 %, HARD_SWISH 98.6 %, MEAN 87.5 % equal, never more than one step)",
+}
 #: TensorType code -> (bits, signed) of the integer types a quantized tensor may have
 CODES = {9: (8, True), 3: (8, False), 7: (16, True), 2: (32, True)}  # INT8, UINT8, INT16, INT32
 #: SkriptND operations whose integer lowering needs a quantized output (an int32 accumulator rescaled to it)
