@@ -108,7 +108,12 @@ def _graph_outputs(src: Path | bytes) -> set[str]:
 
 # ----------------------------------------------------------------------- models quantized by ai-edge-quantizer
 
-@pytest.mark.parametrize("name", ["small_cnn_int8", "tiny_transformer_int8"])
+#: the least share of all compared codes (every quantized tensor) that must equal LiteRT's: a one-step difference
+#: spreads downstream; int16 steps are 256 times finer, and LiteRT's int16 LOGISTIC / TANH interpolate a table
+SHARE = {"small_cnn_int8": 0.95, "tiny_transformer_int8": 0.85, "small_cnn_a16": 0.75}
+
+
+@pytest.mark.parametrize("name", sorted(SHARE))
 def test_quantized_model_matches_litert_codes(name: str, tmp_path: Path) -> None:
     path = DATA / f"{name}.tflite"
     report = compare(path, codes_of(path, inputs_of(DATA / f"{name}.inputs.npz")), tmp_path)
@@ -116,7 +121,7 @@ def test_quantized_model_matches_litert_codes(name: str, tmp_path: Path) -> None
     exact = sum(share * n for share, _, n in report.values()) / total
     print(f"{name}: {len(report)} tensors, {exact:.4f} of the codes equal, at most "
           f"{max(d for _, d, _ in report.values())} step off")
-    assert exact > 0.85
+    assert exact > SHARE[name]
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2_int8", "resnet18_int8", "mobilenet_v3_small_int8",
@@ -128,7 +133,9 @@ def test_zoo_quantized_model_matches_litert_codes(name: str, tmp_path: Path) -> 
         pytest.skip(f"{path} absent (python benchmarks/zoo/make_tflite.py --int8)")
     report = compare(path, codes_of(path, inputs_of(ZOO / f"{name}.inputs.npz")), tmp_path)
     total = sum(n for _, _, n in report.values())
-    print(f"{name}: {sum(s * n for s, _, n in report.values()) / total:.4f} of the codes equal")
+    outputs = [report[n] for n in _graph_outputs(path) if n in report]
+    print(f"{name}: {len(report)} tensors, {sum(s * n for s, _, n in report.values()) / total:.4f} of their codes "
+          f"equal, at most {max(d for _, d, _ in report.values())} steps off; outputs {outputs}")
 
 
 # --------------------------------------------------------------------------- one-operator int8 models

@@ -239,19 +239,23 @@ def calibration(name: str, out: Path, count: int = 16) -> list[dict[str, np.ndar
              for i in range(len(saved.files))} for _ in range(count)]
 
 
-def static_int8(name: str, out: Path) -> None:
+#: models also written with int16 activations and int8 weights (static_wi8_ai16) as NAME_a16.tflite with --int8
+INT16 = {"small_cnn"}
+
+
+def static_int8(name: str, out: Path, suffix: str = "int8") -> None:
     import shutil
 
     from ai_edge_quantizer import quantizer, recipe
 
     q = quantizer.Quantizer(str(out / f"{name}.tflite"))
-    q.load_quantization_recipe(recipe.static_wi8_ai8())
+    q.load_quantization_recipe(recipe.static_wi8_ai8() if suffix == "int8" else recipe.static_wi8_ai16())
     result = q.calibrate({"serving_default": calibration(name, out)})
-    tmp = out / f".{name}_int8.tflite.tmp"
+    tmp = out / f".{name}_{suffix}.tflite.tmp"
     q.quantize(result).export_model(str(tmp), overwrite=True)
-    os.replace(tmp, out / f"{name}_int8.tflite")
-    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_int8.inputs.npz")
-    print(f"{name}_int8: {(out / f'{name}_int8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+    os.replace(tmp, out / f"{name}_{suffix}.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_{suffix}.inputs.npz")
+    print(f"{name}_{suffix}: {(out / f'{name}_{suffix}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                 weight_only(name, out)
         if a.int8 and name in INT8:
             static_int8(name, out)
+        if a.int8 and name in INT16:
+            static_int8(name, out, "a16")
     return 0
 
 

@@ -47,7 +47,10 @@ INTEGER_FORMS = {
     "SOFTMAX, LOGISTIC, TANH exact; MUL 97 %, HARD_SWISH 98.6 %, MEAN 87.5 % equal, never more than one step)",
 }
 #: TensorType code -> (bits, signed) of the integer types a quantized tensor may have
-CODES = {9: (8, True), 3: (8, False), 7: (16, True), 2: (32, True)}  # INT8, UINT8, INT16, INT32
+CODES = {9: (8, True), 3: (8, False), 7: (16, True), 2: (32, True), 4: (64, True)}  # INT8, UINT8, INT16, INT32, INT64
+#: the widest codes a @quantize entry holds: int64 biases (of int16 x int8 models) are written as their real values
+#: without an entry (the integer lowering rounds a bias to its accumulator's scale)
+ENTRY_BITS = 32
 #: SkriptND operations whose integer lowering needs a quantized output (an int32 accumulator rescaled to it)
 ACCUMULATING = {"nn.conv", "nn.linear", "nn.deconv"}
 
@@ -60,7 +63,7 @@ def is_quantized(t: Tensor) -> bool:
 def is_static(model: Model, subgraph: Subgraph) -> bool:
     """Whether a computed tensor (not a constant) of `subgraph` is quantized: a static int8/int16 model, whose
     activations run quantized, as opposed to weight-only or dynamic-range ones."""
-    return any(is_quantized(t) and model.data(t) is None for t in subgraph.tensors if t.type != 2)
+    return any(is_quantized(t) and model.data(t) is None for t in subgraph.tensors if t.type not in (2, 4))
 
 
 def real_value(t: Tensor, value: np.ndarray) -> np.ndarray:
@@ -122,7 +125,7 @@ def entries(subgraph: Subgraph, bound: dict[int, str], body: list[Call | str], o
         found.setdefault(name, (e, t.name))
 
     for index, name in [*bound.items(), *outputs.items()]:
-        if is_quantized(subgraph.tensors[index]):
+        if is_quantized(subgraph.tensors[index]) and CODES[subgraph.tensors[index].type][0] <= ENTRY_BITS:
             add(name, index)
     for call in body:
         if isinstance(call, Call) and call.op in ACCUMULATING and len(call.outputs) == 1 and \
