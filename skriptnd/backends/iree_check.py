@@ -34,7 +34,7 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_cod
 from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN, Span
 from skriptnd.tosa.integer import mlir as integer_mlir
-from skriptnd.tosa.integer.lower import IntegerGraph
+from skriptnd.tosa.integer.graph import IntegerGraph
 from skriptnd.tosa.legalize import run_subgraph
 from skriptnd.tosa.program.build import Program
 

@@ -43,7 +43,8 @@ from skriptnd.diagnostics import Diagnostic, DiagnosticError
 from skriptnd.execute import KERNELS
 from skriptnd.execute.executor import Kernel
 from skriptnd.tosa.integer import lower as quantized
-from skriptnd.tosa.integer.lower import IntegerGraph, Partition
+from skriptnd.tosa.integer.graph import IntegerGraph
+from skriptnd.tosa.integer.lower import Partition
 
 __all__ = ["FakeQuantRunner", "INTEGER_OP", "IntegerRunner", "Region", "SplitRunner", "describe", "prepare_quantized"]
 

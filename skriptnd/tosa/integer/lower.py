@@ -73,15 +73,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from skriptnd import profiling
-from skriptnd.compose.input_shapes import shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, Tensor, flat_tensors
 from skriptnd.compose.quantization import NUMPY_INT, QParams, dequantize, has_quantization, qparams, quantize
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
-from skriptnd.source import NO_SPAN, Span
+from skriptnd.tosa.integer.graph import IntegerGraph, QValue
+from skriptnd.tosa.integer.graph import where as _where
+from skriptnd.tosa.integer.simplify import simplify_graph
 from skriptnd.tosa.legalize import Subgraph, TosaOp, legalize
-from skriptnd.tosa.ops import OPS
-from skriptnd.tosa.program.exact import Runner
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
@@ -111,97 +109,6 @@ def rescale_parameters(scale: float, scale32: bool = True) -> tuple[int, int]:
     if shift < 2:
         raise ValueError(f"rescale factor {scale!r} is too large for RESCALE (shift {shift} < 2)")
     return int(multiplier), int(shift)
-
-
-@dataclass
-class QValue:
-    """A graph tensor's value in the TOSA graph: its name there and its quantization (None: fp32)."""
-
-    name: str
-    qp: QParams | None
-
-
-@dataclass
-class IntegerGraph:
-    """A flat TOSA graph computing a composed graph with quantized tensors in integer arithmetic.
-
-    ``inputs``: ``(TOSA value, graph input tensor, its QParams or None for an fp32 input)``;
-    ``outputs``: ``(graph output name, TOSA value)`` (the outputs are real: quantized results are
-    dequantized in the graph); ``values``: every graph tensor's :class:`QValue` (by tensor name), for
-    reading intermediate integers; ``notes``: how each operation was lowered.
-    """
-
-    name: str
-    inputs: list[tuple[str, Tensor, QParams | None]]
-    outputs: list[tuple[str, str]]
-    ops: list[TosaOp] = field(default_factory=list)
-    constants: dict[str, np.ndarray] = field(default_factory=dict)
-    values: dict[str, QValue] = field(default_factory=dict)
-    notes: list[tuple[Operation, str]] = field(default_factory=list)
-    #: the constants that are shape operands (int64 too, like int48 values: told apart by name)
-    shapes: set[str] = field(default_factory=set)
-    #: the composed graph, whose attributes an input-shape diagnostic names (`--attrib batch=2`)
-    graph: Graph | None = field(default=None, repr=False)
-    #: the runner of each subgraph run so far (by its outputs; None: the graph outputs), whose fast forms
-    #: (skriptnd.tosa.program.exact) are made once
-    _runners: dict[tuple[str, ...] | None, Runner] = field(default_factory=dict, repr=False, compare=False)
-
-    def subgraph(self, outputs: list[str] | None = None) -> Subgraph:
-        """The graph as a :class:`Subgraph` computing the TOSA values ``outputs`` (default: the graph
-        outputs), without the operations they do not need."""
-        outs = [v for _, v in self.outputs] if outputs is None else list(outputs)
-        needed = set(outs)
-        kept: list[TosaOp] = []
-        for op in reversed(self.ops):
-            if op.output in needed:
-                kept.append(op)
-                needed.update(op.inputs)
-        kept.reverse()
-        consts = {k: v for k, v in self.constants.items() if k in needed}
-        return Subgraph(inputs=[n for n, _, _ in self.inputs], outputs=outs, ops=kept, constants=consts)
-
-    def quantize_inputs(self, inputs: dict[str, Any]) -> list[np.ndarray]:
-        """The TOSA graph's input arrays: real values of quantized inputs go through their quantize
-        operator (integer arrays are taken as already quantized), fp32 inputs as float32."""
-        arrays = []
-        for _, t, qp in self.inputs:
-            if t.name not in inputs:
-                raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}'",
-                                                  span=_where(t))])
-            a = np.asarray(inputs[t.name])
-            if tuple(a.shape) != tuple(t.shape):
-                raise shape_mismatch(self.graph, t, a.shape)
-            if qp is None:
-                arrays.append(a.astype(np.float32))
-            elif a.dtype.kind in "iu":
-                arrays.append(a.astype(NUMPY_INT[qp.dtype]))
-            else:
-                arrays.append(quantize(a, qp))
-        return arrays
-
-    def run(self, inputs: dict[str, Any], outputs: list[str] | None = None) -> dict[str, np.ndarray]:
-        """Run on the numpy TOSA operators; ``inputs`` by graph input name (see :meth:`quantize_inputs`).
-        Returns the graph outputs by name, or the TOSA values ``outputs`` by value name."""
-        key = None if outputs is None else tuple(outputs)
-        runner = self._runners.get(key)
-        if runner is None:
-            runner = self._runners[key] = Runner(self.subgraph(outputs))
-        prof = profiling.active()
-        record = None
-        if prof is not None:  # each TOSA operator's time, under one entry for the whole integer graph
-            def record(tosa: str, seconds: float) -> None:
-                prof.add_inner("integer TOSA graph", self.name, None, seconds, tosa)
-        results = runner(self.quantize_inputs(inputs), record)
-        names = [n for n, _ in self.outputs] if outputs is None else list(outputs)
-        return dict(zip(names, results, strict=True))
-
-    def value(self, tensor: str) -> QValue:
-        return self.values[tensor]
-
-
-def _where(x: Operation | Tensor | None) -> Span:
-    span = getattr(x, "span", None)
-    return span if isinstance(span, Span) else NO_SPAN
 
 
 def _fail(at: Operation | Tensor | None, message: str, hint: str | None = None) -> DiagnosticError:
@@ -707,59 +614,6 @@ def _hint(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)[:40] or "t"
 
 
-def _simplify(ig: IntegerGraph) -> None:
-    """Fold layout operations on constants (filters transposed on the host) and cancel the NCHW ↔ NHWC
-    TRANSPOSE pairs the per-operation lowering leaves between operations, also across a CLAMP (which
-    commutes with TRANSPOSE). Values that disappear are dropped from ``ig.values``."""
-    def rename(old: str, new: str) -> None:
-        for o in ig.ops:
-            o.inputs = [new if i == old else i for i in o.inputs]
-        ig.outputs = [(n, new if v == old else v) for n, v in ig.outputs]
-
-    changed = True
-    while changed:
-        changed = False
-        for o in list(ig.ops):
-            if o.name in ("TRANSPOSE", "RESHAPE") and all(i in ig.constants for i in o.inputs):
-                ig.constants[o.output] = np.asarray(OPS[o.name](*[ig.constants[i] for i in o.inputs], **o.attrs))
-                ig.ops.remove(o)
-                changed = True
-        producers = {o.output: o for o in ig.ops}
-        uses: dict[str, int] = {}
-        for name in [i for o in ig.ops for i in o.inputs] + [v for _, v in ig.outputs]:
-            uses[name] = uses.get(name, 0) + 1
-        for o in ig.ops:
-            if o.name != "TRANSPOSE":
-                continue
-            mid = producers.get(o.inputs[0])
-            src = mid
-            if mid is not None and mid.name == "CLAMP" and uses[mid.output] == 1:
-                src = producers.get(mid.inputs[0])
-            else:
-                mid = None
-            if src is None or src.name != "TRANSPOSE" or uses[src.output] != 1:
-                continue
-            p, q = [int(v) for v in src.attrs["perms"]], [int(v) for v in o.attrs["perms"]]
-            if any(p[q[i]] != i for i in range(len(q))):
-                continue
-            if mid is None:
-                ig.ops.remove(o)
-                ig.ops.remove(src)
-                rename(o.output, src.inputs[0])
-            else:
-                mid.inputs = [src.inputs[0]]
-                mid.output = o.output
-                ig.ops.remove(o)
-                ig.ops.remove(src)
-            changed = True
-            break
-    used = {i for o in ig.ops for i in o.inputs} | {v for _, v in ig.outputs}
-    ig.constants = {k: v for k, v in ig.constants.items() if k in used}
-    ig.shapes &= set(ig.constants)
-    live = {n for n, _, _ in ig.inputs} | set(ig.constants) | {o.output for o in ig.ops}
-    ig.values = {k: v for k, v in ig.values.items() if v.name in live}
-
-
 def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None, *,
                     simplify: bool = True, input_qparams: Mapping[int, QParams | None] | None = None
                     ) -> IntegerGraph:
@@ -779,5 +633,5 @@ def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None
     if lowering.refused:
         raise DiagnosticError([refusal(graph, lowering.refused)])
     if simplify:
-        _simplify(ig)
+        simplify_graph(ig)
     return ig
