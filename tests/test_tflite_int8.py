@@ -324,3 +324,13 @@ def test_imported_int8_cnn_maps_to_nnapi_and_mli_and_exports_integer_tosa(tmp_pa
     text = to_mlir(lower_quantized(graph, rounding=ROUNDING))
     assert "(tensor<1x3x32x32xi8>) -> (tensor<1x10xf32>)" in text
     assert text.count("tosa.conv2d") == 3 and text.count("tosa.depthwise_conv2d") == 1 and "tosa.rescale" in text
+
+
+def test_padv2_with_a_quantized_scalar_value_keeps_its_rank(tmp_path: Path) -> None:
+    """LiteRT writes a max pool's padding as PADV2 with the lowest code as a quantized scalar: a rank-0 value (its
+    real value was a [1] array, which the pad operator refuses)."""
+    value = (np.array(-128, np.int8), 0.05, 3, 0)
+    model = q_op("PADV2", [X, (np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32), None, None, 0), value],
+                 [([1, 8, 8, 8], 0.05, 3)], types=(9, 2, 9))
+    report = compare(model, [_codes(X[0])], tmp_path)
+    assert report["out0"][:2] == (1.0, 0)

@@ -78,6 +78,8 @@ def real_value(t: Tensor, value: np.ndarray) -> np.ndarray:
         shape = [1] * value.ndim
         shape[q.axis] = len(scale)
         scale, zero = scale.reshape(shape), zero.reshape(shape)
+    else:  # per tensor: scalars, so that a scalar keeps its rank (PADV2's pad value)
+        scale, zero = scale[0], zero[0]
     return ((value.astype(np.int64) - zero) * scale).astype(np.float32)
 
 
