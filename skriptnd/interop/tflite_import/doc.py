@@ -102,9 +102,14 @@ def quantized_section() -> list[str]:
         "`sknd compose --target nnapi|mli`): its graph inputs take the model's own int8 codes (real values are "
         "quantized with the input's entry) and its outputs are the dequantized reals (their codes are "
         "`round(real / scale) + zero_point` exactly). Operations that cannot lower run fake-quantized, as the "
-        "plan says. Quantization that is not supported (a non-positive or non-finite scale, a zero point outside "
-        "its type, per-channel activations, two TFLite tensors written as one SkriptND tensor with different "
-        "quantizations, a QUANTIZE from another type) is E0864 naming the tensor.",
+        "plan says (per-channel activations, for one). Quantization that is not supported (a non-positive or "
+        "non-finite scale, a zero point outside its type, two TFLite tensors written as one SkriptND tensor with "
+        "different quantizations, a QUANTIZE from another type) is E0864 naming the tensor. The integer graph "
+        "rounds its requantizations as `sknd quantize` graphs do unless `lower_quantized` is given LiteRT's "
+        "rounding (below); models quantized by ai-edge-quantizer match LiteRT's interpreter (its builtin kernels, "
+        "no delegate) code for code on 98.9 % (small CNN, int8), 91 % (a transformer encoder layer) and 83 % "
+        "(small CNN, int16 activations) of all their quantized tensors' codes and within one step on their "
+        "outputs (tests/test_tflite_int8.py).",
         "",
         "| int8 operators | integer TOSA graph, against LiteRT's builtin kernels |",
         "|---|---|"]
