@@ -66,7 +66,10 @@ def is_quantized(t: Tensor) -> bool:
 def is_static(model: Model, subgraph: Subgraph) -> bool:
     """Whether a computed tensor (not a constant) of `subgraph` is quantized: a static int8/int16 model, whose
     activations run quantized, as opposed to weight-only or dynamic-range ones."""
-    return any(is_quantized(t) and model.data(t) is None for t in subgraph.tensors if t.type not in (2, 4))
+    def constant(t: Tensor) -> bool:  # without reading the data: a non-empty buffer
+        return 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer][1] > 0
+
+    return any(is_quantized(t) and not constant(t) for t in subgraph.tensors if t.type not in (2, 4))
 
 
 def real_value(t: Tensor, value: np.ndarray) -> np.ndarray:
