@@ -59,8 +59,9 @@ def _compare(src: Path | bytes, inputs: list[np.ndarray], tmp_path: Path, atol: 
 # ------------------------------------------------------------------------ models converted from PyTorch
 
 #: *_wo8: the same, weight-only quantized by ai-edge-quantizer (int8 weights behind DEQUANTIZE)
+#: *_dr8: dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, float activations)
 CI_MODELS = ["small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "ops_mix", "pools", "small_cnn_wo8",
-             "tiny_transformer_wo8"]
+             "tiny_transformer_wo8", "small_cnn_dr8", "tiny_transformer_dr8"]
 
 
 @pytest.mark.parametrize("name", CI_MODELS)
@@ -72,13 +73,20 @@ def test_litert_converted_model_matches_the_interpreter(name: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0",
-                                  "lstm_sequence", "transformer_encoder", "mobilenet_v2_wo8"])
+                                  "lstm_sequence", "transformer_encoder", "mobilenet_v2_wo8",
+                                  "mobilenet_v2_dr8", "resnet18_dr8", "lstm_sequence_dr8", "transformer_encoder_dr8"])
 def test_zoo_model_matches_the_interpreter(name: str, tmp_path: Path) -> None:
     """The big models (make_tflite.py without --ci writes them to the zoo cache; absent: skipped)."""
     path = ZOO / f"{name}.tflite"
     if not path.exists():
         pytest.skip(f"{path} absent (python benchmarks/zoo/make_tflite.py, in an environment with litert-torch)")
-    _compare(path, inputs_of(ZOO / f"{name}.inputs.npz"), tmp_path)
+    inputs = inputs_of(ZOO / f"{name}.inputs.npz")
+    atol = TOLERANCE
+    if name.endswith("_dr8"):  # a code flipped at a rounding boundary grows through deep hybrid networks: within
+        # the spread of LiteRT's own two kernel sets (default and reference) on the same file
+        default, reference = run_litert(path, inputs), run_litert(path, inputs, "BUILTIN_REF")
+        atol = max(TOLERANCE, *(float(np.abs(default[k] - reference[k]).max()) for k in default))
+    _compare(path, inputs, tmp_path, atol)
 
 
 def test_boundary_transposes_of_a_pytorch_model_fold(tmp_path: Path) -> None:

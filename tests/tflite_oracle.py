@@ -40,12 +40,14 @@ def inputs_of(npz: Path) -> list[np.ndarray]:
     return [data[f"arr_{i}"] for i in range(len(data.files))]
 
 
-def run_litert(model: Path | bytes, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+def run_litert(model: Path | bytes, inputs: list[np.ndarray], resolver: str = "AUTO") -> dict[str, np.ndarray]:
     """Run the model's serving_default signature (else its only subgraph) on `inputs` given in the
-    signature's input order (args_0, args_1, ...); outputs by signature name."""
+    signature's input order (args_0, args_1, ...); outputs by signature name. `resolver`: the interpreter's
+    kernels (AUTO: its default, BUILTIN_REF: the reference kernels)."""
     interpreter = require_litert()
     it = interpreter.Interpreter(**({"model_content": model} if isinstance(model, bytes) else
-                                    {"model_path": str(model)}), num_threads=1)
+                                    {"model_path": str(model)}), num_threads=1,
+                                 experimental_op_resolver_type=getattr(interpreter.OpResolverType, resolver))
     signatures = it.get_signature_list()
     if signatures:
         key = "serving_default" if "serving_default" in signatures else next(iter(signatures))

@@ -3,6 +3,7 @@
     python benchmarks/zoo/make_tflite.py --ci          # the small CI models into tests/data/tflite/
     python benchmarks/zoo/make_tflite.py [--out DIR] [--only NAME ...]   # the big ones (default cache folder)
     python benchmarks/zoo/make_tflite.py --int8 [--ci] [--only NAME ...]   # also NAME_int8.tflite (static int8)
+    python benchmarks/zoo/make_tflite.py [--ci] --dynamic-range   # only the *_dr8 variants of the models made
 
 Run it in an environment with torch, torchvision, litert-torch and ai-edge-quantizer (not skriptnd's: CI never runs it, it reads
 the files this writes). Nothing is downloaded: every model has seeded random weights, and the batch-norm
@@ -167,6 +168,30 @@ def transformer_encoder():  # noqa: ANN201
     return _randomize(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)), (torch.randn(1, 16, 128),)
 
 
+def dynamic_cnn():  # noqa: ANN201
+    """A CNN exported with a dynamic batch (torch.export.Dim): LiteRT writes -1 in the input's shape_signature
+    and runs it at any batch after resize_tensor_input; the third item is make_tflite's dynamic_shapes."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class DynamicCNN(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x):  # noqa: ANN001, ANN202
+            y = F.max_pool2d(F.relu(self.c1(x)), 2)
+            y = F.relu6(self.dw(y)).mean(dim=(2, 3))
+            return torch.softmax(self.fc(y), dim=-1)
+
+    torch.manual_seed(0)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    return DynamicCNN().eval(), (torch.randn(2, 3, 16, 16),), ({0: batch},)
+
+
 def _vision(name: str) -> Callable:
     def make():  # noqa: ANN202
         import types
@@ -185,7 +210,7 @@ def _vision(name: str) -> Callable:
 
 
 CI = {"small_cnn": small_cnn, "tiny_transformer": tiny_transformer, "lstm_cell": lstm_cell, "gru_cell": gru_cell,
-      "ops_mix": ops_mix, "pools": pools}
+      "ops_mix": ops_mix, "pools": pools, "dynamic_cnn": dynamic_cnn}
 BIG = {**{n: _vision(n) for n in ("mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0")},
        "lstm_sequence": lstm_sequence, "transformer_encoder": transformer_encoder}
 
@@ -194,9 +219,9 @@ def build(name: str, make: Callable, out: Path) -> None:
     import litert_torch
     import torch
 
-    model, args = make()
+    model, args, *dynamic = make()
     with torch.no_grad():
-        edge = litert_torch.convert(model, args)
+        edge = litert_torch.convert(model, args, **({"dynamic_shapes": dynamic[0]} if dynamic else {}))
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".{name}.tflite.tmp"
     edge.export(str(tmp))
@@ -258,6 +283,26 @@ def static_int8(name: str, out: Path, suffix: str = "int8") -> None:
     print(f"{name}_{suffix}: {(out / f'{name}_{suffix}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
+#: models also written dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, which quantize the
+#: float input on the fly: ai-edge-quantizer's dynamic_wi8_afp32 recipe), as NAME_dr8.tflite
+DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "dynamic_cnn", "mobilenet_v2", "resnet18", "lstm_sequence",
+                 "transformer_encoder"}
+
+
+def dynamic_range(name: str, out: Path) -> None:
+    import shutil
+
+    from ai_edge_quantizer import quantizer, recipe
+
+    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
+    q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
+    tmp = out / f".{name}_dr8.tflite.tmp"
+    q.quantize().export_model(str(tmp), overwrite=True)
+    os.replace(tmp, out / f"{name}_dr8.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_dr8.inputs.npz")
+    print(f"{name}_dr8: {(out / f'{name}_dr8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ci", action="store_true", help="the small models into tests/data/tflite")
@@ -265,15 +310,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--int8", action="store_true", help="also (only, with --only and existing float files) the "
                         "static int8 versions")
+    parser.add_argument("--dynamic-range", action="store_true", help="only the dynamic-range variants, from the "
+                        "float models already written")
     a = parser.parse_args(argv)
     models, out = (CI, ROOT / "tests" / "data" / "tflite") if a.ci else (BIG, a.out)
     for name, make in models.items():
         if a.only and name not in a.only:
             continue
+        if a.dynamic_range:
+            if name in DYNAMIC_RANGE:
+                dynamic_range(name, out)
+            continue
         if not (a.int8 and (out / f"{name}.tflite").exists()):
             build(name, make, out)
             if name in WEIGHT_ONLY:
                 weight_only(name, out)
+            if name in DYNAMIC_RANGE:
+                dynamic_range(name, out)
         if a.int8 and name in INT8:
             static_int8(name, out)
         if a.int8 and name in INT16:

@@ -33,6 +33,7 @@ class ImportOptions:
     fold_constants: bool
     opset_upgrade: bool
     progress: Callable[[str], None] | None = None
+    reference_kernels: bool = False  # TFLite dynamic-range operators as LiteRT's reference kernels compute
 
 
 #: What an importer returns: the model folder written, the names it changed, the graph attributes it made of
@@ -41,12 +42,16 @@ Imported = tuple[Path, dict[str, str], list[str], list[str]]
 
 
 def _import_onnx(src: Path, out: Path, options: ImportOptions) -> Imported:
+    if options.reference_kernels:
+        raise typer.BadParameter("--reference-kernels applies to TFLite models only")
     result = import_onnx(src, out, input_shapes=options.input_shapes, fold_constants=options.fold_constants,
                          opset_upgrade=options.opset_upgrade, progress=options.progress)
     return result.path, result.renamed, result.attribs, result.params
 
 
 def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
+    if options.reference_kernels:
+        raise typer.BadParameter("--reference-kernels applies to TFLite models only")
     if options.input_shapes or options.fold_constants:
         raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only")
     return import_nnef(src, out), {}, [], []
@@ -54,10 +59,10 @@ def _import_nnef(src: Path, out: Path, options: ImportOptions) -> Imported:
 
 def _import_tflite(src: Path, out: Path, options: ImportOptions) -> Imported:
     if options.input_shapes or options.fold_constants:
-        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (TFLite shapes are "
-                                 "static)")
-    result = import_tflite(src, out, progress=options.progress)
-    return result.path, result.renamed, [], []
+        raise typer.BadParameter("--input-shape and --fold-constants apply to ONNX models only (a TFLite model's "
+                                 "dynamic batch becomes the graph attribute 'batch')")
+    result = import_tflite(src, out, progress=options.progress, reference_kernels=options.reference_kernels)
+    return result.path, result.renamed, result.attribs, []
 
 
 def _is_nnef(path: Path) -> bool:
@@ -107,6 +112,9 @@ def command(
                                                 "older than opset 13 up to it (default: on).")] = True,
     fold_constants: Annotated[bool, typer.Option("--fold-constants", help="Evaluate every constant subgraph "
                                                  "at import time.")] = False,
+    reference_kernels: Annotated[bool, typer.Option("--reference-kernels", help="TFLite dynamic-range "
+                                                    "operators as LiteRT's reference kernels (BUILTIN_REF) "
+                                                    "compute, not its default ones.")] = False,
     color: ColorOpt = Color.auto,
 ) -> None:
     """Import an ONNX, TFLite or NNEF 1.x model as a SkriptND model folder.
@@ -129,7 +137,7 @@ def command(
     # large model); rich shows it only on a terminal, so a pipe or a log gets none
     status = Console(stderr=True).status(f"importing {source.name}…")
     options = ImportOptions(parse_input_shapes(input_shape), fold_constants, opset_upgrade,
-                            lambda step: status.update(f"importing {source.name}: {step}…"))
+                            lambda step: status.update(f"importing {source.name}: {step}…"), reference_kernels)
     try:
         with status:
             path, renamed, attribs, params = importer.run(source, output, options)

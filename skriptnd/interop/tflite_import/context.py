@@ -93,6 +93,13 @@ class Context:
     origin: dict[str, int] = field(default_factory=dict)
     #: @quantize entries converters write themselves (a constant they rearranged), by SkriptND name
     quantize: dict[str, Quantize] = field(default_factory=dict)
+    #: dynamic-range operators quantize their input as LiteRT's reference kernels (BUILTIN_REF) do, not as its
+    #: default optimized ones (ops/_hybrid.py)
+    reference_kernels: bool = False
+    #: axis 0 is a dynamic batch (dynamic.py): converters write -1 rather than the file's extent where they reshape
+    dynamic: bool = False
+    #: modules the statements inside control-flow blocks (verbatim text) call, for the graph's imports
+    imports: dict[str, None] = field(default_factory=dict)
     _label_used: bool = False
     _consts: dict[int, np.ndarray | None] = field(default_factory=dict)  # constants (buffers, and folded values)
     _named: dict[int, str] = field(default_factory=dict)

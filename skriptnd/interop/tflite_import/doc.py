@@ -20,7 +20,7 @@ END = "<!-- tflite-import:end -->"
 
 _FAMILY_TITLES = {"elementwise": "Element-wise arithmetic", "activation": "Activations and softmax",
                   "conv": "Convolution", "pool": "Pooling", "linalg": "Matrix products", "reduce": "Reductions",
-                  "shape": "Layout and shape", "image": "Image", "recurrent": "Recurrent",
+                  "shape": "Layout and shape", "image": "Image", "recurrent": "Recurrent", "control": "Control flow",
                   "misc": "Other"}
 
 
@@ -44,9 +44,22 @@ def render() -> str:
              "models over 2 GB and the quantizer writes large ones); every subgraph, signature def and operator "
              "version is read. Operators with bodies: a STABLEHLO_COMPOSITE's decomposition subgraph is converted in "
              "place (its inputs bound to the operator's), a STABLEHLO_REDUCE_WINDOW's body is recognised (one "
-             "MAXIMUM or ADD: a max or sum pool); WHILE, IF and CALL_ONCE are not supported. Shapes are the "
-             "file's static shapes: a dynamic dimension (`-1` in `shape_signature`) is imported at the extent the "
-             "file gives.",
+             "MAXIMUM or ADD: a max or sum pool); WHILE and IF become SkriptND loops and conditionals whose blocks are "
+             "their subgraphs converted the same way (an IF on a constant condition: the taken branch, in place); "
+             "CALL_ONCE is not supported.",
+             "",
+             "### Dynamic batch",
+             "",
+             "A `-1` at axis 0 of an input's `shape_signature` (what LiteRT's converter writes for a batch exported "
+             "as dynamic) becomes the graph attribute `batch` (default: the extent the file allocates), as the ONNX "
+             "importer does for a `dim_param`: `skriptnd.load(out).compose(attribs={'batch': 4})` runs the model at "
+             "batch 4, as LiteRT after `resize_tensor_input`; the outputs are declared `real[~, ...]` and derived. "
+             "The file's other shapes are those of one batch (litert-torch even mixes two), so this is done only "
+             "where every operator provably keeps axis 0 an independent batch: element-wise operators, "
+             "convolutions, pools, resizes, FULLY_CONNECTED (its reshapes written with -1) and BATCH_MATMUL, "
+             "transposes that keep axis 0 first, reductions, concatenations, softmaxes and pads that leave it "
+             "alone. Any other model (a constant-shape RESHAPE, a SHAPE, a `-1` on another axis) is imported at "
+             "the file's extents, where another batch is refused rather than computed wrongly.",
              "",
              "### Layout",
              "",
@@ -65,7 +78,30 @@ def render() -> str:
              "model with unsupported operators gets one E0862 listing every one with its count and the tensors it "
              "writes. Weights stored as float16 or as int8/int16 codes with scales (weight-only quantization) behind "
              "a DEQUANTIZE are folded to real constants at import, as TFLite's DEQUANTIZE computes them; static int8 "
-             "models are `@quantize` graphs (below); dynamic-range hybrid kernels are refused with E0864 so far.",
+             "models (quantized activations) are `@quantize` graphs (below).",
+             "",
+             "### Dynamic-range (hybrid) models",
+             "",
+             "Dynamic-range quantization (ai-edge-quantizer's `dynamic_wi8_afp32` recipe) leaves activations float "
+             "and stores the weights of CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and BATCH_MATMUL as int8 codes "
+             "with per-channel (or per-tensor) scales. LiteRT runs them with hybrid kernels that quantize the float "
+             "input on the fly (per batch item for convolutions, per row for the matrix products), multiply "
+             "integers and scale the sums back to float; the import writes that computation in real arithmetic "
+             "(min/max reductions, round half away from zero, clamp, the operator on integer-valued reals, "
+             "`sum * input scale * weight scale + bias`) rather than dequantizing the weights, because "
+             "dequantized weights differ from LiteRT by the input's quantization error (measured on the test "
+             "transformer layer: 5e-3 where the emulation gives 2.4e-7). LiteRT's two kernel sets quantize "
+             "differently: its default kernels always asymmetrically ([min, max] with 0 over 256 codes), its "
+             "reference kernels (`BUILTIN_REF`) symmetrically (max |x| over ±127) for per-tensor convolutions and "
+             "for FULLY_CONNECTED / BATCH_MATMUL without `asymmetric_quantize_inputs`. The import follows the "
+             "default kernels; `sknd import --reference-kernels` (`import_tflite(..., reference_kernels=True)`) "
+             "the reference ones. One operator "
+             "matches its kernel within float rounding (1e-6). A deep hybrid network is chaotic at the quantization "
+             "step: an input code rounded to the other side of a boundary grows layer by layer, so that LiteRT's "
+             "own MobileNetV2 output moves by 9e-4 when its input moves by one float32 ulp (the float model's by "
+             "7e-8). There the import differs from LiteRT by that much (MobileNetV2: 2e-3 on outputs up to 0.29, "
+             "dequantized weights 1.3e-3; ResNet-18: 0.07 on logits up to 13), less than LiteRT's default and "
+             "reference kernels differ from each other (3e-3, 0.15).",
              "",
              *quantized_section(),
              "### Operators",

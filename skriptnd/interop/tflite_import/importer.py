@@ -21,14 +21,17 @@ from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fills the converter registry
 from skriptnd.interop.tflite_import.context import Context, sknd_type
+from skriptnd.interop.tflite_import.dynamic import BATCH, dynamic_batch
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.tflite_import.quantized import entries, is_static
 from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
 from skriptnd.interop.tflite_import.registry import registry
-from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
+from skriptnd.interop.writer import Attrib, Expr, GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
 from skriptnd.untrusted import UnsafeFile, open_regular, read_regular
 
+#: operators with LiteRT hybrid kernels (int8 weights, float input and output)
+HYBRID = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"}
 #: The largest .tflite file read (FlatBuffers address 2 GiB; data after the FlatBuffer can take more).
 MAX_FILE = 16 << 30
 
@@ -37,6 +40,7 @@ MAX_FILE = 16 << 30
 class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
+    attribs: list[str] = field(default_factory=list)  # graph attributes made of dynamic dimensions (`batch`)
     #: the SkriptND tensor written for each TFLite tensor of the main subgraph, by TFLite name (to compare a
     #: tensor's values with LiteRT's: an int8 model's codes, tests/test_tflite_int8.py)
     tensors: dict[str, str] = field(default_factory=dict)
@@ -56,8 +60,11 @@ def is_tflite(path: Path) -> bool:
 
 
 def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bool = False,
-                  progress: Callable[[str], None] | None = None) -> ImportResult:
+                  progress: Callable[[str], None] | None = None, reference_kernels: bool = False) -> ImportResult:
     """Import a TFLite model (a path, or the file's bytes) into the model folder `out_dir`.
+
+    Dynamic-range (hybrid) operators compute as LiteRT's default kernels do, or as its reference kernels
+    (`reference_kernels`, the interpreter's BUILTIN_REF resolver): the two quantize some inputs differently.
 
     Raises skriptnd.diagnostics.DiagnosticError (nothing written) when the model cannot be imported."""
     say = progress or (lambda _step: None)
@@ -67,12 +74,12 @@ def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bo
         data = src if isinstance(src, bytes) else _read(src, source)
         model = read(data)
         tensors: dict[str, str] = {}
-        folder, renamed = convert(model, source, say, tensors)
+        folder, renamed = convert(model, source, say, reference_kernels, tensors)
     except ImportProblem as problem:
         raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed, tensors)
+    return ImportResult(path, renamed, [a.name for a in folder.graph.attribs], tensors)
 
 
 def _read(path: str | Path, source: str) -> bytes:
@@ -103,7 +110,8 @@ def unsupported(subgraph: Subgraph) -> dict[str, list[str]]:
 
 
 def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
-    """`unsupported` of the subgraph and of the decompositions its STABLEHLO_COMPOSITE operators inline."""
+    """`unsupported` of the subgraph and of the bodies it converts (STABLEHLO_COMPOSITE decompositions, WHILE
+    and IF subgraphs)."""
     found: dict[str, list[str]] = defaultdict(list)
     seen, todo = {subgraph.index}, [subgraph]
     while todo:
@@ -111,10 +119,13 @@ def unsupported_in(model: Model, subgraph: Subgraph) -> dict[str, list[str]]:
         for name, tensors in unsupported(sub).items():
             found[name] += tensors
         for op in sub.operators:
-            body = op.options2.int(1, -1) if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else -1
-            if 0 <= body < len(model.subgraphs) and body not in seen:
-                seen.add(body)
-                todo.append(model.subgraphs[body])
+            bodies = [op.options2.int(1, -1)] if op.name == "STABLEHLO_COMPOSITE" and op.options2 is not None else []
+            if op.name in ("WHILE", "IF") and op.options is not None:  # condition and body, then and else
+                bodies = [op.options.int(0, -1), op.options.int(1, -1)]
+            for body in bodies:
+                if 0 <= body < len(model.subgraphs) and body not in seen:
+                    seen.add(body)
+                    todo.append(model.subgraphs[body])
     return dict(found)
 
 
@@ -131,7 +142,8 @@ def _walk(ctx: Context, op: Operator) -> None:
 
 def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
     """Quantized integer tensors are refused (int8 models), except constants only DEQUANTIZE reads (weight-only
-    quantization: their float values are folded at import)."""
+    quantization: their float values are folded at import) or only the hybrid kernels read (dynamic-range
+    quantization: their converters check that the input is float, see ops/_hybrid.py)."""
     readers: dict[int, set[str]] = defaultdict(set)
     for op in subgraph.operators:
         for i in op.inputs:
@@ -139,7 +151,7 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
 
     def weight_only(t: Tensor) -> bool:
         constant = 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer][1] > 0
-        return constant and readers[t.index] <= {"DEQUANTIZE"}
+        return constant and (readers[t.index] <= {"DEQUANTIZE"} or readers[t.index] <= HYBRID)
 
     quantized = [t.name for t in subgraph.tensors if t.quantization is not None and t.type not in (0, 1, 10)
                  and not weight_only(t)]
@@ -150,7 +162,8 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
 
 
 def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None,
-            tensors: dict[str, str] | None = None) -> tuple[ModelFolder, dict[str, str]]:
+            reference_kernels: bool = False, tensors: dict[str, str] | None = None) \
+        -> tuple[ModelFolder, dict[str, str]]:
     """The model folder and the renamed graph inputs/outputs; `tensors` (if given) is filled as
     `ImportResult.tensors` says."""
     sig = main_signature(model)
@@ -162,7 +175,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
     static = is_static(model, subgraph)  # int8 activations: a @quantize graph (quantized.py)
     if not static:
         _refuse_quantized(model, subgraph)
-    ctx = Context(model, subgraph, static=static)
+    ctx = Context(model, subgraph, reference_kernels=reference_kernels, static=static)
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
         inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
@@ -171,12 +184,16 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         if sorted(inputs) != sorted(subgraph.inputs) or sorted(outputs) != sorted(subgraph.outputs):
             raise ImportProblem("E0865", f"signature '{sig.key}' names other tensors than its subgraph's inputs "
                                 "and outputs")
-    input_decls = []
+    input_decls, attribs = [], []
+    ctx.dynamic = dynamic_batch(model, subgraph, inputs)  # else -1 dimensions at the extent the file gives
     for i in inputs:
         t = subgraph.tensors[i]
-        if t.signature is not None and any(d < 0 for d in t.signature):
-            pass  # a dynamic dimension (batch): imported at the extent the file gives, as LiteRT allocates it
-        input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), list(t.shape)))
+        shape: list[int | Expr] = list(t.shape)
+        if ctx.dynamic and t.signature is not None and t.signature[0] < 0:
+            if not attribs:
+                attribs.append(Attrib(ctx.names(BATCH), "int", t.shape[0]))
+            shape[0] = Expr(attribs[0].name)
+        input_decls.append(TensorDecl(ctx.name_of(i), sknd_type(t), shape))
         ctx.bound[i] = input_decls[-1].name
     say(f"converting {len(subgraph.operators)} operators")
     ctx.walk = _walk
@@ -197,14 +214,14 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         if name != wanted:  # an input or an alias given out
             ctx.emit("math.iden", [name], outputs=wanted, label=False)
             copies[i] = wanted
-        output_decls.append(TensorDecl(wanted, sknd_type(t), list(t.shape)))
+        output_decls.append(TensorDecl(wanted, sknd_type(t), ["~"] * len(t.shape) if ctx.dynamic else list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
     if tensors is not None:
         tensors.update({subgraph.tensors[i].name: name for i, name in ctx.bound.items()})
     quantize = entries(subgraph, ctx.bound, ctx.body, ctx.origin, copies, ctx.quantize) if static else []
-    text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body,
-                     constants=ctx.constants, variables=ctx.variables, quantize=quantize,
+    text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=attribs,
+                     constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports), quantize=quantize,
                      comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
                      f"{', signature ' + sig.key if sig else ''}) by sknd import.")
     return ModelFolder(text, ctx.weights), renamed

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The operator-family modules under ops/, in the order of the documentation's table (a test checks that
 #: ops/__init__.py imports the same list).
-FAMILIES = ["elementwise", "activation", "conv", "pool", "linalg", "reduce", "shape", "image", "recurrent", "misc"]
+FAMILIES = ["elementwise", "activation", "conv", "pool", "linalg", "reduce", "shape", "image", "recurrent", "control", "misc"]
 
 #: A converter: writes the SkriptND statements of the context's current operator.
 Converter = Callable[["Context", "Operator"], None]

@@ -5,6 +5,7 @@ This package is the list of families: importing it fills the registry.
 
 from skriptnd.interop.tflite_import.ops import (  # noqa: F401 - each family registers its converters
     activation,
+    control,
     conv,
     elementwise,
     image,

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from skriptnd.interop.tflite_import.context import Context
 from skriptnd.interop.tflite_import.errors import ImportProblem
-from skriptnd.interop.tflite_import.ops._util import paddings
+from skriptnd.interop.tflite_import.ops._hybrid import (
+    asymmetric,
+    finish,
+    hybrid_weights,
+    quantize_input,
+    rescale,
+)
+from skriptnd.interop.tflite_import.ops._util import paddings, tmp
 from skriptnd.interop.tflite_import.quantized import entry, is_quantized, real_value
 from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
@@ -34,7 +41,8 @@ def _check_rank(ctx: Context) -> None:
 
 
 @converter("CONV_2D", target="`nn.conv{data_format='NXC', filter_format='NXC', stride, dilation, padding, groups}`",
-           caveats="grouped convolutions (filter channels dividing the input's) become `groups`")
+           caveats="grouped convolutions (filter channels dividing the input's) become `groups`; int8 filter "
+           "codes with a float input: LiteRT's hybrid kernel (dynamic-range)")
 def _conv(ctx: Context, op: Operator) -> None:
     _check_rank(ctx)
     w = ctx.shape(ctx.input(1))
@@ -45,12 +53,28 @@ def _conv(ctx: Context, op: Operator) -> None:
         if w[3] == 0 or channels % w[3]:
             raise ImportProblem("E0863", f"{ctx.here}: {channels} input channels for a filter of {w[3]}")
         attribs["groups"] = channels // w[3]
-    ctx.activate("nn.conv", [ctx.arg(ctx.input(0)), ctx.arg(ctx.input(1)), ctx.arg(ctx.input(2))], attribs,
-                 activation=ctx.option(3, 0, "b"))
+    _convolve(ctx, attribs, ctx.option(3, 0, "b"))
+
+
+def _convolve(ctx: Context, attribs: dict, activation: int, depthwise: bool = False) -> None:
+    """nn.conv of the operator's input, filter and bias; with int8 filter codes and a float input (dynamic-range
+    quantization), LiteRT's hybrid kernel: the input quantized per batch item (the reference kernel: asymmetric
+    with per-channel filter scales, symmetric with one), an integer convolution, rescaled before the bias. A
+    static quantized model's depthwise filter is written channels-first (`_channels_first`)."""
+    x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
+    hybrid = hybrid_weights(ctx, x, w)
+    if hybrid is None:
+        filt = _channels_first(ctx, w, attribs) if depthwise else ctx.arg(w)
+        ctx.activate("nn.conv", [ctx.arg(x), filt, ctx.arg(b)], attribs, activation=activation)
+        return
+    codes, scale = quantize_input(ctx, ctx.arg(x), [1, 2, 3], asymmetric(ctx, hybrid.axis >= 0))
+    acc = tmp(ctx, "nn.conv", [codes, ctx.literal_arg(hybrid.codes, "wcodes")], attribs)
+    finish(ctx, rescale(ctx, acc, scale, hybrid, [1, 1, 1, -1]), b, activation)
 
 
 @converter("DEPTHWISE_CONV_2D", target="`nn.conv{data_format='NXC', filter_format='CXN', groups=0, stride, dilation, "
-           "padding}`", caveats="the depth multiplier follows from the filter's last extent")
+           "padding}`", caveats="the depth multiplier follows from the filter's last extent; int8 filter codes with a "
+           "float input: LiteRT's hybrid kernel (dynamic-range)")
 def _depthwise(ctx: Context, op: Operator) -> None:
     _check_rank(ctx)
     w = ctx.shape(ctx.input(1))
@@ -59,9 +83,7 @@ def _depthwise(ctx: Context, op: Operator) -> None:
     channels = ctx.shape(ctx.input(0))[3]
     if w[0] != 1 or channels == 0 or w[3] % channels:
         raise ImportProblem("E0863", f"{ctx.here}: a depthwise filter of shape {list(w)} for {channels} channels")
-    filt = _channels_first(ctx, ctx.input(1), attribs)
-    ctx.activate("nn.conv", [ctx.arg(ctx.input(0)), filt, ctx.arg(ctx.input(2))], attribs,
-                 activation=ctx.option(4, 0, "b"))
+    _convolve(ctx, attribs, ctx.option(4, 0, "b"), depthwise=True)
 
 
 def _channels_first(ctx: Context, index: int, attribs: dict) -> str | None:
