@@ -338,3 +338,20 @@ def test_padv2_with_a_quantized_scalar_value_keeps_its_rank(tmp_path: Path) -> N
                  [([1, 8, 8, 8], 0.05, 3)], types=(9, 2, 9))
     report = compare(model, [_codes(X[0])], tmp_path)
     assert report["out0"][:2] == (1.0, 0)
+
+
+def test_quantize_from_int32_codes_is_refused_naming_the_tensors(tmp_path: Path) -> None:
+    """QUANTIZE reads float32 or int8/uint8/int16 codes; anything else stays E0864, naming both tensors, nothing
+    written."""
+    from skriptnd.diagnostics import DiagnosticError
+
+    model = q_op("QUANTIZE", [X, ([1, 6, 6, 8], 0.05, 0)], [([1, 6, 6, 8], 0.05, 0)], types=(9, 2, 9))
+    s = schema()
+    m = s.ModelT.InitFromObj(s.Model.GetRootAs(model, 0))
+    m.subgraphs[0].operators[0].inputs = [1]  # the INT32 tensor, a graph input
+    m.subgraphs[0].inputs = [0, 1]
+    with pytest.raises(DiagnosticError) as err:
+        import_tflite(pack(m), tmp_path / "out")
+    d = err.value.diagnostics[0]
+    assert d.code == "E0864" and "'in1' (INT32)" in d.message and "'out0'" in d.message
+    assert not (tmp_path / "out").exists()

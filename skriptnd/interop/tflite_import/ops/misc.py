@@ -50,7 +50,8 @@ def _dequantize(ctx: Context, op: Operator) -> None:
            caveats="static quantized models only (a quantized output and a real or quantized input)")
 def _quantize(ctx: Context, op: Operator) -> None:
     x, out = ctx.tensor(ctx.input(0)), ctx.tensor(op.outputs[0])
-    if not (ctx.static and is_quantized(out) and (is_quantized(x) or x.type == 0)):
+    if not (ctx.static and is_quantized(out) and out.type in (9, 3, 7) and
+            (x.type == 0 or (is_quantized(x) and x.type in (9, 3, 7)))):  # FLOAT32, or INT8 / UINT8 / INT16 codes
         raise ImportProblem("E0864", f"{ctx.here}: QUANTIZE of '{x.name}' ({x.type_name}) into '{out.name}' "
                             f"({out.type_name}) is not supported (a static quantized model's QUANTIZE of a FLOAT32 "
                             "or quantized integer tensor)")
