@@ -548,16 +548,18 @@ def test_not_a_tflite_file(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_quantized_models_are_refused_for_now(tmp_path: Path) -> None:
+def test_unusable_quantization_is_refused_naming_the_tensor(tmp_path: Path) -> None:
+    """int8 models import as @quantize graphs (tests/test_tflite_int8.py); a scale of 0 stays E0864."""
     s = schema()
     model = unpack(one_op("RELU", [([2, 3], None)], [[2, 3]]))
     for t in model.subgraphs[0].tensors:
         t.type = 9  # INT8
         t.quantization = s.QuantizationParametersT()
-        t.quantization.scale, t.quantization.zeroPoint = [0.1], [0]
+        t.quantization.scale, t.quantization.zeroPoint = [0.0], [0]
     with pytest.raises(DiagnosticError) as err:
         import_tflite(pack(model), tmp_path / "out")
-    assert err.value.diagnostics[0].code == "E0864"
+    assert err.value.diagnostics[0].code == "E0864" and "'in0'" in err.value.diagnostics[0].message
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------- CLI, API, docs

@@ -111,7 +111,7 @@ def test_int8_matmul_equals_the_generic_kernel(seed, b, h, c, wd, azp, bzp, extr
 @given(seed=st.integers(0, 2**32 - 1), shape=st.lists(st.integers(1, 5), min_size=1, max_size=3),
        in_t=st.sampled_from(["int8", "int16", "int32"]), out_t=st.sampled_from(["int8", "int16", "int32"]),
        per_channel=st.booleans(), izp=st.integers(*I8), ozp=st.integers(*I8), extreme=st.booleans(),
-       rounding=st.sampled_from(["SINGLE_ROUND", "INEXACT_ROUND"]))
+       rounding=st.sampled_from(["SINGLE_ROUND", "INEXACT_ROUND", "DOUBLE_ROUND"]))
 def test_rescale_equals_the_generic_kernel(seed, shape, in_t, out_t, per_channel, izp, ozp, extreme,
                                            rounding) -> None:
     rng = np.random.default_rng(seed)

@@ -2,6 +2,7 @@
 
     python benchmarks/zoo/make_tflite.py --ci          # the small CI models into tests/data/tflite/
     python benchmarks/zoo/make_tflite.py [--out DIR] [--only NAME ...]   # the big ones (default cache folder)
+    python benchmarks/zoo/make_tflite.py --int8 [--ci] [--only NAME ...]   # also NAME_int8.tflite (static int8)
     python benchmarks/zoo/make_tflite.py [--ci] --dynamic-range   # only the *_dr8 variants of the models made
 
 Run it in an environment with torch, torchvision, litert-torch and ai-edge-quantizer (not skriptnd's: CI never runs it, it reads
@@ -249,6 +250,39 @@ def weight_only(name: str, out: Path) -> None:
     print(f"{name}_wo8: {(out / f'{name}_wo8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
+#: models also written static int8 (ai-edge-quantizer's static_wi8_ai8 recipe: int8 activations, per-channel int8
+#: weights, int32 biases, QUANTIZE / DEQUANTIZE at the float boundaries) as NAME_int8.tflite with --int8
+INT8 = {"small_cnn", "tiny_transformer", "mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0"}
+
+
+def calibration(name: str, out: Path, count: int = 16) -> list[dict[str, np.ndarray]]:
+    """Seeded calibration samples shaped as the model's saved inputs (normal noise, as the float inputs),
+    by the signature's input names (args_0, args_1, ...)."""
+    saved = np.load(out / f"{name}.inputs.npz")
+    rng = np.random.default_rng(7)
+    return [{f"args_{i}": rng.standard_normal(saved[f"arr_{i}"].shape).astype(saved[f"arr_{i}"].dtype)
+             for i in range(len(saved.files))} for _ in range(count)]
+
+
+#: models also written with int16 activations and int8 weights (static_wi8_ai16) as NAME_a16.tflite with --int8
+INT16 = {"small_cnn"}
+
+
+def static_int8(name: str, out: Path, suffix: str = "int8") -> None:
+    import shutil
+
+    from ai_edge_quantizer import quantizer, recipe
+
+    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
+    q.load_quantization_recipe(recipe.static_wi8_ai8() if suffix == "int8" else recipe.static_wi8_ai16())
+    result = q.calibrate({"serving_default": calibration(name, out)})
+    tmp = out / f".{name}_{suffix}.tflite.tmp"
+    q.quantize(result).export_model(str(tmp), overwrite=True)
+    os.replace(tmp, out / f"{name}_{suffix}.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_{suffix}.inputs.npz")
+    print(f"{name}_{suffix}: {(out / f'{name}_{suffix}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+
+
 #: models also written dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, which quantize the
 #: float input on the fly: ai-edge-quantizer's dynamic_wi8_afp32 recipe), as NAME_dr8.tflite
 DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "dynamic_cnn", "mobilenet_v2", "resnet18", "lstm_sequence",
@@ -274,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ci", action="store_true", help="the small models into tests/data/tflite")
     parser.add_argument("--out", type=Path, default=CACHE)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--int8", action="store_true", help="also (only, with --only and existing float files) the "
+                        "static int8 versions")
     parser.add_argument("--dynamic-range", action="store_true", help="only the dynamic-range variants, from the "
                         "float models already written")
     a = parser.parse_args(argv)
@@ -285,11 +321,16 @@ def main(argv: list[str] | None = None) -> int:
             if name in DYNAMIC_RANGE:
                 dynamic_range(name, out)
             continue
-        build(name, make, out)
-        if name in WEIGHT_ONLY:
-            weight_only(name, out)
-        if name in DYNAMIC_RANGE:
-            dynamic_range(name, out)
+        if not (a.int8 and (out / f"{name}.tflite").exists()):
+            build(name, make, out)
+            if name in WEIGHT_ONLY:
+                weight_only(name, out)
+            if name in DYNAMIC_RANGE:
+                dynamic_range(name, out)
+        if a.int8 and name in INT8:
+            static_int8(name, out)
+        if a.int8 and name in INT16:
+            static_int8(name, out, "a16")
     return 0
 
 

@@ -159,7 +159,8 @@ def _conv(op: Operation, ctx: _Context) -> Mapping:
     reason, types = _types(op, ctx.q)
     if reason:
         return Mapping(op, None, reason)
-    groups, cin = int(op.attribs.get("groups", 1)), int(xs[c_axis])
+    cin = int(xs[c_axis])
+    groups = int(op.attribs.get("groups", 1)) or cin  # groups=0: one group per input channel (depthwise)
     name = ("mli_krn_conv2d_hwcn" if groups == 1 else "mli_krn_depthwise_conv2d_hwcn" if groups == cin
             else "mli_krn_group_conv2d_hwcn")
     relu = ctx.relu(op)

@@ -172,8 +172,8 @@ def _conv(op: Operation, ctx: _Context) -> Mapping:
         return Mapping(op, None, f"dilation {w.dilation}: NNAPI 1.0 has no dilated convolution (1.2 adds it)")
     if min(w.pads) < 0:
         return Mapping(op, None, f"negative padding {w.pads}")
-    groups = int(op.attribs.get("groups", 1))
     cin = int(xs[c_axis])
+    groups = int(op.attribs.get("groups", 1)) or cin  # groups=0: one group per input channel (depthwise)
     cout = int(fs[0]) if ffmt in ("NCX", "NXC") else int(fs[-1])
     if groups == 1:
         name, extra = "CONV_2D", ""

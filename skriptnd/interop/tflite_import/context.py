@@ -22,8 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from skriptnd.interop.tflite_import.errors import ImportProblem
+from skriptnd.interop.tflite_import.quantized import is_quantized, real_value
 from skriptnd.interop.tflite_import.reader import Model, Operator, Subgraph, Tensor
-from skriptnd.interop.writer import Call, Names, TensorDecl
+from skriptnd.interop.writer import Call, Names, Quantize, TensorDecl
 
 #: The most operators decompositions may add in all (a crafted file could nest bodies that name the same bodies)
 INLINE_LIMIT = 20_000
@@ -38,7 +39,7 @@ ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5
 
 
 def sknd_type(tensor: Tensor) -> str:
-    if tensor.type in REAL:
+    if tensor.type in REAL or is_quantized(tensor):  # codes of a real value (skriptnd.interop.tflite_import.quantized)
         return "real"
     if tensor.type in INT:
         return "int"
@@ -86,6 +87,12 @@ class Context:
     #: the subgraphs being inlined, outermost first (a decomposition that names itself is a corrupt file)
     inlining: list[int] = field(default_factory=list)
     inlined: int = 0  # operators converted from bodies so far
+    #: a static int8/int16 model: its quantized tensors get @quantize entries (skriptnd.interop.tflite_import.quantized)
+    static: bool = False
+    #: SkriptND name -> the TFLite output of the operator whose conversion wrote it
+    origin: dict[str, int] = field(default_factory=dict)
+    #: @quantize entries converters write themselves (a constant they rearranged), by SkriptND name
+    quantize: dict[str, Quantize] = field(default_factory=dict)
     #: dynamic-range operators quantize their input as LiteRT's reference kernels (BUILTIN_REF) do, not as its
     #: default optimized ones (ops/_hybrid.py)
     reference_kernels: bool = False
@@ -191,6 +198,8 @@ class Context:
         return self._declare(None, np.asarray(array), base)
 
     def _declare(self, index: int | None, array: np.ndarray, base: str = "c") -> str:
+        if index is not None and is_quantized(self.tensor(index)) and np.issubdtype(array.dtype, np.integer):
+            array = real_value(self.tensor(index), array)  # codes -> their real values
         if array.dtype == np.bool_:
             dtype, array = "bool", array.astype(np.bool_)
         elif np.issubdtype(array.dtype, np.integer):
@@ -257,6 +266,8 @@ class Context:
         if label and self.op is not None and not self._label_used and any(o in mine for o in flat):
             tag = self.unique(self.labels, f"{self.op.name.lower()}_{self.op.index}")
             self._label_used = True
+        if self.op is not None and self.op.outputs:
+            self.origin.setdefault(flat[0], self.op.outputs[0])
         args = list(args)
         while args and args[-1] is None:
             args.pop()

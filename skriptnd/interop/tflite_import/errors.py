@@ -15,7 +15,7 @@ CODES = {
     "E0861": "corrupt TFLite file",
     "E0862": "unsupported TFLite operators",
     "E0863": "unsupported TFLite operator options or inputs",
-    "E0864": "unsupported TFLite data type",
+    "E0864": "unsupported TFLite data type or quantization",
     "E0865": "unsupported TFLite model structure",
 }
 register_codes(CODES)

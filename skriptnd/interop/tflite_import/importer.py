@@ -23,6 +23,7 @@ from skriptnd.interop.tflite_import import ops as _families  # noqa: F401 - fill
 from skriptnd.interop.tflite_import.context import Context, sknd_type
 from skriptnd.interop.tflite_import.dynamic import BATCH, dynamic_batch
 from skriptnd.interop.tflite_import.errors import ImportProblem, diagnostic
+from skriptnd.interop.tflite_import.quantized import entries, is_static
 from skriptnd.interop.tflite_import.reader import Model, Operator, Signature, Subgraph, Tensor, read
 from skriptnd.interop.tflite_import.registry import registry
 from skriptnd.interop.writer import Attrib, Expr, GraphText, ModelFolder, TensorDecl, write_model
@@ -40,6 +41,9 @@ class ImportResult:
     path: Path
     renamed: dict[str, str] = field(default_factory=dict)  # graph input/output names that had to change
     attribs: list[str] = field(default_factory=list)  # graph attributes made of dynamic dimensions (`batch`)
+    #: the SkriptND tensor written for each TFLite tensor of the main subgraph, by TFLite name (to compare a
+    #: tensor's values with LiteRT's: an int8 model's codes, tests/test_tflite_int8.py)
+    tensors: dict[str, str] = field(default_factory=dict)
 
 
 def is_tflite(path: Path) -> bool:
@@ -69,12 +73,13 @@ def import_tflite(src: str | Path | bytes, out_dir: str | Path, *, overwrite: bo
     try:
         data = src if isinstance(src, bytes) else _read(src, source)
         model = read(data)
-        folder, renamed = convert(model, source, say, reference_kernels)
+        tensors: dict[str, str] = {}
+        folder, renamed = convert(model, source, say, reference_kernels, tensors)
     except ImportProblem as problem:
         raise DiagnosticError([diagnostic(problem.code, problem.message, source, problem.hint)]) from None
     say("writing the model folder and checking it (load, compose)")
     path = write_model(folder, out_dir, overwrite=overwrite, verify=Span(source, 1, 1, 1, 2))
-    return ImportResult(path, renamed, [a.name for a in folder.graph.attribs])
+    return ImportResult(path, renamed, [a.name for a in folder.graph.attribs], tensors)
 
 
 def _read(path: str | Path, source: str) -> bytes:
@@ -157,15 +162,20 @@ def _refuse_quantized(model: Model, subgraph: Subgraph) -> None:
 
 
 def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: None,
-            reference_kernels: bool = False) -> tuple[ModelFolder, dict[str, str]]:
+            reference_kernels: bool = False, tensors: dict[str, str] | None = None) \
+        -> tuple[ModelFolder, dict[str, str]]:
+    """The model folder and the renamed graph inputs/outputs; `tensors` (if given) is filled as
+    `ImportResult.tensors` says."""
     sig = main_signature(model)
     subgraph = model.subgraphs[sig.subgraph if sig else 0]
     missing = unsupported_in(model, subgraph)
     if missing:
         raise ImportProblem("E0862", unsupported_message(missing, "operator"), hint="docs/import-tflite.md lists the supported "
                             "operators")
-    _refuse_quantized(model, subgraph)
-    ctx = Context(model, subgraph, reference_kernels=reference_kernels)
+    static = is_static(model, subgraph)  # int8 activations: a @quantize graph (quantized.py)
+    if not static:
+        _refuse_quantized(model, subgraph)
+    ctx = Context(model, subgraph, reference_kernels=reference_kernels, static=static)
     inputs, outputs = list(subgraph.inputs), list(subgraph.outputs)
     if sig is not None:  # the signature's order and names: what a LiteRT signature runner takes and gives
         inputs, outputs = list(sig.inputs.values()), list(sig.outputs.values())
@@ -191,7 +201,7 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
         ctx.op, ctx._label_used = op, False
         _walk(ctx, op)
     ctx.op = None
-    output_decls = []
+    output_decls, copies = [], {}
     for i in outputs:
         t = subgraph.tensors[i]
         folded = ctx.const(i) if i not in ctx.bound and i not in ctx.pending else None
@@ -203,11 +213,15 @@ def convert(model: Model, source: str, say: Callable[[str], None] = lambda _s: N
             wanted = ctx.names.fresh(out_name or f"{t.name}_output")
         if name != wanted:  # an input or an alias given out
             ctx.emit("math.iden", [name], outputs=wanted, label=False)
+            copies[i] = wanted
         output_decls.append(TensorDecl(wanted, sknd_type(t), ["~"] * len(t.shape) if ctx.dynamic else list(t.shape)))
     foreign = {ctx.display.get(i, subgraph.tensors[i].name) for i in [*inputs, *outputs]}
     renamed = {k: v for k, v in ctx.names.renamed.items() if k in foreign}
+    if tensors is not None:
+        tensors.update({subgraph.tensors[i].name: name for i, name in ctx.bound.items()})
+    quantize = entries(subgraph, ctx.bound, ctx.body, ctx.origin, copies, ctx.quantize) if static else []
     text = GraphText(name="main", inputs=input_decls, outputs=output_decls, body=ctx.body, attribs=attribs,
-                     constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports),
+                     constants=ctx.constants, variables=ctx.variables, imports=list(ctx.imports), quantize=quantize,
                      comment=f"Imported from TFLite ({Path(source).name}, schema version {model.version}"
                      f"{', signature ' + sig.key if sig else ''}) by sknd import.")
     return ModelFolder(text, ctx.weights), renamed

@@ -70,7 +70,9 @@ class IntegerGraph:
 
     def quantize_inputs(self, inputs: dict[str, Any]) -> list[np.ndarray]:
         """The TOSA graph's input arrays: real values of quantized inputs go through their quantize
-        operator (integer arrays are taken as already quantized), fp32 inputs as float32."""
+        operator (integer arrays are taken as already quantized: an unsigned array holds the operator's own
+        codes, 0..255 for uint8, stored with the quantization's offset; a signed one the stored values), fp32
+        inputs as float32."""
         arrays = []
         for _, t, qp in self.inputs:
             if t.name not in inputs:
@@ -81,6 +83,8 @@ class IntegerGraph:
                 raise shape_mismatch(self.graph, t, a.shape)
             if qp is None:
                 arrays.append(a.astype(np.float32))
+            elif a.dtype.kind == "u" and qp.offset:  # uint8 codes of an unsigned input (a TFLite uint8 model's)
+                arrays.append((a.astype(np.int64) + qp.offset).astype(NUMPY_INT[qp.dtype]))
             elif a.dtype.kind in "iu":
                 arrays.append(a.astype(NUMPY_INT[qp.dtype]))
             else:

@@ -49,6 +49,14 @@ is within ``2^-32`` relative of ``S``; 16-bit multipliers use ``2^15``/``15`` in
 toward +inf, where the quantize operator rounds half away from zero — the integer result can differ
 from fake quantization by one step on exact ties and when ``v * S`` lies within the multiplier's
 error of a tie. The TOSA REQUIRE ``|v| < 2^(n-1)`` is checked from a bound of the accumulator.
+``lower_quantized(..., rounding=...)`` chooses other roundings of 32-bit RESCALEs, further from the quantize
+operator's exact rounding (they round the other way near ties, within ``2^(30-n)`` of a half) but what
+TFLite's kernels compute: ``"DOUBLE_ROUND"`` (TOSA's double rounding) is gemmlowp's
+``MultiplyByQuantizedMultiplier`` bit for bit (the 31-bit high multiply rounded, then the shift rounded half
+away from zero: LiteRT's reference kernels); ``"HIGH_MUL_HALF_UP"`` is the same high multiply followed by a
+shift rounded half up, as LiteRT's optimized kernels (ruy, NEON rounding shifts) compute it, written as two
+RESCALEs (to int32 by ``M 2^-min(n, 31)``, then by ``2^30 2^-(30 + max(n - 31, 0))``; single where the
+accumulator's bound reaches 2^30): the codes of LiteRT's default CPU kernels (tests/test_tflite_int8.py).
 
 Each operation is lowered on its own (NCHW at its boundaries, as the fp32 legalization does); then
 layout operations on constants are folded (filters transposed on the host) and TRANSPOSE pairs that
@@ -83,11 +91,13 @@ from skriptnd.tosa.legalize import Subgraph, TosaOp, legalize
 
 register_codes({"E0761": "operation cannot be lowered to integer TOSA"})
 
-__all__ = ["IntegerGraph", "Partition", "boundary_qparams", "lower_quantized", "partition", "refusal",
+__all__ = ["ROUNDINGS", "IntegerGraph", "Partition", "boundary_qparams", "lower_quantized", "partition", "refusal",
            "rescale_parameters"]
 
 #: TOSA operators that only move, select or compare values: exact on quantized integers.
 TRANSPARENT = {"RESHAPE", "TRANSPOSE", "SLICE", "PAD", "TILE", "CONCAT", "IDENTITY", "MAX_POOL2D", "CLAMP"}
+#: the requantization roundings lower_quantized offers (module docstring)
+ROUNDINGS = ("SINGLE_ROUND", "DOUBLE_ROUND", "HIGH_MUL_HALF_UP")
 _RANGE = {"int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2 ** 31), 2 ** 31 - 1)}
 
 
@@ -123,8 +133,9 @@ def _tensors(values: list[Any]) -> list[Tensor]:
 
 class _Lowering:
     def __init__(self, graph: Graph, variables: dict[str, np.ndarray],
-                 input_qparams: Mapping[int, QParams | None] | None = None) -> None:
+                 input_qparams: Mapping[int, QParams | None] | None = None, rounding: str = "SINGLE_ROUND") -> None:
         self.graph = graph
+        self.rounding = rounding  # of 32-bit RESCALEs (TOSA allows only single rounding for 16-bit ones)
         self.variables = variables
         self.input_qparams = input_qparams or {}
         self.ig = IntegerGraph(name=graph.name, inputs=[], outputs=[], graph=graph)
@@ -175,12 +186,27 @@ class _Lowering:
             if not scale32 and bound * float(f) >= 2 ** 31 - 1:
                 raise _fail(op, f"RESCALE of an int48 value up to {bound} by {float(f):.3g} can leave int32")
         per_channel = len(params) > 1
-        mult = self.const([m for m, _ in params], np.int32 if scale32 else np.int16, "multiplier")
-        shift = self.const([s for _, s in params], np.int8, "shift")
         lo, hi = out.qmin, out.qmax
-        y = self.emit("RESCALE", x, mult, shift, self.zp(in_zp, in_dtype), self.zp(int(out.zero_point[0]), out.dtype),
-                      output_dtype=out.dtype, scale32=scale32, rounding_mode="SINGLE_ROUND", per_channel=per_channel,
-                      input_unsigned=False, output_unsigned=False)
+        if scale32 and self.rounding == "HIGH_MUL_HALF_UP" and bound < 1 << 30:
+            # the 31-bit high multiply rounded (one RESCALE to int32 by M 2^-min(n, 31)), then the remaining
+            # shift rounded half up (a RESCALE by 2^30 2^-(30 + max(n - 31, 0))): LiteRT's optimized kernels
+            high = self.emit("RESCALE", x, self.const([m for m, _ in params], np.int32, "multiplier"),
+                             self.const([min(n, 31) for _, n in params], np.int8, "shift"),
+                             self.zp(in_zp, in_dtype), self.zp(0, "int32"), output_dtype="int32", scale32=True,
+                             rounding_mode="SINGLE_ROUND", per_channel=per_channel, input_unsigned=False,
+                             output_unsigned=False)
+            y = self.emit("RESCALE", high, self.const([1 << 30] * len(params), np.int32, "multiplier"),
+                          self.const([30 + max(n - 31, 0) for _, n in params], np.int8, "shift"), self.zp(0, "int32"),
+                          self.zp(int(out.zero_point[0]), out.dtype), output_dtype=out.dtype, scale32=True,
+                          rounding_mode="SINGLE_ROUND", per_channel=per_channel, input_unsigned=False,
+                          output_unsigned=False)
+        else:
+            mult = self.const([m for m, _ in params], np.int32 if scale32 else np.int16, "multiplier")
+            shift = self.const([s for _, s in params], np.int8, "shift")
+            rounding = "DOUBLE_ROUND" if scale32 and self.rounding == "DOUBLE_ROUND" else "SINGLE_ROUND"
+            y = self.emit("RESCALE", x, mult, shift, self.zp(in_zp, in_dtype),
+                          self.zp(int(out.zero_point[0]), out.dtype), output_dtype=out.dtype, scale32=scale32,
+                          rounding_mode=rounding, per_channel=per_channel, input_unsigned=False, output_unsigned=False)
         if (lo, hi) != _RANGE[out.dtype]:  # a narrower range than the type's (symmetric, fewer bits)
             y = self.emit("CLAMP", y, min_val=lo, max_val=hi)
         return y
@@ -615,20 +641,23 @@ def _hint(name: str) -> str:
 
 
 def lower_quantized(graph: Graph, variables: dict[str, np.ndarray] | None = None, *,
-                    simplify: bool = True, input_qparams: Mapping[int, QParams | None] | None = None
-                    ) -> IntegerGraph:
+                    simplify: bool = True, input_qparams: Mapping[int, QParams | None] | None = None,
+                    rounding: str = "SINGLE_ROUND") -> IntegerGraph:
     """The integer TOSA graph of ``graph`` (see the module docstring); ``variables`` by name (default:
     the model's tensor files). ``simplify``: fold constant layout operations and cancel TRANSPOSE pairs
     (then ``values`` keeps only the graph tensors whose TOSA values remain; without it every tensor's
     value is there, in the graph's own layout). Raises :class:`DiagnosticError` (E0760/E0761) for what
     it cannot lower: one diagnostic naming every operation that does not lower (:func:`refusal`).
     ``input_qparams``: by tensor id, the quantization of graph inputs that are a region's inputs (see
-    :class:`Partition`), instead of their @quantize entries."""
+    :class:`Partition`), instead of their @quantize entries. ``rounding``: of 32-bit RESCALEs, one of
+    `ROUNDINGS` (TFLite's requantizations, see the module docstring)."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {ROUNDINGS}, not {rounding!r}")
     if not has_quantization(graph):
         raise _fail(None, f"graph '{graph.name}' has no @quantize entries: nothing to run in integer arithmetic")
     if variables is None:
         variables = {t.name: graph.variable_source(t) for t in graph.variables} if graph.variable_source else {}
-    lowering = _Lowering(graph, variables, input_qparams)
+    lowering = _Lowering(graph, variables, input_qparams, rounding)
     ig = lowering.run()
     if lowering.refused:
         raise DiagnosticError([refusal(graph, lowering.refused)])

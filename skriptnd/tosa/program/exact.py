@@ -252,18 +252,23 @@ def _matmul(consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> Fn | 
 
 
 class _Rescale:
-    """RESCALE (TOSA 1.0, scale32, single rounding, signed) with constant multipliers, shifts and zero
-    points: ``clip(((v - izp) * m + (1 << (s - 1))) >> s + ozp)`` in int64, as the generic kernel."""
+    """RESCALE (TOSA 1.0, scale32, single or double rounding, signed) with constant multipliers, shifts and zero
+    points: ``clip(((v - izp) * m + (1 << (s - 1)) [± (1 << 30) where s > 31, by v's sign]) >> s + ozp)`` in
+    int64, as the generic kernel."""
 
     def __init__(self, mult: np.ndarray, shift: np.ndarray, izp: int, ozp: int, in_dtype: np.dtype, out_t: str,
-                 per_channel: bool) -> None:
+                 per_channel: bool, double: bool = False) -> None:
         self.mult, self.shift = mult.astype(I64), shift.astype(I64)
         self.rnd = np.left_shift(I64(1), self.shift - 1)
+        #: double rounding's extra ±2^30 (for values >= 0 / < 0), 0 on channels with shift <= 31
+        self.nudge = np.where(self.shift > 31, I64(1 << 30), I64(0)) if double else None
         self.lim = int(np.left_shift(I64(1), self.shift - 1).min())  # the REQUIRE |v| < 2^(shift-1), all channels
         self.izp, self.ozp, self.in_dtype, self.out_t = izp, ozp, in_dtype, out_t
         self.per_channel = per_channel
         if not per_channel:
             self.mult, self.shift, self.rnd = self.mult[0], self.shift[0], self.rnd[0]
+            if self.nudge is not None:
+                self.nudge = self.nudge[0]
 
     def __call__(self, x: Any, *_: Any, **__: Any) -> Any:
         if not (isinstance(x, np.ndarray) and x.dtype == self.in_dtype):
@@ -275,8 +280,11 @@ class _Rescale:
             v -= self.izp
         if not _fits(v, -self.lim, self.lim - 1):
             return NotImplemented  # maybe within a channel's own limit, or a REQUIRE: the generic kernel
+        nudge = None if self.nudge is None else np.where(v >= 0, self.nudge, -self.nudge)
         v *= self.mult
         v += self.rnd
+        if nudge is not None:
+            v += nudge
         v >>= self.shift
         if self.ozp:
             v += self.ozp
@@ -293,7 +301,7 @@ def _rescale(consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> Fn |
     out_t = str(attrs.get("output_dtype", "")).lower()
     if (out_t not in _INT or not attrs.get("scale32") or attrs.get("input_unsigned") or attrs.get("output_unsigned")
             or attrs.get("double_round") is not None
-            or attrs.get("rounding_mode", "SINGLE_ROUND") not in ("SINGLE_ROUND", "INEXACT_ROUND")):
+            or attrs.get("rounding_mode", "SINGLE_ROUND") not in ("SINGLE_ROUND", "INEXACT_ROUND", "DOUBLE_ROUND")):
         return None
     in_dtype = izp_c.dtype
     if in_dtype.type not in (np.int8, np.int16, np.int32) or mult.dtype != np.int32 or shift.dtype != np.int8:
@@ -306,7 +314,7 @@ def _rescale(consts: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> Fn |
     if mult.size < 1 or mult.shape != shift.shape or (not per_channel and mult.size != 1) \
             or (mult < 0).any() or (shift < 2).any() or (shift > 62).any():
         return None
-    return _Rescale(mult, shift, izp, ozp, in_dtype, out_t, per_channel)
+    return _Rescale(mult, shift, izp, ozp, in_dtype, out_t, per_channel, attrs.get("rounding_mode") == "DOUBLE_ROUND")
 
 
 class Runner:

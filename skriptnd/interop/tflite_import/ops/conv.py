@@ -14,6 +14,7 @@ from skriptnd.interop.tflite_import.ops._hybrid import (
     rescale,
 )
 from skriptnd.interop.tflite_import.ops._util import paddings, tmp
+from skriptnd.interop.tflite_import.quantized import entry, is_quantized, real_value
 from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
 
@@ -55,14 +56,16 @@ def _conv(ctx: Context, op: Operator) -> None:
     _convolve(ctx, attribs, ctx.option(3, 0, "b"))
 
 
-def _convolve(ctx: Context, attribs: dict, activation: int) -> None:
+def _convolve(ctx: Context, attribs: dict, activation: int, depthwise: bool = False) -> None:
     """nn.conv of the operator's input, filter and bias; with int8 filter codes and a float input (dynamic-range
     quantization), LiteRT's hybrid kernel: the input quantized per batch item (the reference kernel: asymmetric
-    with per-channel filter scales, symmetric with one), an integer convolution, rescaled before the bias."""
+    with per-channel filter scales, symmetric with one), an integer convolution, rescaled before the bias. A
+    static quantized model's depthwise filter is written channels-first (`_channels_first`)."""
     x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
     hybrid = hybrid_weights(ctx, x, w)
     if hybrid is None:
-        ctx.activate("nn.conv", [ctx.arg(x), ctx.arg(w), ctx.arg(b)], attribs, activation=activation)
+        filt = _channels_first(ctx, w, attribs) if depthwise else ctx.arg(w)
+        ctx.activate("nn.conv", [ctx.arg(x), filt, ctx.arg(b)], attribs, activation=activation)
         return
     codes, scale = quantize_input(ctx, ctx.arg(x), [1, 2, 3], asymmetric(ctx, hybrid.axis >= 0))
     acc = tmp(ctx, "nn.conv", [codes, ctx.literal_arg(hybrid.codes, "wcodes")], attribs)
@@ -80,7 +83,22 @@ def _depthwise(ctx: Context, op: Operator) -> None:
     channels = ctx.shape(ctx.input(0))[3]
     if w[0] != 1 or channels == 0 or w[3] % channels:
         raise ImportProblem("E0863", f"{ctx.here}: a depthwise filter of shape {list(w)} for {channels} channels")
-    _convolve(ctx, attribs, ctx.option(4, 0, "b"))
+    _convolve(ctx, attribs, ctx.option(4, 0, "b"), depthwise=True)
+
+
+def _channels_first(ctx: Context, index: int, attribs: dict) -> str | None:
+    """A depthwise filter quantized per channel (along its last axis, as TFLite stores [1, h, w, channels]) in a
+    static quantized model: written [channels, 1, h, w] (`filter_format` NCX) with its @quantize entry along
+    axis 0, the output channels, as the integer lowering takes per-channel filters."""
+    t = ctx.tensor(index)
+    value = ctx.const(index)
+    if not (ctx.static and value is not None and is_quantized(t) and t.quantization is not None and
+            len(t.quantization.scale) > 1):
+        return ctx.arg(index)
+    name = ctx.literal_arg(real_value(t, value).transpose(3, 0, 1, 2), "filter")
+    ctx.quantize[name] = entry(name, t, axis=0)
+    attribs["filter_format"] = "NCX"
+    return name
 
 
 @converter("TRANSPOSE_CONV", target="`nn.deconv{data_format='NXC', filter_format='CXN', stride, padding, output_size}`"

@@ -1,5 +1,6 @@
 """Other operators: DEQUANTIZE of float16 constants (weights LiteRT stores in half precision) -> the constant
-as a real; the int8 forms belong to the quantized import."""
+as a real; QUANTIZE and DEQUANTIZE of activations in static int8 models -> `math.iden` between a tensor and
+its differently quantized (or real) copy (skriptnd.interop.tflite_import.quantized)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,22 @@ import numpy as np
 
 from skriptnd.interop.tflite_import.context import Context
 from skriptnd.interop.tflite_import.errors import ImportProblem
+from skriptnd.interop.tflite_import.quantized import is_quantized
 from skriptnd.interop.tflite_import.reader import Operator
 from skriptnd.interop.tflite_import.registry import converter
 
 
 @converter("DEQUANTIZE", target="a real constant: float16 weights, or int8/int16 weights (weight-only quantization) "
-           "as (q - zero_point) * scale per tensor or per channel, in double then float32 as TFLite's kernel",
-           caveats="constant inputs only (int8 activations belong to the quantized import)")
+           "as (q - zero_point) * scale per tensor or per channel, in double then float32 as TFLite's kernel; "
+           "of an activation of a static int8 model: `math.iden` into a tensor without @quantize entry (real)",
+           caveats="an int8/uint8/int16 activation only in a static quantized model")
 def _dequantize(ctx: Context, op: Operator) -> None:
     x = ctx.input(0)
     t = ctx.tensor(x)
     value = ctx.const(x)
+    if value is None and ctx.static and is_quantized(t):
+        ctx.emit("math.iden", [ctx.arg(x)])
+        return
     if value is None or (t.type != 1 and t.quantization is None):
         raise ImportProblem("E0864", f"{ctx.here}: DEQUANTIZE of a computed {t.type_name} tensor (a quantized "
                             "model) is not supported yet")
@@ -37,6 +43,19 @@ def _dequantize(ctx: Context, op: Operator) -> None:
         scale = q.scale.astype(np.float64).reshape(shape)
         zero = q.zero_point.reshape(shape)
     ctx.fold(op.outputs[0], (scale * (value.astype(np.int64) - zero)).astype(np.float32))
+
+
+@converter("QUANTIZE", target="`math.iden` into the output, whose @quantize entry quantizes (a real input) or "
+           "requantizes (int8 <-> uint8, another scale: an integer RESCALE) it",
+           caveats="static quantized models only (a quantized output and a real or quantized input)")
+def _quantize(ctx: Context, op: Operator) -> None:
+    x, out = ctx.tensor(ctx.input(0)), ctx.tensor(op.outputs[0])
+    if not (ctx.static and is_quantized(out) and out.type in (9, 3, 7) and
+            (x.type == 0 or (is_quantized(x) and x.type in (9, 3, 7)))):  # FLOAT32, or INT8 / UINT8 / INT16 codes
+        raise ImportProblem("E0864", f"{ctx.here}: QUANTIZE of '{x.name}' ({x.type_name}) into '{out.name}' "
+                            f"({out.type_name}) is not supported (a static quantized model's QUANTIZE of a FLOAT32 "
+                            "or quantized integer tensor)")
+    ctx.emit("math.iden", [ctx.arg(ctx.input(0))])
 
 
 @converter("STABLEHLO_COMPOSITE", target="its decomposition subgraph, converted in place",
