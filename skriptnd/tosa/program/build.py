@@ -44,6 +44,7 @@ from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
 from skriptnd.tosa.program.fast import Clamp, specialise
+from skriptnd.tosa.program.fast_extra import extra_form
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -185,7 +186,8 @@ class Program:
             generic = _generic(o)
             if o.output in clamps:  # the generic kernel has no fused clamp: apply it after
                 generic = _then_clamp(generic, clamps[o.output])
-            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch) or generic
+            fn = _first(specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch),
+                        None if o.output in clamps else extra_form(o.name, consts, o.attrs)) or generic
             slots.setdefault(o.output, len(slots))
             frees = tuple(slots[n] for n in set(alias.get(n, n) for n in o.inputs)
                           if n in slots and last.get(n) == i and n not in keep)
@@ -193,6 +195,18 @@ class Program:
         for clamp_out, conv_out in fused.items():
             slots[clamp_out] = slots[conv_out]
         self._slots, self._steps = slots, steps
+
+
+def _first(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """``a``, then ``b`` where ``a`` declines (fast.py's fp32 ADD, fast_extra.py's int32 ADD)."""
+    if a is None or b is None:
+        return a or b
+
+    def run(*args: Any) -> Any:
+        result = a(*args)
+        return b(*args) if result is NotImplemented else result
+
+    return run
 
 
 def _generic(o: Op) -> Callable[..., Any]:
