@@ -225,6 +225,22 @@ def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
     return run
 
 
+#: constants up to this many elements are shared by value within a program (Builder.constant)
+_SMALL = 64
+
+
+def _cse_key(name: str, inputs: list[str], attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What identifies an operator's value for Builder._append, or None where two must stay two (control flow,
+    list operators, attributes other than plain numbers, strings and lists of them)."""
+    if name in LIST_OPS or name == ITEM or name.startswith(("WHILE", "COND", "VARIABLE", "CUSTOM")):
+        return None
+    for v in attrs.values():
+        plain = v if isinstance(v, list | tuple) else [v]
+        if not all(x is None or isinstance(x, int | float | str | bool) for x in plain):
+            return None
+    return (name, tuple(inputs), repr(sorted(attrs.items())))  # repr: -0.0 is not 0.0, True is not 1
+
+
 def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argsort(perm))
 
@@ -243,6 +259,12 @@ class Builder:
         self._loops: dict[str, tuple[list[int], dict[int, str]]] = {}
         #: recorded on the operators appended from now on (the caller's index of what it splices)
         self.origin = -1
+        #: (operator, operands, attributes) -> its value: a second identical operator is the first (see _append)
+        self._computed: dict[tuple[Any, ...], str] = {}
+        #: small unnamed constants by value, so that equal ones (shifts, zero points, 1.0) are one name
+        self._small: dict[tuple[Any, ...], str] = {}
+        #: RESHAPE output -> its input: a RESHAPE of it reshapes that input instead
+        self._reshaped: dict[str, str] = {}
 
     # -- values -----------------------------------------------------------------------------------
 
@@ -256,10 +278,16 @@ class Builder:
         return name
 
     def constant(self, value: np.ndarray, hint: str | None = None) -> str:
+        value = np.asarray(value)
+        key = (value.dtype.str, value.shape, value.tobytes()) if not hint and value.size <= _SMALL else None
+        if key is not None and key in self._small:
+            return self._small[key]
         name = self._fresh("c")
-        self.program.constants[name] = np.asarray(value)
+        self.program.constants[name] = value
         if hint:
             self.program.hints[name] = hint
+        if key is not None:
+            self._small[key] = name
         return name
 
     def _hint(self, names: Sequence[str]) -> str | None:
@@ -332,9 +360,13 @@ class Builder:
         inputs = [self._real(i) for i in inputs]
         if all(i in consts for i in inputs):
             return self.constant(_evaluate(name, [consts[i] for i in inputs], attrs), self._hint(inputs))
+        if name == "RESHAPE" and inputs[0] in self._reshaped and all(i in consts for i in inputs[1:]):
+            inputs = [self._reshaped[inputs[0]], *inputs[1:]]  # a reshape of a reshape: one (a view either way)
         out = self._append(name, inputs, attrs)
         if name == WIDEN:
             self._widened[out] = inputs[0]
+        if name == "RESHAPE":
+            self._reshaped[out] = inputs[0]
         return out
 
     def _while_loop(self, inputs: list[str], attrs: dict[str, Any]) -> str:
@@ -366,8 +398,16 @@ class Builder:
         return out
 
     def _append(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
+        """A new operator, unless the same operator on the same operands with the same attributes was appended
+        before (GPT-2's layer norms compute x - mean twice): then its value. TOSA operators are pure; control
+        flow and list operators are always new."""
+        key = _cse_key(name, inputs, attrs)
+        if key is not None and key in self._computed:
+            return self._computed[key]
         out = self._fresh()
         self.program.ops.append(Op(name, inputs, attrs, out, self.origin))
+        if key is not None:
+            self._computed[key] = out
         return out
 
     def _sink(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str | None:
