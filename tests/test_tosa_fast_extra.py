@@ -197,3 +197,31 @@ def test_erf_split_over_threads_gives_the_same_bits() -> None:
     with parallel.using(2):
         np.testing.assert_array_equal(fast(x), OPS["ERF"](x))
     assert fast(x.astype(np.float16)) is NotImplemented
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(0, 2), st.integers(1, 3), st.sampled_from([F32, I32, np.bool_, np.int8]))
+def test_concat_and_tile_give_the_generic_values(seed: int, axis: int, n: int, dtype: Any) -> None:
+    rng = np.random.default_rng(seed)
+    shapes = [[2, 3, 4] for _ in range(n)]
+    for s in shapes:
+        s[axis] = int(rng.integers(1, 4))
+    xs = [(rng.standard_normal(s) * 10).astype(dtype) for s in shapes]
+    concat = extra_form("CONCAT", [None] * n, {"axis": axis})
+    assert concat is not None
+    got = concat(*xs)
+    np.testing.assert_array_equal(got, OPS["CONCAT"](xs, axis=axis))
+    assert got.dtype == xs[0].dtype
+    multiples = np.array(rng.integers(1, 3, 3), np.int64)
+    tile = extra_form("TILE", [None, multiples], {})
+    assert tile is not None
+    np.testing.assert_array_equal(tile(xs[0], multiples), OPS["TILE"](xs[0], multiples))
+
+
+def test_concat_of_mismatched_operands_declines_and_the_program_reports_it() -> None:
+    a, b = np.zeros((2, 3), F32), np.zeros((3, 3), F32)
+    concat = extra_form("CONCAT", [None, None], {"axis": 1})
+    assert concat is not None and concat(a, b) is NotImplemented
+    assert concat(a, a.astype(I32)) is NotImplemented
+    with pytest.raises(ProgramError):
+        _program("CONCAT", [a, b], [None, None], {"axis": 1})()

@@ -50,6 +50,10 @@ def extra_form(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _logical_not
     if name == "ERF":
         return _erf
+    if name == "CONCAT":
+        return _concat(int(attrs["axis"]))
+    if name == "TILE" and len(consts) == 2 and consts[1] is not None:
+        return _tile(tuple(int(m) for m in np.asarray(consts[1]).reshape(-1)))
     if name == "CAST":
         return _cast(np.dtype(attrs["output_dtype"]) if attrs.get("output_dtype") in _CASTS else None)
     return None
@@ -114,6 +118,42 @@ def _gather(values: np.ndarray, indices: np.ndarray) -> Any:
     if values.shape[0] == 1:
         return np.take(values[0], indices[0], axis=0)[None]
     return values[np.arange(values.shape[0])[:, None], indices]
+
+
+# -- CONCAT / TILE (LLaMA's rotary embeddings) --------------------------------------------------------------
+
+#: the types these data-movement operators copy as they are
+_MOVED = (np.dtype(F32), np.dtype(np.int8), np.dtype(np.int16), np.dtype(I32), np.dtype(np.bool_))
+
+
+def _concat(axis: int) -> Fn:
+    """CONCAT: ``np.concatenate`` where the generic kernel's ERROR_IFs hold (same type and rank, equal
+    dimensions off the axis), without its per-operand type checks."""
+
+    def run(*xs: np.ndarray) -> Any:
+        if not xs or not all(isinstance(x, np.ndarray) for x in xs):
+            return NotImplemented
+        first = xs[0]
+        rank = first.ndim
+        if first.dtype not in _MOVED or not 0 <= axis < rank:
+            return NotImplemented
+        for x in xs[1:]:
+            if x.dtype != first.dtype or x.ndim != rank or any(
+                    x.shape[i] != first.shape[i] for i in range(rank) if i != axis):
+                return NotImplemented
+        return np.concatenate(xs, axis=axis)
+
+    return run
+
+
+def _tile(multiples: tuple[int, ...]) -> Fn:
+    def run(x: np.ndarray, m: np.ndarray) -> Any:
+        if not (isinstance(x, np.ndarray) and x.dtype in _MOVED and x.ndim == len(multiples)
+                and all(k >= 1 for k in multiples)):
+            return NotImplemented
+        return np.tile(x, multiples)
+
+    return run
 
 
 # -- int32 ADD / SUB ----------------------------------------------------------------------------------------
