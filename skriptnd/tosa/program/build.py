@@ -86,7 +86,8 @@ class _Step:
     fn: Callable[..., Any]
     #: the generic kernel (with the fused clamp, if any), for when ``fn`` declines an operand type
     fallback: Callable[..., Any]
-    operands: tuple[tuple[bool, Any], ...]  # (True, slot) or (False, constant array)
+    #: the slots of the operands (a constant's slot holds it from the start of every call: Program._template)
+    args: tuple[int, ...]
     out: int
     frees: tuple[int, ...]
     op: Op
@@ -104,6 +105,10 @@ class Program:
     hints: dict[str, str] = field(default_factory=dict, repr=False)
     _steps: list[_Step] | None = field(default=None, repr=False)
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
+    #: the values list a call starts from: the constants the steps read in their slots, None elsewhere
+    _template: list[Any] = field(default_factory=list, repr=False)
+    #: the steps as plain tuples (fn, fallback, args, out, frees): what the loop unpacks, without attribute lookups
+    _run: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
         def show(name: str) -> str:
@@ -123,7 +128,7 @@ class Program:
         if self._steps is None:
             self._plan()
         slots = self._slots
-        values: list[Any] = [None] * (len(slots) + 1)
+        values = self._template.copy()
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
         # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
@@ -136,21 +141,37 @@ class Program:
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _run_steps(self, values: list[Any], record: Callable[[Op, float], None] | None = None) -> None:
+        """The steps in order: a straight loop over prepared tuples (issue 28: a small transformer's program is
+        ~200 operators of a few microseconds each, so the loop's own cost counts); timed apart when profiled."""
+        if record is not None:
+            self._run_recorded(values, record)
+            return
+        i = 0
+        try:
+            for i, (fn, fallback, args, out, frees) in enumerate(self._run):  # noqa: B007 - i: the failing step
+                operands = [values[k] for k in args]
+                result = fn(*operands)
+                if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
+                    result = fallback(*operands)
+                values[out] = result
+                for k in frees:
+                    values[k] = None
+        except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
+            raise ProgramError(self._steps[i].op, err) from err  # type: ignore[index]
+
+    def _run_recorded(self, values: list[Any], record: Callable[[Op, float], None]) -> None:
         step = None
-        started = 0.0
         try:
             for step in self._steps:  # type: ignore[union-attr]
-                if record is not None:
-                    started = time.perf_counter()
-                operands = [values[v] if is_slot else v for is_slot, v in step.operands]
+                started = time.perf_counter()
+                operands = [values[k] for k in step.args]
                 result = step.fn(*operands)
-                if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
+                if result is NotImplemented:
                     result = step.fallback(*operands)
                 values[step.out] = result
                 for k in step.frees:
                     values[k] = None
-                if record is not None:
-                    record(step.op, time.perf_counter() - started)
+                record(step.op, time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
             assert step is not None
             raise ProgramError(step.op, err) from err
@@ -179,10 +200,14 @@ class Program:
         keep = {alias.get(o, o) for o in self.outputs}
         steps: list[_Step] = []
         scratch: dict[str, np.ndarray] = {}  # shared by the steps, which run one at a time
+        template: dict[int, Any] = {}
         for i, o in enumerate(kept):
-            operands = tuple((False, self.constants[n]) if n in self.constants else (True, slots[alias.get(n, n)])
-                             for n in o.inputs)
-            consts = [None if is_slot else v for is_slot, v in operands]
+            for n in o.inputs:
+                if n in self.constants and n not in slots:
+                    slots[n] = len(slots)
+                    template[slots[n]] = self.constants[n]
+            args = tuple(slots[alias.get(n, n)] for n in o.inputs)
+            consts = [self.constants.get(n) for n in o.inputs]
             generic = _generic(o)
             if o.output in clamps:  # the generic kernel has no fused clamp: apply it after
                 generic = _then_clamp(generic, clamps[o.output])
@@ -190,10 +215,12 @@ class Program:
                         None if o.output in clamps else extra_form(o.name, consts, o.attrs)) or generic
             slots.setdefault(o.output, len(slots))
             frees = tuple(slots[n] for n in set(alias.get(n, n) for n in o.inputs)
-                          if n in slots and last.get(n) == i and n not in keep)
-            steps.append(_Step(fn, generic, operands, slots[o.output], frees, o))
+                          if n in slots and last.get(n) == i and n not in keep and n not in self.constants)
+            steps.append(_Step(fn, generic, args, slots[o.output], frees, o))
         for clamp_out, conv_out in fused.items():
             slots[clamp_out] = slots[conv_out]
+        self._template = [template.get(k) for k in range(len(slots) + 1)]
+        self._run = [(st.fn, st.fallback, st.args, st.out, st.frees) for st in steps]
         self._slots, self._steps = slots, steps
 
 
