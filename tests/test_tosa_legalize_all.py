@@ -1295,3 +1295,19 @@ def test_clamp_with_crossed_constant_bounds_keeps_the_selects() -> None:
     differential("math.clamp", case, 0)
     sg, _ = legalize(compose(case).operations[0])
     assert "CLAMP" not in [o.name for o in sg.ops]
+
+
+@pytest.mark.parametrize("e", [2, 3])
+def test_pow_with_a_constant_exponent_2_or_3_is_products(e: int) -> None:
+    """x ** 2 and x ** 3 with a constant exponent legalize to MULs (GPT-2's GELU: ~10 TOSA operators
+    per power before, issue 28) and give @lower's numpy power within float32 rounding: signs, zeros,
+    infinities and NaN included."""
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.5, 1e13, -1e-30], np.float32)
+    case = one({"x": "real[6, 8]"}, f"math.pow(x, {e}.0)", tol={"rtol": 3e-7, "atol": 0.0},
+               vals={"x": lambda rng, s: np.concatenate([special, rng.uniform(-5, 5, 40).astype(np.float32)
+                                                         ]).reshape(s)})
+    differential("math.pow", case, 0)
+    sg, _ = legalize(compose(case).operations[0])
+    assert [o.name for o in sg.ops] == ["MUL"] * (e - 1)
+    other = one({"x": "real[3]"}, "math.pow(x, 2.5)")
+    assert "POW" in [o.name for o in legalize(compose(other).operations[0])[0].ops]

@@ -96,6 +96,9 @@ class Executor:
     _symbolic: dict[int, bool] = field(default_factory=dict, repr=False)
     #: operation id -> (tensor id, [(dimension, symbol)]) of its results' dynamic extents (see _note_extents)
     _defines: dict[int, list[tuple[int, list[tuple[int, Any]]]]] = field(default_factory=dict, repr=False)
+    #: the graph's constants as (key, value) and its variable tensors, listed once (see run): a run of a small
+    #: graph should not walk all its tensors twice (issue 28)
+    _fixed: tuple[list[tuple[int, Any]], list[Tensor]] | None = field(default=None, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -195,16 +198,18 @@ class Executor:
         if self._program is None:  # first: it releases folded variables before values holds them
             self.prepare()
         values = self.check_inputs(inputs)
-        for t in self.graph.tensors:
-            if t.kind == "constant":
-                values[id(t)] = t.value
-            elif t.kind == "variable":
-                if t.name in self._released:
-                    continue
-                if t.name not in self.variables:
-                    raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
-                                                      span=_where(t))])
-                values[id(t)] = self.variables[t.name]
+        if self._fixed is None:
+            self._fixed = ([(id(t), t.value) for t in self.graph.tensors if t.kind == "constant"],
+                           [t for t in self.graph.tensors if t.kind == "variable"])
+        constants, variables = self._fixed
+        values.update(constants)
+        for t in variables:
+            if t.name in self._released:
+                continue
+            if t.name not in self.variables:
+                raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
+                                                  span=_where(t))])
+            values[id(t)] = self.variables[t.name]
         values.update(self._constants)
         self._run_program(values)
         if self.graph.updates:  # @update (§2.11): the next run sees the new variable values
@@ -241,9 +246,7 @@ class Executor:
     # ------------------------------------------------------------ operations
 
     def _run_program(self, values: dict[int, Any]) -> None:
-        for t in self.graph.tensors:
-            if t.kind == "constant" and id(t) not in values:
-                values[id(t)] = t.value
+        """The prepared plan on ``values``, which run() filled with the inputs, constants and variables."""
         op = None
         program = self._program
         assert program is not None

@@ -44,6 +44,7 @@ from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
 from skriptnd.tosa.program.fast import Clamp, specialise
+from skriptnd.tosa.program.fast_extra import extra_form
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -85,7 +86,8 @@ class _Step:
     fn: Callable[..., Any]
     #: the generic kernel (with the fused clamp, if any), for when ``fn`` declines an operand type
     fallback: Callable[..., Any]
-    operands: tuple[tuple[bool, Any], ...]  # (True, slot) or (False, constant array)
+    #: the slots of the operands (a constant's slot holds it from the start of every call: Program._template)
+    args: tuple[int, ...]
     out: int
     frees: tuple[int, ...]
     op: Op
@@ -103,6 +105,10 @@ class Program:
     hints: dict[str, str] = field(default_factory=dict, repr=False)
     _steps: list[_Step] | None = field(default=None, repr=False)
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
+    #: the values list a call starts from: the constants the steps read in their slots, None elsewhere
+    _template: list[Any] = field(default_factory=list, repr=False)
+    #: the steps as plain tuples (fn, fallback, args, out, frees): what the loop unpacks, without attribute lookups
+    _run: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
         def show(name: str) -> str:
@@ -122,7 +128,7 @@ class Program:
         if self._steps is None:
             self._plan()
         slots = self._slots
-        values: list[Any] = [None] * (len(slots) + 1)
+        values = self._template.copy()
         for name, arg in zip(self.inputs, args, strict=True):
             values[slots[name]] = arg
         # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
@@ -135,21 +141,37 @@ class Program:
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _run_steps(self, values: list[Any], record: Callable[[Op, float], None] | None = None) -> None:
+        """The steps in order: a straight loop over prepared tuples (issue 28: a small transformer's program is
+        ~200 operators of a few microseconds each, so the loop's own cost counts); timed apart when profiled."""
+        if record is not None:
+            self._run_recorded(values, record)
+            return
+        i = 0
+        try:
+            for i, (fn, fallback, args, out, frees) in enumerate(self._run):  # noqa: B007 - i: the failing step
+                operands = [values[k] for k in args]
+                result = fn(*operands)
+                if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
+                    result = fallback(*operands)
+                values[out] = result
+                for k in frees:
+                    values[k] = None
+        except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
+            raise ProgramError(self._steps[i].op, err) from err  # type: ignore[index]
+
+    def _run_recorded(self, values: list[Any], record: Callable[[Op, float], None]) -> None:
         step = None
-        started = 0.0
         try:
             for step in self._steps:  # type: ignore[union-attr]
-                if record is not None:
-                    started = time.perf_counter()
-                operands = [values[v] if is_slot else v for is_slot, v in step.operands]
+                started = time.perf_counter()
+                operands = [values[k] for k in step.args]
                 result = step.fn(*operands)
-                if result is NotImplemented:  # the fast form declined (another dtype): the generic kernel
+                if result is NotImplemented:
                     result = step.fallback(*operands)
                 values[step.out] = result
                 for k in step.frees:
                     values[k] = None
-                if record is not None:
-                    record(step.op, time.perf_counter() - started)
+                record(step.op, time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 - attributed to the operator, reported by the caller
             assert step is not None
             raise ProgramError(step.op, err) from err
@@ -178,21 +200,40 @@ class Program:
         keep = {alias.get(o, o) for o in self.outputs}
         steps: list[_Step] = []
         scratch: dict[str, np.ndarray] = {}  # shared by the steps, which run one at a time
+        template: dict[int, Any] = {}
         for i, o in enumerate(kept):
-            operands = tuple((False, self.constants[n]) if n in self.constants else (True, slots[alias.get(n, n)])
-                             for n in o.inputs)
-            consts = [None if is_slot else v for is_slot, v in operands]
+            for n in o.inputs:
+                if n in self.constants and n not in slots:
+                    slots[n] = len(slots)
+                    template[slots[n]] = self.constants[n]
+            args = tuple(slots[alias.get(n, n)] for n in o.inputs)
+            consts = [self.constants.get(n) for n in o.inputs]
             generic = _generic(o)
             if o.output in clamps:  # the generic kernel has no fused clamp: apply it after
                 generic = _then_clamp(generic, clamps[o.output])
-            fn = specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch) or generic
+            fn = _first(specialise(o.name, consts, o.attrs, clamps.get(o.output), scratch),
+                        None if o.output in clamps else extra_form(o.name, consts, o.attrs)) or generic
             slots.setdefault(o.output, len(slots))
             frees = tuple(slots[n] for n in set(alias.get(n, n) for n in o.inputs)
-                          if n in slots and last.get(n) == i and n not in keep)
-            steps.append(_Step(fn, generic, operands, slots[o.output], frees, o))
+                          if n in slots and last.get(n) == i and n not in keep and n not in self.constants)
+            steps.append(_Step(fn, generic, args, slots[o.output], frees, o))
         for clamp_out, conv_out in fused.items():
             slots[clamp_out] = slots[conv_out]
+        self._template = [template.get(k) for k in range(len(slots) + 1)]
+        self._run = [(st.fn, st.fallback, st.args, st.out, st.frees) for st in steps]
         self._slots, self._steps = slots, steps
+
+
+def _first(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """``a``, then ``b`` where ``a`` declines (fast.py's fp32 ADD, fast_extra.py's int32 ADD)."""
+    if a is None or b is None:
+        return a or b
+
+    def run(*args: Any) -> Any:
+        result = a(*args)
+        return b(*args) if result is NotImplemented else result
+
+    return run
 
 
 def _generic(o: Op) -> Callable[..., Any]:
@@ -209,6 +250,22 @@ def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
                             nan_mode="IGNORE" if bounds.ignore_nan else "PROPAGATE")
 
     return run
+
+
+#: constants up to this many elements are shared by value within a program (Builder.constant)
+_SMALL = 64
+
+
+def _cse_key(name: str, inputs: list[str], attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What identifies an operator's value for Builder._append, or None where two must stay two (control flow,
+    list operators, attributes other than plain numbers, strings and lists of them)."""
+    if name in LIST_OPS or name == ITEM or name.startswith(("WHILE", "COND", "VARIABLE", "CUSTOM")):
+        return None
+    for v in attrs.values():
+        plain = v if isinstance(v, list | tuple) else [v]
+        if not all(x is None or isinstance(x, int | float | str | bool) for x in plain):
+            return None
+    return (name, tuple(inputs), repr(sorted(attrs.items())))  # repr: -0.0 is not 0.0, True is not 1
 
 
 def _inverse(perm: Sequence[int]) -> tuple[int, ...]:
@@ -229,6 +286,12 @@ class Builder:
         self._loops: dict[str, tuple[list[int], dict[int, str]]] = {}
         #: recorded on the operators appended from now on (the caller's index of what it splices)
         self.origin = -1
+        #: (operator, operands, attributes) -> its value: a second identical operator is the first (see _append)
+        self._computed: dict[tuple[Any, ...], str] = {}
+        #: small unnamed constants by value, so that equal ones (shifts, zero points, 1.0) are one name
+        self._small: dict[tuple[Any, ...], str] = {}
+        #: RESHAPE output -> its input: a RESHAPE of it reshapes that input instead
+        self._reshaped: dict[str, str] = {}
 
     # -- values -----------------------------------------------------------------------------------
 
@@ -242,10 +305,16 @@ class Builder:
         return name
 
     def constant(self, value: np.ndarray, hint: str | None = None) -> str:
+        value = np.asarray(value)
+        key = (value.dtype.str, value.shape, value.tobytes()) if not hint and value.size <= _SMALL else None
+        if key is not None and key in self._small:
+            return self._small[key]
         name = self._fresh("c")
-        self.program.constants[name] = np.asarray(value)
+        self.program.constants[name] = value
         if hint:
             self.program.hints[name] = hint
+        if key is not None:
+            self._small[key] = name
         return name
 
     def _hint(self, names: Sequence[str]) -> str | None:
@@ -318,9 +387,13 @@ class Builder:
         inputs = [self._real(i) for i in inputs]
         if all(i in consts for i in inputs):
             return self.constant(_evaluate(name, [consts[i] for i in inputs], attrs), self._hint(inputs))
+        if name == "RESHAPE" and inputs[0] in self._reshaped and all(i in consts for i in inputs[1:]):
+            inputs = [self._reshaped[inputs[0]], *inputs[1:]]  # a reshape of a reshape: one (a view either way)
         out = self._append(name, inputs, attrs)
         if name == WIDEN:
             self._widened[out] = inputs[0]
+        if name == "RESHAPE":
+            self._reshaped[out] = inputs[0]
         return out
 
     def _while_loop(self, inputs: list[str], attrs: dict[str, Any]) -> str:
@@ -352,8 +425,16 @@ class Builder:
         return out
 
     def _append(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str:
+        """A new operator, unless the same operator on the same operands with the same attributes was appended
+        before (GPT-2's layer norms compute x - mean twice): then its value. TOSA operators are pure; control
+        flow and list operators are always new."""
+        key = _cse_key(name, inputs, attrs)
+        if key is not None and key in self._computed:
+            return self._computed[key]
         out = self._fresh()
         self.program.ops.append(Op(name, inputs, attrs, out, self.origin))
+        if key is not None:
+            self._computed[key] = out
         return out
 
     def _sink(self, name: str, inputs: list[str], attrs: dict[str, Any]) -> str | None:
