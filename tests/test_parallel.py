@@ -256,6 +256,28 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     assert not np.shares_memory(got, a)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(0, 2**16), st.integers(2, 4),
+       st.sampled_from(["ADD", "SUB", "MAXIMUM", "MINIMUM", "MUL"]))
+def test_threaded_broadcasting_binary_equals_serial_and_the_generic_kernel(always_split: None, shape: list[int],
+                                                                          seed: int, threads: int,
+                                                                          name: str) -> None:
+    """One operand broadcast over the other (a per-channel scale, a scalar constant, both ways at once):
+    split along the output's first long axis, the same bits as in one piece and as the generic kernel."""
+    rng = np.random.default_rng(seed)
+    # each operand keeps or drops (to 1) each axis at random
+    sa = [d if rng.random() < 0.6 else 1 for d in shape]
+    sb = [d if rng.random() < 0.6 else 1 for d in shape]
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    a.flat[0] = np.nan
+    shift = [np.zeros(1, np.int8)] if name == "MUL" else []
+    fn = specialise(name, [None, None, *shift], {})
+    got = _run(fn, threads, a, b, *shift)
+    np.testing.assert_array_equal(got, _run(fn, 1, a, b, *shift))
+    np.testing.assert_array_equal(got, OPS[name](a, b, *shift))
+    assert got.shape == tuple(max(p, q) for p, q in zip(sa, sb, strict=True))
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("name", ["SIGMOID", "EXP", "LOG", "TANH", "SIN", "COS"])
 def test_threaded_transcendental_equals_serial_and_the_generic_kernel(always_split: None, name: str,
