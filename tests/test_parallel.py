@@ -256,6 +256,32 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     assert not np.shares_memory(got, a)
 
 
+@pytest.mark.parametrize("kind", ["CONV2D", "DEPTHWISE_CONV2D"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows)
+def test_threaded_fused_silu_equals_serial_and_the_unfused_forms(always_split: None, kind: str, p: dict) -> None:
+    """A SiLU fused into a convolution (fast.Silu) applied per thread's block: the bits of the serial
+    run and of SIGMOID's and MUL's own fast forms after the convolution."""
+    if _geometry(p) is None:
+        return
+    rng = np.random.default_rng(p["seed"])
+    x = (rng.standard_normal((p["n"], p["h"], p["w"], p["c"])) * 3).astype(np.float32)
+    shape = (4, p["kh"], p["kw"], p["c"]) if kind == "CONV2D" else (p["kh"], p["kw"], p["c"], 1)
+    w = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(4 if kind == "CONV2D" else p["c"]).astype(np.float32)
+    attrs = {"pad": p["pad"], "stride": [p["sy"], p["sx"]], "dilation": [p["dy"], p["dx"]]}
+    fused, plain = specialise(kind, [None, w, b], attrs, F.Silu()), specialise(kind, [None, w, b], attrs)
+    shift = np.zeros(1, np.int8)
+    mul, sigmoid = specialise("MUL", [None, None, shift], {}), specialise("SIGMOID", [None], {})
+    results = []
+    for threads in (1, p["threads"]):  # a threaded GEMM may round otherwise than the serial one: per count
+        y = _run(plain, threads, x, w, b)
+        results.append(_run(fused, threads, x, w, b))
+        np.testing.assert_array_equal(results[-1], mul(y, sigmoid(y), shift))  # type: ignore[misc]
+    if kind == "DEPTHWISE_CONV2D":
+        np.testing.assert_array_equal(results[0], results[1])
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(0, 2**16), st.integers(2, 4),
        st.sampled_from(["ADD", "SUB", "MAXIMUM", "MINIMUM", "MUL"]))

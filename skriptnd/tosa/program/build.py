@@ -43,7 +43,7 @@ from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
-from skriptnd.tosa.program.fast import Clamp, specialise
+from skriptnd.tosa.program.fast import Clamp, Epilogue, Silu, specialise
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -157,8 +157,8 @@ class Program:
     def _plan(self) -> None:
         uses = Counter(i for o in self.ops for i in o.inputs) + Counter(self.outputs)
         producer = {o.output: o for o in self.ops}
-        fused: dict[str, str] = {}  # CLAMP output -> the convolution output it is applied to
-        clamps: dict[str, Clamp] = {}
+        fused: dict[str, str] = {}  # CLAMP (SiLU's SIGMOID and MUL) output -> the convolution output it is applied to
+        clamps: dict[str, Epilogue] = {}  # a fused CLAMP or SiLU
         for o in self.ops:
             src = producer.get(o.inputs[0]) if o.inputs else None
             if (o.name == "CLAMP" and src is not None and src.name in ("CONV2D", "DEPTHWISE_CONV2D")
@@ -166,6 +166,10 @@ class Program:
                 fused[o.output] = src.output
                 clamps[src.output] = Clamp(float(o.attrs["min_val"]), float(o.attrs["max_val"]),
                                            o.attrs.get("nan_mode") == "IGNORE")
+            silu = _silu_of(o, producer, uses, self.constants)
+            if silu is not None and silu[0] not in clamps:  # MUL(y, SIGMOID(y)): y's SIGMOID and MUL go
+                fused[o.output] = fused[silu[1]] = silu[0]
+                clamps[silu[0]] = Silu()
         alias = fused  # a fused CLAMP's output is its convolution's
         slots: dict[str, int] = {}
         for name in self.inputs:
@@ -195,6 +199,24 @@ class Program:
         self._slots, self._steps = slots, steps
 
 
+_CONVOLUTIONS = ("CONV2D", "DEPTHWISE_CONV2D")
+
+
+def _silu_of(o: Op, producer: dict[str, Op], uses: Counter[str], constants: dict[str, np.ndarray]) -> tuple[str, str] | None:
+    """(y, s) when ``o`` is MUL(y, s) or MUL(s, y) with s = SIGMOID(y), y a convolution's output used by
+    these two only, s by ``o`` only, and no shift: a SiLU the convolution can apply (fast.Silu)."""
+    if o.name != "MUL" or len(o.inputs) < 2:
+        return None
+    if len(o.inputs) > 2 and not (o.inputs[2] in constants and not np.any(constants[o.inputs[2]])):
+        return None
+    for y, s in (o.inputs[:2], o.inputs[1::-1]):
+        sig, conv = producer.get(s), producer.get(y)
+        if (sig is not None and sig.name == "SIGMOID" and sig.inputs[0] == y and conv is not None
+                and conv.name in _CONVOLUTIONS and uses[s] == 1 and uses[y] == 2 and y != s):
+            return y, s
+    return None
+
+
 def _generic(o: Op) -> Callable[..., Any]:
     if o.name in BOUNDARY:
         return BOUNDARY[o.name]
@@ -203,8 +225,11 @@ def _generic(o: Op) -> Callable[..., Any]:
     return partial(OPS[o.name], **o.attrs)
 
 
-def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
+def _then_clamp(fn: Callable[..., Any], bounds: Epilogue) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
+        if isinstance(bounds, Silu):
+            y = fn(*args)
+            return OPS["MUL"](y, OPS["SIGMOID"](y), np.zeros(1, np.int8))
         return OPS["CLAMP"](fn(*args), min_val=bounds.lo, max_val=bounds.hi,
                             nan_mode="IGNORE" if bounds.ignore_nan else "PROPAGATE")
 

@@ -52,16 +52,54 @@ class Clamp(NamedTuple):
         return np.clip(y, F32(self.lo), F32(self.hi), out=y)
 
 
+class Silu:
+    """SiLU, ``y * SIGMOID(y)``, fused into the convolution before it (a SIGMOID whose only user is a
+    MUL by its own operand, as ONNX exports of EfficientNet's activations are) and applied in place
+    on each output block while it is in cache: the same float32 operations in the same order as
+    SIGMOID's fast form then MUL, without the two passes and the tensor in between."""
+
+    ignore_nan = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if not y.flags.c_contiguous:
+            _silu_block(y, np.empty_like(y))
+            return y
+        flat = y.reshape(-1)
+        parts = parallel.worth(y.nbytes, _TRANSCENDENTAL_SPLIT_BYTES)
+        parallel.parallel_chunks(flat.size, lambda a, b: _silu_flat(flat[a:b]), parts)
+        return y
+
+
+#: what a convolution applies to its output in place
+Epilogue = Clamp | Silu
+
+#: elements of a fused activation's cache-sized blocks
+_ACTIVATION_BLOCK = 1 << 14
+
+
+def _silu_flat(y: np.ndarray) -> None:
+    k = min(_ACTIVATION_BLOCK, y.size)
+    tmp = np.empty(k, F32)
+    for a in range(0, y.size, k):
+        b = min(y.size, a + k)
+        _silu_block(y[a:b], tmp[:b - a])
+
+
+def _silu_block(y: np.ndarray, tmp: np.ndarray) -> None:
+    _sigmoid_into(y, tmp)
+    y *= tmp
+
+
 def _is_f32(a: object) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == F32
 
 
 def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
-               clamp: Clamp | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
+               clamp: Epilogue | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
     """A fast callable taking all operands (constants included, as in the generic kernel) or None.
 
     ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
-    a CLAMP to apply to the result (fused by the program). ``scratch``: buffers shared by the
+    a CLAMP or SiLU to apply to the result (fused by the program). ``scratch``: buffers shared by the
     callables of one program (they run one at a time), e.g. the im2col columns."""
     known = [c for c in consts if c is not None]
     if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
@@ -242,7 +280,7 @@ class _Conv2D:
     """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: Clamp | None, scratch: dict[str, np.ndarray]) -> None:
+                 clamp: Epilogue | None, scratch: dict[str, np.ndarray]) -> None:
         oc, kh, kw, ic = weight.shape
         self.k = (kh, kw)
         # [(kh, kw, ic), oc] as a transposed view: BLAS reads it in place, no copy of the filter
@@ -400,7 +438,7 @@ class _Depthwise:
     (einsum releases the GIL in its loops)."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: Clamp | None) -> None:
+                 clamp: Epilogue | None) -> None:
         kh, kw, c, m = weight.shape
         self.w = weight.astype(F32).reshape(kh, kw, c * m)
         self.m = m
