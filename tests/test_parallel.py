@@ -152,12 +152,9 @@ def _geometry(p: dict) -> tuple[int, int] | None:
     return (oh, ow) if oh >= 1 and ow >= 1 else None
 
 
-@pytest.mark.parametrize("einsum_from", [64, 1])  # 1: the einsum form for every channel count
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(windows, st.integers(1, 3))
-def test_threaded_depthwise_equals_serial_bit_for_bit(always_split: None, monkeypatch: pytest.MonkeyPatch,
-                                                      einsum_from: int, p: dict, m: int) -> None:
-    monkeypatch.setattr(F, "_DEPTHWISE_EINSUM_CHANNELS", einsum_from)
+def test_threaded_depthwise_equals_serial_bit_for_bit(always_split: None, p: dict, m: int) -> None:
     if _geometry(p) is None:
         return
     rng = np.random.default_rng(p["seed"])

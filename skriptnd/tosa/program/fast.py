@@ -419,9 +419,9 @@ class _Conv2D:
 
 
 _DEPTHWISE_BAND_BYTES = 1 << 16  # measured best of 64 KB .. 512 KB on ResNet/MobileNet shapes
-#: outputs from this size split over threads by bands of output rows (a 14x14x480 layer, 376 KB, takes
-#: ~0.5 ms on one thread: far more than a hand-off); each band runs the einsum or the taps
-_DEPTHWISE_SPLIT_BYTES = 1 << 17
+#: outputs from this size split over threads (2-vCPU EPYC, MobileNetV2's layers: split by output rows,
+#: 56x56x144 0.87 -> 0.62 ms; smaller ones gain nothing over the one-call einsum)
+_DEPTHWISE_SPLIT_BYTES = 1 << 20
 #: from this many channels the one-call einsum beats the taps (its inner loop runs over channels)
 _DEPTHWISE_EINSUM_CHANNELS = 64
 
@@ -429,13 +429,12 @@ _DEPTHWISE_EINSUM_CHANNELS = 64
 class _Depthwise:
     """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M]: one multiply-add over all positions per kernel tap.
 
-    Two forms of the same sums (each output is w[0,0] x[..] + w[0,1] x[..] + ..., in float32): from 64
-    channels on, one ``np.einsum`` over a strided view of the windows (one call instead of 2 x taps:
-    measured 1.2-4x faster there, most on 5x5 and 7x7 kernels); else the taps' multiply-adds in
-    cache-sized bands of output rows. Outputs from :data:`_DEPTHWISE_SPLIT_BYTES` on run on several
-    threads (skriptnd.parallel), each taking a band of output rows with its own zero-padded copy of the
-    input rows the band reads (so the copy runs in parallel too, no barrier) and either form on it
-    (einsum releases the GIL in its loops)."""
+    Three schedules of the same sums (each output is w[0,0] x[..] + w[0,1] x[..] + ..., taps in
+    order, in float32): large outputs on several threads (skriptnd.parallel), each thread taking a
+    band of output rows with its own zero-padded copy of the input rows the band reads (so the copy
+    runs in parallel too, no barrier); else, from 64 channels on, one ``np.einsum`` over a strided
+    view of the windows (one call instead of 2 x taps: measured 1.2-1.7x faster there; it holds the
+    GIL, hence not for threads); else the taps in cache-sized bands of output rows."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
                  clamp: Epilogue | None) -> None:
@@ -476,7 +475,11 @@ class _Depthwise:
         self.padded[:, t:t + ih, left:left + iw, :] = x
         src = self.padded if self.m == 1 else np.repeat(self.padded, self.m, axis=3)
         if c * self.m >= _DEPTHWISE_EINSUM_CHANNELS:
-            self._einsum(src, y, 0, oh, 0)
+            kh, kw, _ = self.w.shape
+            (sy, sx), (dy, dx), s = self.stride, self.dilation, src.strides
+            windows = as_strided(src, (n, oh, ow, kh, kw, c * self.m),
+                                 (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+            np.einsum("nyxijc,ijc->nyxc", windows, self.w, out=y)
         else:
             self._taps(src, y, 0, oh, 0)
         y += self.b
@@ -500,26 +503,11 @@ class _Depthwise:
         r0, r1, buf, (x0, x1, at) = self._bands[k]
         _fill_band(buf, x, x0, x1, at, self.pad[2])
         src = buf if self.m == 1 else np.repeat(buf, self.m, axis=3)
-        if y.shape[3] >= _DEPTHWISE_EINSUM_CHANNELS:
-            self._einsum(src, y, r0, r1, r0)
-        else:
-            self._taps(src, y, r0, r1, r0)
+        self._taps(src, y, r0, r1, r0)
         band = y[:, r0:r1]
         band += self.b
         if self.clamp is not None:
             self.clamp.apply(band)
-
-    def _einsum(self, src: np.ndarray, y: np.ndarray, o0: int, o1: int, s0: int) -> None:
-        """Output rows [o0, o1) of ``y`` from ``src`` (padded rows from output row ``s0``'s first one) as
-        one einsum over a strided view of their windows."""
-        kh, kw, cm = self.w.shape
-        (sy, sx), (dy, dx) = self.stride, self.dilation
-        n, _, ow, _ = y.shape
-        base = src[:, (o0 - s0) * sy:]
-        s = base.strides
-        windows = as_strided(base, (n, o1 - o0, ow, kh, kw, cm),
-                             (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
-        np.einsum("nyxijc,ijc->nyxc", windows, self.w, out=y[:, o0:o1])
 
     def _taps(self, src: np.ndarray, y: np.ndarray, o0: int, o1: int, s0: int) -> None:
         """Output rows [o0, o1) of ``y`` from ``src`` (padded rows from output row ``s0``'s first
