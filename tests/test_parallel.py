@@ -253,12 +253,14 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     assert not np.shares_memory(got, a)
 
 
+@pytest.mark.parametrize("epilogue", ["silu", "hardswish"])
 @pytest.mark.parametrize("kind", ["CONV2D", "DEPTHWISE_CONV2D"])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(windows)
-def test_threaded_fused_silu_equals_serial_and_the_unfused_forms(always_split: None, kind: str, p: dict) -> None:
-    """A SiLU fused into a convolution (fast.Silu) applied per thread's block: the bits of the serial
-    run and of SIGMOID's and MUL's own fast forms after the convolution."""
+def test_threaded_fused_activation_equals_serial_and_the_unfused_forms(always_split: None, kind: str, epilogue: str,
+                                                                       p: dict) -> None:
+    """A SiLU or hardswish fused into a convolution (fast.Silu, fast.HardSwish) applied per thread's block:
+    the bits of the serial run and of the activation's own fast forms after the convolution."""
     if _geometry(p) is None:
         return
     rng = np.random.default_rng(p["seed"])
@@ -267,14 +269,22 @@ def test_threaded_fused_silu_equals_serial_and_the_unfused_forms(always_split: N
     w = rng.standard_normal(shape).astype(np.float32)
     b = rng.standard_normal(4 if kind == "CONV2D" else p["c"]).astype(np.float32)
     attrs = {"pad": p["pad"], "stride": [p["sy"], p["sx"]], "dilation": [p["dy"], p["dx"]]}
-    fused, plain = specialise(kind, [None, w, b], attrs, F.Silu()), specialise(kind, [None, w, b], attrs)
+    form = F.Silu() if epilogue == "silu" else F.HardSwish(1 / 6, 0.5, Clamp(0.0, 1.0))
+    fused, plain = specialise(kind, [None, w, b], attrs, form), specialise(kind, [None, w, b], attrs)
     shift = np.zeros(1, np.int8)
-    mul, sigmoid = specialise("MUL", [None, None, shift], {}), specialise("SIGMOID", [None], {})
+    mul, add = specialise("MUL", [None, None, shift], {}), specialise("ADD", [None, None], {})
+    sigmoid = specialise("SIGMOID", [None], {})
+    clamp = specialise("CLAMP", [None], {"min_val": 0.0, "max_val": 1.0})
+    sixth, half = np.full((1, 1, 1, 1), 1 / 6, np.float32), np.full((1, 1, 1, 1), 0.5, np.float32)
     results = []
     for threads in (1, p["threads"]):  # a threaded GEMM may round otherwise than the serial one: per count
         y = _run(plain, threads, x, w, b)
         results.append(_run(fused, threads, x, w, b))
-        np.testing.assert_array_equal(results[-1], mul(y, sigmoid(y), shift))  # type: ignore[misc]
+        if epilogue == "silu":
+            unfused = mul(y, sigmoid(y), shift)  # type: ignore[misc]
+        else:
+            unfused = mul(y, clamp(add(mul(y, sixth, shift), half)), shift)  # type: ignore[misc]
+        np.testing.assert_array_equal(results[-1], unfused)
     if kind == "DEPTHWISE_CONV2D":
         np.testing.assert_array_equal(results[0], results[1])
 

@@ -196,6 +196,44 @@ def test_a_silu_after_a_convolution_is_fused_in_place(kind: str, swap: bool, ext
     np.testing.assert_array_equal(r, unfused)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D"]), st.booleans(), st.booleans(), st.booleans(),
+       st.integers(1, 80), st.integers(2, 12), st.integers(0, 2**31))
+def test_a_hardswish_after_a_convolution_is_fused_in_place(kind: str, swap: bool, extra_use: bool,
+                                                           ignore_nan: bool, c: int, h: int, seed: int) -> None:
+    """y * CLAMP(y * 1/6 + 0.5, 0, 1) (ONNX HardSwish as imported), operands in either order, runs inside
+    the convolution's step with the bits of the four unfused fast forms; not fused when a step's output
+    has another user."""
+    rng = np.random.default_rng(seed)
+    x = _rand(rng, 1, h, 6, c) * 3
+    w = _rand(rng, 5, 3, 3, c) if kind == "CONV2D" else _rand(rng, 3, 3, c, 1)
+    b = _rand(rng, 5 if kind == "CONV2D" else c)
+    conv = {"pad": [1, 0, 2, 1], "stride": [1, 2], "dilation": [1, 1]}
+    nan_mode = "IGNORE" if ignore_nan else "PROPAGATE"
+    ops = [(kind, ["x", "w", "b"], conv, "y"),
+           ("MUL", ["k", "y", "shift"] if swap else ["y", "k", "shift"], {}, "m"),
+           ("ADD", ["half", "m"] if swap else ["m", "half"], {}, "a"),
+           ("CLAMP", ["a"], {"min_val": 0.0, "max_val": 1.0, "nan_mode": nan_mode}, "c"),
+           ("MUL", ["c", "y", "shift"] if swap else ["y", "c", "shift"], {}, "r")]
+    if extra_use:
+        ops.append(("ADD", ["r", "a"], {}, "r2"))
+    consts = {"w": w, "b": b, "shift": np.zeros(1, np.int8), "k": np.full((1, 1, 1, 1), 1 / 6, F32),
+              "half": np.full((1, 1, 1, 1), 0.5, F32)}
+    out = "r2" if extra_use else "r"
+    program = _build(ops, {"x": x}, consts, [out])
+    (r,) = program([x])
+    assert len(program._steps) == (6 if extra_use else 1)
+    env: dict[str, Any] = {"x": x, **consts}  # the unfused fast forms, step by step: the same bits
+    for name, ins, attrs, o in ops:
+        fn = specialise(name, [None if i in ("x", "y", "m", "a", "c", "r") else consts[i] for i in ins], attrs)
+        assert fn is not None
+        env[o] = fn(*[env[i] for i in ins])
+    np.testing.assert_array_equal(r, env[out])
+    expected = _naive(ops, {"x": x, **consts})[out]
+    bound = OPS[kind](np.abs(x), np.abs(w), np.abs(b), **conv).astype(np.float64) * (3 if extra_use else 2)
+    assert np.all(np.abs(r - expected) <= 1e-6 * (1 + bound) * 9 * c * 4)
+
+
 def test_a_fused_silu_holds_when_the_fast_form_declines(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("skriptnd.tosa.program.build.specialise", lambda *a, **k: lambda *args: NotImplemented)
     rng = np.random.default_rng(8)

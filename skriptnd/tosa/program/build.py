@@ -43,7 +43,7 @@ from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
-from skriptnd.tosa.program.fast import Clamp, Epilogue, Silu, specialise
+from skriptnd.tosa.program.fast import Clamp, Epilogue, HardSwish, Silu, specialise
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -170,6 +170,10 @@ class Program:
             if silu is not None and silu[0] not in clamps:  # MUL(y, SIGMOID(y)): y's SIGMOID and MUL go
                 fused[o.output] = fused[silu[1]] = silu[0]
                 clamps[silu[0]] = Silu()
+            swish = _hardswish_of(o, producer, uses, self.constants)
+            if swish is not None and swish[0] not in clamps:  # its MUL, ADD, CLAMP and MUL go
+                fused.update((name, swish[0]) for name in swish[2])
+                clamps[swish[0]] = swish[1]
         alias = fused  # a fused CLAMP's output is its convolution's
         slots: dict[str, int] = {}
         for name in self.inputs:
@@ -217,6 +221,46 @@ def _silu_of(o: Op, producer: dict[str, Op], uses: Counter[str], constants: dict
     return None
 
 
+def _scalar(name: str, constants: dict[str, np.ndarray]) -> float | None:
+    c = constants.get(name)
+    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 and c.dtype == np.float32 else None
+
+
+def _hardswish_of(o: Op, producer: dict[str, Op], uses: Counter[str],
+                  constants: dict[str, np.ndarray]) -> tuple[str, HardSwish, list[str]] | None:
+    """(y, the fused form, the outputs it replaces) when ``o`` is MUL(y, CLAMP(ADD(MUL(y, alpha), beta)))
+    (operands in either order, scalar constants, no shifts), y a convolution's output used by the two
+    MULs only and each step's output by the next only."""
+    def other(op: Op, name: str) -> str | None:
+        a, b = op.inputs[:2]
+        return b if a == name else a if b == name else None
+
+    def plain_mul(op: Op | None) -> bool:
+        return (op is not None and op.name == "MUL" and len(op.inputs) >= 2
+                and all(i in constants and not np.any(constants[i]) for i in op.inputs[2:]))
+
+    if not plain_mul(o):
+        return None
+    for y, c in (o.inputs[:2], o.inputs[1::-1]):
+        conv, clamp = producer.get(y), producer.get(c)
+        if conv is None or conv.name not in _CONVOLUTIONS or uses[y] != 2 or clamp is None or clamp.name != "CLAMP":
+            continue
+        add = producer.get(clamp.inputs[0])
+        if add is None or add.name != "ADD" or uses[c] != 1 or uses[add.output] != 1:
+            continue
+        scaled = next((producer.get(i) for i in add.inputs if producer.get(i) is not None), None)
+        if not plain_mul(scaled) or uses[scaled.output] != 1 or other(scaled, y) is None:  # type: ignore[union-attr]
+            continue
+        alpha = _scalar(other(scaled, y), constants)  # type: ignore[arg-type, union-attr]
+        beta = _scalar(other(add, scaled.output), constants)  # type: ignore[arg-type, union-attr]
+        if alpha is None or beta is None:
+            continue
+        bounds = Clamp(float(clamp.attrs["min_val"]), float(clamp.attrs["max_val"]),
+                       clamp.attrs.get("nan_mode") == "IGNORE")
+        return y, HardSwish(alpha, beta, bounds), [scaled.output, add.output, c, o.output]  # type: ignore[union-attr]
+    return None
+
+
 def _generic(o: Op) -> Callable[..., Any]:
     if o.name in BOUNDARY:
         return BOUNDARY[o.name]
@@ -227,9 +271,17 @@ def _generic(o: Op) -> Callable[..., Any]:
 
 def _then_clamp(fn: Callable[..., Any], bounds: Epilogue) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
+        shift = np.zeros(1, np.int8)
         if isinstance(bounds, Silu):
             y = fn(*args)
-            return OPS["MUL"](y, OPS["SIGMOID"](y), np.zeros(1, np.int8))
+            return OPS["MUL"](y, OPS["SIGMOID"](y), shift)
+        if isinstance(bounds, HardSwish):
+            y = fn(*args)
+            t = OPS["ADD"](OPS["MUL"](y, np.full([1] * y.ndim, bounds.alpha, np.float32), shift),
+                           np.full([1] * y.ndim, bounds.beta, np.float32))
+            c = bounds.bounds
+            t = OPS["CLAMP"](t, min_val=c.lo, max_val=c.hi, nan_mode="IGNORE" if c.ignore_nan else "PROPAGATE")
+            return OPS["MUL"](y, t, shift)
         return OPS["CLAMP"](fn(*args), min_val=bounds.lo, max_val=bounds.hi,
                             nan_mode="IGNORE" if bounds.ignore_nan else "PROPAGATE")
 

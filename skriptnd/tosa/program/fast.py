@@ -70,19 +70,51 @@ class Silu:
         return y
 
 
+class HardSwish(NamedTuple):
+    """Hardswish, ``y * CLAMP(y * alpha + beta, lo, hi)`` (ONNX HardSwish as imported: MUL, ADD, CLAMP, MUL
+    with scalar constants; MobileNetV3's activations), fused into the convolution before it and applied
+    in place per output block: the same float32 operations as the four fast forms, in cache."""
+
+    alpha: float
+    beta: float
+    bounds: Clamp
+
+    ignore_nan = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if not y.flags.c_contiguous:
+            self._block(y, np.empty_like(y))
+            return y
+        flat = y.reshape(-1)
+        parts = parallel.worth(y.nbytes, _ELEMENTWISE_SPLIT_BYTES)
+        parallel.parallel_chunks(flat.size, lambda a, b: _blocks(self._block, flat[a:b]), parts)
+        return y
+
+    def _block(self, y: np.ndarray, tmp: np.ndarray) -> None:
+        np.multiply(y, F32(self.alpha), out=tmp)
+        tmp += F32(self.beta)
+        self.bounds.apply(tmp)
+        y *= tmp
+
+
 #: what a convolution applies to its output in place
-Epilogue = Clamp | Silu
+Epilogue = Clamp | Silu | HardSwish
 
 #: elements of a fused activation's cache-sized blocks
 _ACTIVATION_BLOCK = 1 << 14
 
 
-def _silu_flat(y: np.ndarray) -> None:
+def _blocks(fn: Callable[[np.ndarray, np.ndarray], None], y: np.ndarray) -> None:
+    """``fn(block, tmp)`` over cache-sized blocks of the flat ``y``, ``tmp`` a scratch block."""
     k = min(_ACTIVATION_BLOCK, y.size)
     tmp = np.empty(k, F32)
     for a in range(0, y.size, k):
         b = min(y.size, a + k)
-        _silu_block(y[a:b], tmp[:b - a])
+        fn(y[a:b], tmp[:b - a])
+
+
+def _silu_flat(y: np.ndarray) -> None:
+    _blocks(_silu_block, y)
 
 
 def _silu_block(y: np.ndarray, tmp: np.ndarray) -> None:
