@@ -13,7 +13,9 @@ simplifies it as a compiler does, before anything runs:
    operators (element-wise, CLAMP, reductions, CONCAT): the element-wise operator runs on the base
    (constant operands are transposed instead), so NHWC → NCHW → NHWC pairs between two
    convolutions cancel; a transpose is only materialized where an operator needs its layout;
-3. dead operators are dropped; a CLAMP that is the only user of a convolution is applied in place;
+3. dead operators are dropped; a CLAMP that is the only user of a convolution is applied in place, and so
+   are the activations ONNX spells out in several operators after a convolution: SiLU (MUL(y, SIGMOID(y)))
+   and hardswish (y * CLAMP(y * alpha + beta)), each on the output block while it is in cache;
 4. each operator gets its fast fp32 form (skriptnd.tosa.program.fast) or the generic kernel, and values
    are freed after their last use.
 

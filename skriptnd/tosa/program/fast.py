@@ -9,7 +9,9 @@ which operands are constants and runs fp32 only, so here fp32 operators are plai
 * CONV2D / DEPTHWISE_CONV2D / MATMUL / AVG_POOL2D accumulate in float32 in BLAS order, which TOSA
   allows for fp32 (the result differs from the float64 reference by accumulation rounding only);
   convolution weights are laid out once for one GEMM (im2col over NHWC windows), a following
-  CLAMP can be applied in place (``clamp``).
+  CLAMP, SiLU or hardswish can be applied in place (``clamp``: :class:`Clamp`, :class:`Silu`,
+  :class:`HardSwish`, with the float32 operations of their unfused forms);
+* ERF is vectorised float32 (skriptnd.tosa.program.special) instead of ``math.erf`` per element.
 
 :func:`specialise` returns ``None`` when an operation has no fast form here (then the program
 calls the generic kernel).
