@@ -304,10 +304,14 @@ def test_threaded_broadcasting_binary_equals_serial_and_the_generic_kernel(alway
     a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
     a.flat[0] = np.nan
     shift = [np.zeros(1, np.int8)] if name == "MUL" else []
-    fn = specialise(name, [None, None, *shift], {})
+    clamp = Clamp(-0.5, 0.75) if name == "ADD" and seed % 2 else None  # ADD with a fused CLAMP (residual + relu)
+    fn = specialise(name, [None, None, *shift], {}, clamp)
     got = _run(fn, threads, a, b, *shift)
     np.testing.assert_array_equal(got, _run(fn, 1, a, b, *shift))
-    np.testing.assert_array_equal(got, OPS[name](a, b, *shift))
+    expected = OPS[name](a, b, *shift)
+    if clamp is not None:
+        expected = OPS["CLAMP"](expected, min_val=-0.5, max_val=0.75, nan_mode="PROPAGATE")
+    np.testing.assert_array_equal(got, expected)
     assert got.shape == tuple(max(p, q) for p, q in zip(sa, sb, strict=True))
 
 

@@ -153,6 +153,26 @@ def test_a_fused_clamp_holds_when_the_fast_form_declines(monkeypatch: pytest.Mon
     np.testing.assert_array_equal(r, _naive(ops, {"x": x, "w": w, "b": b})["r"])
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), st.booleans(), st.booleans(), st.integers(0, 2**31))
+def test_a_clamp_after_an_add_is_fused_with_the_same_bits(shape: list[int], broadcast: bool, ignore_nan: bool,
+                                                           seed: int) -> None:
+    """ADD then CLAMP (a residual addition and its relu) runs as one step; ADD and CLAMP are exact, so the
+    result is the generic kernels' bit for bit, NaN, signed zeros and broadcasting included."""
+    rng = np.random.default_rng(seed)
+    a = _rand(rng, *shape)
+    b = _rand(rng, *[1 if broadcast and rng.random() < 0.5 else d for d in shape])
+    a.flat[0], b.flat[-1] = np.nan, -0.0
+    attrs = {"min_val": 0.0, "max_val": 6.0, "nan_mode": "IGNORE" if ignore_nan else "PROPAGATE"}
+    ops = [("ADD", ["a", "b"], {}, "s"), ("CLAMP", ["s"], attrs, "r")]
+    program = _build(ops, {"a": a, "b": b}, {}, ["r"])
+    (r,) = program([a, b])
+    assert len(program._steps) == 1
+    expected = _naive(ops, {"a": a, "b": b})["r"]
+    assert r.dtype == expected.dtype and r.shape == expected.shape
+    np.testing.assert_array_equal(r.view(np.int32), expected.view(np.int32))
+
+
 def _silu_ops(kind: str, swap: bool, extra_use: bool) -> list[tuple[str, list[str], dict[str, Any], str]]:
     conv = {"pad": [1, 0, 2, 1], "stride": [1, 2], "dilation": [1, 1]}
     ops = [(kind, ["x", "w", "b"], conv, "y"), ("SIGMOID", ["y"], {}, "s"),

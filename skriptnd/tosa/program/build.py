@@ -163,7 +163,7 @@ class Program:
         clamps: dict[str, Epilogue] = {}  # a fused CLAMP or SiLU
         for o in self.ops:
             src = producer.get(o.inputs[0]) if o.inputs else None
-            if (o.name == "CLAMP" and src is not None and src.name in ("CONV2D", "DEPTHWISE_CONV2D")
+            if (o.name == "CLAMP" and src is not None and src.name in (*_CONVOLUTIONS, "ADD")  # ADD: residual + relu
                     and uses[src.output] == 1):
                 fused[o.output] = src.output
                 clamps[src.output] = Clamp(float(o.attrs["min_val"]), float(o.attrs["max_val"]),

@@ -143,6 +143,8 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _Conv2D(consts[1], consts[2], attrs, clamp, {} if scratch is None else scratch)  # type: ignore[arg-type]
     if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
         return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+    if name == "ADD" and isinstance(clamp, Clamp):  # a residual addition and its relu: one pass per chunk
+        return _checked(lambda a, b: _binary(_then(np.add, clamp), a, b))
     if clamp is not None:
         return None
     if name == "MAX_POOL2D" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
@@ -619,6 +621,15 @@ def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.n
     fa, fb, fy = a.reshape(-1), b.reshape(-1), y.reshape(-1)
     parallel.parallel_chunks(fy.size, lambda i, j: fn(fa[i:j], fb[i:j], out=fy[i:j]), parts)
     return y
+
+
+def _then(fn: Callable[..., np.ndarray], clamp: Clamp) -> Callable[..., np.ndarray]:
+    """``fn`` (a ufunc, maybe with ``out=``) with ``clamp`` applied in place to what it wrote."""
+    def run(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        y = np.asarray(fn(a, b)) if out is None else fn(a, b, out=out)
+        clamp.apply(y)
+        return y
+    return run
 
 
 def _broadcast_binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
