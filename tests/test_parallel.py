@@ -295,8 +295,8 @@ def test_threaded_fused_activation_equals_serial_and_the_unfused_forms(always_sp
 def test_threaded_broadcasting_binary_equals_serial_and_the_generic_kernel(always_split: None, shape: list[int],
                                                                           seed: int, threads: int,
                                                                           name: str) -> None:
-    """One operand broadcast over the other (a per-channel scale, a scalar constant, both ways at once):
-    split along the output's first long axis, the same bits as in one piece and as the generic kernel."""
+    """One operand broadcast over the other (a per-channel scale, a scalar constant, both ways at once), an
+    ADD maybe with a fused CLAMP: on several threads, the same bits as on one and as the generic kernels."""
     rng = np.random.default_rng(seed)
     # each operand keeps or drops (to 1) each axis at random
     sa = [d if rng.random() < 0.6 else 1 for d in shape]

@@ -607,13 +607,12 @@ def _split_elementwise(apply: Callable[[np.ndarray], Any], x: np.ndarray) -> np.
 
 
 def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``fn(a, b)``; when both are C-contiguous of one (large) shape, in flat chunks over threads; when one
-    broadcasts over the other (a bias, a squeeze-excitation scale, hardswish's constants), in slices of
-    the output's first long axis over threads. Every element is the same one operation either way."""
-    if not isinstance(b, np.ndarray) or b.dtype != a.dtype:
+    """``fn(a, b)``; when both are C-contiguous of one (large) shape, in flat chunks over threads. (Splitting
+    broadcasting ones too, e.g. squeeze-excitation scales, was measured slower on the loaded 2-vCPU host,
+    as splitting same-shape ones was that day: docs/performance.md, issue 28.)"""
+    if (not isinstance(b, np.ndarray) or a.shape != b.shape or b.dtype != a.dtype
+            or not (a.flags.c_contiguous and b.flags.c_contiguous)):
         return fn(a, b)
-    if a.shape != b.shape or not (a.flags.c_contiguous and b.flags.c_contiguous):
-        return _broadcast_binary(fn, a, b)
     parts = parallel.worth(a.nbytes, _ELEMENTWISE_SPLIT_BYTES)
     if parts == 1:
         return fn(a, b)
@@ -630,27 +629,6 @@ def _then(fn: Callable[..., np.ndarray], clamp: Clamp) -> Callable[..., np.ndarr
         clamp.apply(y)
         return y
     return run
-
-
-def _broadcast_binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.ndim != b.ndim or a.ndim == 0:
-        return fn(a, b)
-    shape = tuple(max(p, q) for p, q in zip(a.shape, b.shape, strict=True))
-    if any(p != q and min(p, q) != 1 for p, q in zip(a.shape, b.shape, strict=True)):
-        return fn(a, b)  # not broadcastable: numpy's error, as the generic kernel's checks would
-    parts = parallel.worth(4 * int(np.prod(shape)), _ELEMENTWISE_SPLIT_BYTES)
-    axis = next((k for k, d in enumerate(shape) if d >= 2 * parallel.threads()), None)
-    if parts == 1 or axis is None:
-        return fn(a, b)
-    y = np.empty(shape, a.dtype)
-    lead = (slice(None),) * axis
-
-    def part(i: int, j: int) -> None:
-        cut = (*lead, slice(i, j))
-        fn(a[cut] if a.shape[axis] > 1 else a, b[cut] if b.shape[axis] > 1 else b, out=y[cut])
-
-    parallel.parallel_chunks(shape[axis], part, parts)
-    return y
 
 
 def _max_pool(attrs: dict[str, Any]) -> Fn:
