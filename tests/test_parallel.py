@@ -253,6 +253,68 @@ def test_threaded_elementwise_equals_the_generic_kernel(always_split: None, name
     assert not np.shares_memory(got, a)
 
 
+@pytest.mark.parametrize("epilogue", ["silu", "hardswish"])
+@pytest.mark.parametrize("kind", ["CONV2D", "DEPTHWISE_CONV2D"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows)
+def test_threaded_fused_activation_equals_serial_and_the_unfused_forms(always_split: None, kind: str, epilogue: str,
+                                                                       p: dict) -> None:
+    """A SiLU or hardswish fused into a convolution (fast.Silu, fast.HardSwish) applied per thread's block:
+    the bits of the serial run and of the activation's own fast forms after the convolution."""
+    if _geometry(p) is None:
+        return
+    rng = np.random.default_rng(p["seed"])
+    x = (rng.standard_normal((p["n"], p["h"], p["w"], p["c"])) * 3).astype(np.float32)
+    shape = (4, p["kh"], p["kw"], p["c"]) if kind == "CONV2D" else (p["kh"], p["kw"], p["c"], 1)
+    w = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal(4 if kind == "CONV2D" else p["c"]).astype(np.float32)
+    attrs = {"pad": p["pad"], "stride": [p["sy"], p["sx"]], "dilation": [p["dy"], p["dx"]]}
+    form = F.Silu() if epilogue == "silu" else F.HardSwish(1 / 6, 0.5, Clamp(0.0, 1.0))
+    fused, plain = specialise(kind, [None, w, b], attrs, form), specialise(kind, [None, w, b], attrs)
+    shift = np.zeros(1, np.int8)
+    mul, add = specialise("MUL", [None, None, shift], {}), specialise("ADD", [None, None], {})
+    sigmoid = specialise("SIGMOID", [None], {})
+    clamp = specialise("CLAMP", [None], {"min_val": 0.0, "max_val": 1.0})
+    sixth, half = np.full((1, 1, 1, 1), 1 / 6, np.float32), np.full((1, 1, 1, 1), 0.5, np.float32)
+    results = []
+    for threads in (1, p["threads"]):  # a threaded GEMM may round otherwise than the serial one: per count
+        y = _run(plain, threads, x, w, b)
+        results.append(_run(fused, threads, x, w, b))
+        if epilogue == "silu":
+            unfused = mul(y, sigmoid(y), shift)  # type: ignore[misc]
+        else:
+            unfused = mul(y, clamp(add(mul(y, sixth, shift), half)), shift)  # type: ignore[misc]
+        np.testing.assert_array_equal(results[-1], unfused)
+    if kind == "DEPTHWISE_CONV2D":
+        np.testing.assert_array_equal(results[0], results[1])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=4), st.integers(0, 2**16), st.integers(2, 4),
+       st.sampled_from(["ADD", "SUB", "MAXIMUM", "MINIMUM", "MUL"]))
+def test_threaded_broadcasting_binary_equals_serial_and_the_generic_kernel(always_split: None, shape: list[int],
+                                                                          seed: int, threads: int,
+                                                                          name: str) -> None:
+    """One operand broadcast over the other (a per-channel scale, a scalar constant, both ways at once), an
+    ADD maybe with a fused CLAMP: on several threads, the same bits as on one and as the generic kernels."""
+    rng = np.random.default_rng(seed)
+    # each operand keeps or drops (to 1) each axis at random
+    sa = [d if rng.random() < 0.6 else 1 for d in shape]
+    sb = [d if rng.random() < 0.6 else 1 for d in shape]
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    a.flat[0] = np.nan
+    shift = [np.zeros(1, np.int8)] if name == "MUL" else []
+    clamp = Clamp(-0.5, 0.75) if name == "ADD" and seed % 2 else None  # ADD with a fused CLAMP (residual + relu)
+    fn = specialise(name, [None, None, *shift], {}, clamp)
+    got = _run(fn, threads, a, b, *shift)
+    np.testing.assert_array_equal(got, _run(fn, 1, a, b, *shift))
+    expected = OPS[name](a, b, *shift)
+    if clamp is not None:
+        expected = OPS["CLAMP"](expected, min_val=-0.5, max_val=0.75, nan_mode="PROPAGATE")
+    np.testing.assert_array_equal(got, expected)
+    assert got.shape == tuple(max(p, q) for p, q in zip(sa, sb, strict=True))
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("name", ["SIGMOID", "EXP", "LOG", "TANH", "SIN", "COS"])
 def test_threaded_transcendental_equals_serial_and_the_generic_kernel(always_split: None, name: str,

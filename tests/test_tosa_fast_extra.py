@@ -174,32 +174,6 @@ def test_rounding_and_unlisted_casts_stay_generic() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(0, 2**31), st.floats(0.01, 8.0))
-def test_erf_gives_the_generic_kernels_bits(seed: int, scale: float) -> None:
-    rng = np.random.default_rng(seed)
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-40, 0.5, -0.5, 0.49999997, 4.0, -3.9999998,
-                        1e30, 3.5, -2.75], F32)
-    x = np.concatenate([special, (rng.standard_normal(3000) * scale).astype(F32)]).reshape(3, -1)
-    fast = extra_form("ERF", [None], {})
-    assert fast is not None
-    got, expected = fast(x), OPS["ERF"](x)
-    assert got.dtype == F32 and got.shape == x.shape
-    np.testing.assert_array_equal(got, expected)
-    assert np.array_equal(np.signbit(got), np.signbit(expected))
-
-
-def test_erf_split_over_threads_gives_the_same_bits() -> None:
-    from skriptnd import parallel
-
-    x = (np.random.default_rng(1).standard_normal((64, 1000)) * 2).astype(F32)
-    fast = extra_form("ERF", [None], {})
-    assert fast is not None
-    with parallel.using(2):
-        np.testing.assert_array_equal(fast(x), OPS["ERF"](x))
-    assert fast(x.astype(np.float16)) is NotImplemented
-
-
-@settings(max_examples=30, deadline=None)
 @given(st.integers(0, 2**31), st.integers(0, 2), st.integers(1, 3), st.sampled_from([F32, I32, np.bool_, np.int8]))
 def test_concat_and_tile_give_the_generic_values(seed: int, axis: int, n: int, dtype: Any) -> None:
     rng = np.random.default_rng(seed)

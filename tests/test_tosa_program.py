@@ -153,6 +153,119 @@ def test_a_fused_clamp_holds_when_the_fast_form_declines(monkeypatch: pytest.Mon
     np.testing.assert_array_equal(r, _naive(ops, {"x": x, "w": w, "b": b})["r"])
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), st.booleans(), st.booleans(), st.integers(0, 2**31))
+def test_a_clamp_after_an_add_is_fused_with_the_same_bits(shape: list[int], broadcast: bool, ignore_nan: bool,
+                                                           seed: int) -> None:
+    """ADD then CLAMP (a residual addition and its relu) runs as one step; ADD and CLAMP are exact, so the
+    result is the generic kernels' bit for bit, NaN, signed zeros and broadcasting included."""
+    rng = np.random.default_rng(seed)
+    a = _rand(rng, *shape)
+    b = _rand(rng, *[1 if broadcast and rng.random() < 0.5 else d for d in shape])
+    a.flat[0], b.flat[-1] = np.nan, -0.0
+    attrs = {"min_val": 0.0, "max_val": 6.0, "nan_mode": "IGNORE" if ignore_nan else "PROPAGATE"}
+    ops = [("ADD", ["a", "b"], {}, "s"), ("CLAMP", ["s"], attrs, "r")]
+    program = _build(ops, {"a": a, "b": b}, {}, ["r"])
+    (r,) = program([a, b])
+    assert len(program._steps) == 1
+    expected = _naive(ops, {"a": a, "b": b})["r"]
+    assert r.dtype == expected.dtype and r.shape == expected.shape
+    np.testing.assert_array_equal(r.view(np.int32), expected.view(np.int32))
+
+
+def _silu_ops(kind: str, swap: bool, extra_use: bool) -> list[tuple[str, list[str], dict[str, Any], str]]:
+    conv = {"pad": [1, 0, 2, 1], "stride": [1, 2], "dilation": [1, 1]}
+    ops = [(kind, ["x", "w", "b"], conv, "y"), ("SIGMOID", ["y"], {}, "s"),
+           ("MUL", ["s", "y", "shift"] if swap else ["y", "s", "shift"], {}, "r")]
+    if extra_use:  # y is needed after the SiLU too: nothing may run in place
+        ops.append(("ADD", ["r", "y"], {}, "r2"))
+    return ops
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D"]), st.booleans(), st.booleans(), st.integers(1, 80),
+       st.integers(2, 12), st.integers(0, 2**31))
+def test_a_silu_after_a_convolution_is_fused_in_place(kind: str, swap: bool, extra_use: bool, c: int, h: int,
+                                                      seed: int) -> None:
+    """MUL(y, SIGMOID(y)) (either operand order) after a convolution runs inside its step, with the bits of
+    the unfused fast forms (the same float32 operations) and within accumulation rounding of the generic
+    kernels; not fused when y has another user."""
+    rng = np.random.default_rng(seed)
+    x = _rand(rng, 1, h, 6, c) * 3
+    w = _rand(rng, 5, 3, 3, c) if kind == "CONV2D" else _rand(rng, 3, 3, c, 1)
+    b = _rand(rng, 5 if kind == "CONV2D" else c)
+    ops = _silu_ops(kind, swap, extra_use)
+    consts = {"w": w, "b": b, "shift": np.zeros(1, np.int8)}
+    out = "r2" if extra_use else "r"
+    program = _build(ops, {"x": x}, consts, [out])
+    (r,) = program([x])
+    assert len(program._steps) == (4 if extra_use else 1)
+    expected = _naive(ops, {"x": x, **consts})[out]
+    # float32 accumulation against the generic float64 sums: within a few eps of |x| conv |w| + |b|
+    # (SiLU's slope is below 1.1); the generic CONV2D wants OHWI, DEPTHWISE [KH, KW, C, M]
+    bound = OPS[kind](np.abs(x), np.abs(w), np.abs(b), **ops[0][2]).astype(np.float64)
+    if extra_use:
+        bound *= 2
+    assert np.all(np.abs(r - expected) <= 1e-6 * (1 + bound) * w.shape[1] * w.shape[2] * 4)
+    # the unfused fast forms, step by step: the same bits
+    y = specialise(kind, [None, w, b], ops[0][2])(x, w, b)  # type: ignore[misc]
+    sig = specialise("SIGMOID", [None], {})(y)  # type: ignore[misc]
+    unfused = specialise("MUL", [None, None, consts["shift"]], {})(sig, y, consts["shift"])  # type: ignore[misc]
+    if extra_use:
+        unfused = unfused + y
+    np.testing.assert_array_equal(r, unfused)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D"]), st.booleans(), st.booleans(), st.booleans(),
+       st.integers(1, 80), st.integers(2, 12), st.integers(0, 2**31))
+def test_a_hardswish_after_a_convolution_is_fused_in_place(kind: str, swap: bool, extra_use: bool,
+                                                           ignore_nan: bool, c: int, h: int, seed: int) -> None:
+    """y * CLAMP(y * 1/6 + 0.5, 0, 1) (ONNX HardSwish as imported), operands in either order, runs inside
+    the convolution's step with the bits of the four unfused fast forms; not fused when a step's output
+    has another user."""
+    rng = np.random.default_rng(seed)
+    x = _rand(rng, 1, h, 6, c) * 3
+    w = _rand(rng, 5, 3, 3, c) if kind == "CONV2D" else _rand(rng, 3, 3, c, 1)
+    b = _rand(rng, 5 if kind == "CONV2D" else c)
+    conv = {"pad": [1, 0, 2, 1], "stride": [1, 2], "dilation": [1, 1]}
+    nan_mode = "IGNORE" if ignore_nan else "PROPAGATE"
+    ops = [(kind, ["x", "w", "b"], conv, "y"),
+           ("MUL", ["k", "y", "shift"] if swap else ["y", "k", "shift"], {}, "m"),
+           ("ADD", ["half", "m"] if swap else ["m", "half"], {}, "a"),
+           ("CLAMP", ["a"], {"min_val": 0.0, "max_val": 1.0, "nan_mode": nan_mode}, "c"),
+           ("MUL", ["c", "y", "shift"] if swap else ["y", "c", "shift"], {}, "r")]
+    if extra_use:
+        ops.append(("ADD", ["r", "a"], {}, "r2"))
+    consts = {"w": w, "b": b, "shift": np.zeros(1, np.int8), "k": np.full((1, 1, 1, 1), 1 / 6, F32),
+              "half": np.full((1, 1, 1, 1), 0.5, F32)}
+    out = "r2" if extra_use else "r"
+    program = _build(ops, {"x": x}, consts, [out])
+    (r,) = program([x])
+    assert len(program._steps) == (6 if extra_use else 1)
+    env: dict[str, Any] = {"x": x, **consts}  # the unfused fast forms, step by step: the same bits
+    for name, ins, attrs, o in ops:
+        fn = specialise(name, [None if i in ("x", "y", "m", "a", "c", "r") else consts[i] for i in ins], attrs)
+        assert fn is not None
+        env[o] = fn(*[env[i] for i in ins])
+    np.testing.assert_array_equal(r, env[out])
+    expected = _naive(ops, {"x": x, **consts})[out]
+    bound = OPS[kind](np.abs(x), np.abs(w), np.abs(b), **conv).astype(np.float64) * (3 if extra_use else 2)
+    assert np.all(np.abs(r - expected) <= 1e-6 * (1 + bound) * 9 * c * 4)
+
+
+def test_a_fused_silu_holds_when_the_fast_form_declines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("skriptnd.tosa.program.build.specialise", lambda *a, **k: lambda *args: NotImplemented)
+    rng = np.random.default_rng(8)
+    x, w, b = _rand(rng, 1, 5, 6, 2), _rand(rng, 3, 3, 3, 2), _rand(rng, 3)
+    ops = _silu_ops("CONV2D", False, False)
+    consts = {"w": w, "b": b, "shift": np.zeros(1, np.int8)}
+    program = _build(ops, {"x": x}, consts, ["r"])
+    (r,) = program([x])
+    assert len(program._steps) == 1
+    np.testing.assert_array_equal(r, _naive(ops, {"x": x, **consts})["r"])
+
+
 # -- fast forms against the generic kernels --------------------------------------------------------
 
 geometry = st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 2), st.integers(1, 2),

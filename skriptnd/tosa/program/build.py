@@ -13,7 +13,9 @@ simplifies it as a compiler does, before anything runs:
    operators (element-wise, CLAMP, reductions, CONCAT): the element-wise operator runs on the base
    (constant operands are transposed instead), so NHWC → NCHW → NHWC pairs between two
    convolutions cancel; a transpose is only materialized where an operator needs its layout;
-3. dead operators are dropped; a CLAMP that is the only user of a convolution is applied in place;
+3. dead operators are dropped; a CLAMP that is the only user of a convolution is applied in place, and so
+   are the activations ONNX spells out in several operators after a convolution: SiLU (MUL(y, SIGMOID(y)))
+   and hardswish (y * CLAMP(y * alpha + beta)), each on the output block while it is in cache;
 4. each operator gets its fast fp32 form (skriptnd.tosa.program.fast) or the generic kernel, and values
    are freed after their last use.
 
@@ -43,7 +45,7 @@ from skriptnd.tosa.legalize.recurrent import RecurrentLegalizer
 from skriptnd.tosa.ops import OPS
 from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
-from skriptnd.tosa.program.fast import Clamp, specialise
+from skriptnd.tosa.program.fast import Clamp, Epilogue, HardSwish, Silu, specialise
 from skriptnd.tosa.program.fast_extra import extra_form
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
@@ -179,15 +181,23 @@ class Program:
     def _plan(self) -> None:
         uses = Counter(i for o in self.ops for i in o.inputs) + Counter(self.outputs)
         producer = {o.output: o for o in self.ops}
-        fused: dict[str, str] = {}  # CLAMP output -> the convolution output it is applied to
-        clamps: dict[str, Clamp] = {}
+        fused: dict[str, str] = {}  # CLAMP (SiLU's SIGMOID and MUL) output -> the convolution output it is applied to
+        clamps: dict[str, Epilogue] = {}  # a fused CLAMP or SiLU
         for o in self.ops:
             src = producer.get(o.inputs[0]) if o.inputs else None
-            if (o.name == "CLAMP" and src is not None and src.name in ("CONV2D", "DEPTHWISE_CONV2D")
+            if (o.name == "CLAMP" and src is not None and src.name in (*_CONVOLUTIONS, "ADD")  # ADD: residual + relu
                     and uses[src.output] == 1):
                 fused[o.output] = src.output
                 clamps[src.output] = Clamp(float(o.attrs["min_val"]), float(o.attrs["max_val"]),
                                            o.attrs.get("nan_mode") == "IGNORE")
+            silu = _silu_of(o, producer, uses, self.constants)
+            if silu is not None and silu[0] not in clamps:  # MUL(y, SIGMOID(y)): y's SIGMOID and MUL go
+                fused[o.output] = fused[silu[1]] = silu[0]
+                clamps[silu[0]] = Silu()
+            swish = _hardswish_of(o, producer, uses, self.constants)
+            if swish is not None and swish[0] not in clamps:  # its MUL, ADD, CLAMP and MUL go
+                fused.update((name, swish[0]) for name in swish[2])
+                clamps[swish[0]] = swish[1]
         alias = fused  # a fused CLAMP's output is its convolution's
         slots: dict[str, int] = {}
         for name in self.inputs:
@@ -236,6 +246,64 @@ def _first(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> Callab
     return run
 
 
+_CONVOLUTIONS = ("CONV2D", "DEPTHWISE_CONV2D")
+
+
+def _silu_of(o: Op, producer: dict[str, Op], uses: Counter[str], constants: dict[str, np.ndarray]) -> tuple[str, str] | None:
+    """(y, s) when ``o`` is MUL(y, s) or MUL(s, y) with s = SIGMOID(y), y a convolution's output used by
+    these two only, s by ``o`` only, and no shift: a SiLU the convolution can apply (fast.Silu)."""
+    if o.name != "MUL" or len(o.inputs) < 2:
+        return None
+    if len(o.inputs) > 2 and not (o.inputs[2] in constants and not np.any(constants[o.inputs[2]])):
+        return None
+    for y, s in (o.inputs[:2], o.inputs[1::-1]):
+        sig, conv = producer.get(s), producer.get(y)
+        if (sig is not None and sig.name == "SIGMOID" and sig.inputs[0] == y and conv is not None
+                and conv.name in _CONVOLUTIONS and uses[s] == 1 and uses[y] == 2 and y != s):
+            return y, s
+    return None
+
+
+def _scalar(name: str, constants: dict[str, np.ndarray]) -> float | None:
+    c = constants.get(name)
+    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 and c.dtype == np.float32 else None
+
+
+def _hardswish_of(o: Op, producer: dict[str, Op], uses: Counter[str],
+                  constants: dict[str, np.ndarray]) -> tuple[str, HardSwish, list[str]] | None:
+    """(y, the fused form, the outputs it replaces) when ``o`` is MUL(y, CLAMP(ADD(MUL(y, alpha), beta)))
+    (operands in either order, scalar constants, no shifts), y a convolution's output used by the two
+    MULs only and each step's output by the next only."""
+    def other(op: Op, name: str) -> str | None:
+        a, b = op.inputs[:2]
+        return b if a == name else a if b == name else None
+
+    def plain_mul(op: Op | None) -> bool:
+        return (op is not None and op.name == "MUL" and len(op.inputs) >= 2
+                and all(i in constants and not np.any(constants[i]) for i in op.inputs[2:]))
+
+    if not plain_mul(o):
+        return None
+    for y, c in (o.inputs[:2], o.inputs[1::-1]):
+        conv, clamp = producer.get(y), producer.get(c)
+        if conv is None or conv.name not in _CONVOLUTIONS or uses[y] != 2 or clamp is None or clamp.name != "CLAMP":
+            continue
+        add = producer.get(clamp.inputs[0])
+        if add is None or add.name != "ADD" or uses[c] != 1 or uses[add.output] != 1:
+            continue
+        scaled = next((producer.get(i) for i in add.inputs if producer.get(i) is not None), None)
+        if not plain_mul(scaled) or uses[scaled.output] != 1 or other(scaled, y) is None:  # type: ignore[union-attr]
+            continue
+        alpha = _scalar(other(scaled, y), constants)  # type: ignore[arg-type, union-attr]
+        beta = _scalar(other(add, scaled.output), constants)  # type: ignore[arg-type, union-attr]
+        if alpha is None or beta is None:
+            continue
+        bounds = Clamp(float(clamp.attrs["min_val"]), float(clamp.attrs["max_val"]),
+                       clamp.attrs.get("nan_mode") == "IGNORE")
+        return y, HardSwish(alpha, beta, bounds), [scaled.output, add.output, c, o.output]  # type: ignore[union-attr]
+    return None
+
+
 def _generic(o: Op) -> Callable[..., Any]:
     if o.name in BOUNDARY:
         return BOUNDARY[o.name]
@@ -244,8 +312,19 @@ def _generic(o: Op) -> Callable[..., Any]:
     return partial(OPS[o.name], **o.attrs)
 
 
-def _then_clamp(fn: Callable[..., Any], bounds: Clamp) -> Callable[..., Any]:
+def _then_clamp(fn: Callable[..., Any], bounds: Epilogue) -> Callable[..., Any]:
     def run(*args: Any) -> Any:
+        shift = np.zeros(1, np.int8)
+        if isinstance(bounds, Silu):
+            y = fn(*args)
+            return OPS["MUL"](y, OPS["SIGMOID"](y), shift)
+        if isinstance(bounds, HardSwish):
+            y = fn(*args)
+            t = OPS["ADD"](OPS["MUL"](y, np.full([1] * y.ndim, bounds.alpha, np.float32), shift),
+                           np.full([1] * y.ndim, bounds.beta, np.float32))
+            c = bounds.bounds
+            t = OPS["CLAMP"](t, min_val=c.lo, max_val=c.hi, nan_mode="IGNORE" if c.ignore_nan else "PROPAGATE")
+            return OPS["MUL"](y, t, shift)
         return OPS["CLAMP"](fn(*args), min_val=bounds.lo, max_val=bounds.hi,
                             nan_mode="IGNORE" if bounds.ignore_nan else "PROPAGATE")
 

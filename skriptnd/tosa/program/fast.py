@@ -9,7 +9,9 @@ which operands are constants and runs fp32 only, so here fp32 operators are plai
 * CONV2D / DEPTHWISE_CONV2D / MATMUL / AVG_POOL2D accumulate in float32 in BLAS order, which TOSA
   allows for fp32 (the result differs from the float64 reference by accumulation rounding only);
   convolution weights are laid out once for one GEMM (im2col over NHWC windows), a following
-  CLAMP can be applied in place (``clamp``).
+  CLAMP, SiLU or hardswish can be applied in place (``clamp``: :class:`Clamp`, :class:`Silu`,
+  :class:`HardSwish`, with the float32 operations of their unfused forms);
+* ERF is vectorised float32 (skriptnd.tosa.program.special) instead of ``math.erf`` per element.
 
 :func:`specialise` returns ``None`` when an operation has no fast form here (then the program
 calls the generic kernel).
@@ -24,14 +26,14 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from skriptnd import parallel
-from skriptnd.tosa.program import winograd
+from skriptnd.tosa.program import special, winograd
 
 F32 = np.float32
 Fn = Callable[..., np.ndarray]
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "ABS": np.abs, "CEIL": np.ceil, "FLOOR": np.floor, "NEGATE": np.negative,
-}  # EXP, LOG, TANH, SIN, COS, SIGMOID: _TRANSCENDENTAL
+}  # EXP, LOG, TANH, SIN, COS, SIGMOID, ERF: _TRANSCENDENTAL
 _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "ADD": np.add, "SUB": np.subtract, "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
 }
@@ -52,16 +54,87 @@ class Clamp(NamedTuple):
         return np.clip(y, F32(self.lo), F32(self.hi), out=y)
 
 
+class Silu:
+    """SiLU, ``y * SIGMOID(y)``, fused into the convolution before it (a SIGMOID whose only user is a
+    MUL by its own operand, as ONNX exports of EfficientNet's activations are) and applied in place
+    on each output block while it is in cache: the same float32 operations in the same order as
+    SIGMOID's fast form then MUL, without the two passes and the tensor in between."""
+
+    ignore_nan = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if not y.flags.c_contiguous:
+            _silu_block(y, np.empty_like(y))
+            return y
+        flat = y.reshape(-1)
+        parts = parallel.worth(y.nbytes, _TRANSCENDENTAL_SPLIT_BYTES)
+        parallel.parallel_chunks(flat.size, lambda a, b: _silu_flat(flat[a:b]), parts)
+        return y
+
+
+class HardSwish(NamedTuple):
+    """Hardswish, ``y * CLAMP(y * alpha + beta, lo, hi)`` (ONNX HardSwish as imported: MUL, ADD, CLAMP, MUL
+    with scalar constants; MobileNetV3's activations), fused into the convolution before it and applied
+    in place per output block: the same float32 operations as the four fast forms, in cache."""
+
+    alpha: float
+    beta: float
+    bounds: Clamp
+
+    ignore_nan = False
+
+    def apply(self, y: np.ndarray) -> np.ndarray:
+        if not y.flags.c_contiguous:
+            self._block(y, np.empty_like(y))
+            return y
+        flat = y.reshape(-1)
+        parts = parallel.worth(y.nbytes, _ELEMENTWISE_SPLIT_BYTES)
+        parallel.parallel_chunks(flat.size, lambda a, b: _blocks(self._block, flat[a:b]), parts)
+        return y
+
+    def _block(self, y: np.ndarray, tmp: np.ndarray) -> None:
+        np.multiply(y, F32(self.alpha), out=tmp)
+        tmp += F32(self.beta)
+        self.bounds.apply(tmp)
+        y *= tmp
+
+
+#: what a convolution applies to its output in place
+Epilogue = Clamp | Silu | HardSwish
+
+#: elements of a fused activation's blocks: 16 K made np.clip's per-call cost show (hardswish on [1,56,56,72]: 0.53 ms
+#: CPU against 0.43 unfused); from 64 K on 0.30-0.37 (min of 30, process time)
+_ACTIVATION_BLOCK = 1 << 16
+
+
+def _blocks(fn: Callable[[np.ndarray, np.ndarray], None], y: np.ndarray) -> None:
+    """``fn(block, tmp)`` over cache-sized blocks of the flat ``y``, ``tmp`` a scratch block."""
+    k = min(_ACTIVATION_BLOCK, y.size)
+    tmp = np.empty(k, F32)
+    for a in range(0, y.size, k):
+        b = min(y.size, a + k)
+        fn(y[a:b], tmp[:b - a])
+
+
+def _silu_flat(y: np.ndarray) -> None:
+    _blocks(_silu_block, y)
+
+
+def _silu_block(y: np.ndarray, tmp: np.ndarray) -> None:
+    _sigmoid_into(y, tmp)
+    y *= tmp
+
+
 def _is_f32(a: object) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == F32
 
 
 def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, Any],
-               clamp: Clamp | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
+               clamp: Epilogue | None = None, scratch: dict[str, np.ndarray] | None = None) -> Fn | None:
     """A fast callable taking all operands (constants included, as in the generic kernel) or None.
 
     ``consts[i]`` is operand ``i``'s plan-time value (None: known only at run time). ``clamp``:
-    a CLAMP to apply to the result (fused by the program). ``scratch``: buffers shared by the
+    a CLAMP or SiLU to apply to the result (fused by the program). ``scratch``: buffers shared by the
     callables of one program (they run one at a time), e.g. the im2col columns."""
     known = [c for c in consts if c is not None]
     if any(c.dtype not in (F32, np.int64, np.int32, np.int8, np.bool_) for c in known):
@@ -71,6 +144,8 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _Conv2D(consts[1], consts[2], attrs, clamp, {} if scratch is None else scratch)  # type: ignore[arg-type]
     if name == "DEPTHWISE_CONV2D" and _f32_consts(consts, (1, 2)) and zero_points:
         return _Depthwise(consts[1], consts[2], attrs, clamp)  # type: ignore[arg-type]
+    if name == "ADD" and isinstance(clamp, Clamp):  # a residual addition and its relu: one pass per chunk
+        return _checked(lambda a, b: _binary(_then(np.add, clamp), a, b))
     if clamp is not None:
         return None
     if name == "MAX_POOL2D" and attrs.get("nan_mode", "PROPAGATE") == "PROPAGATE":
@@ -107,7 +182,7 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
     if name == "RESHAPE":
         if len(consts) > 1 and consts[1] is not None:  # the usual case: the shape is known when planning
             fixed = tuple(int(d) for d in consts[1])
-            return lambda x, shape: x.reshape(fixed)  # the method: np.reshape's Python wrapper costs ~1 us
+            return lambda x, shape: np.reshape(x, fixed)
         return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
     if name == "SLICE" and len(consts) == 3 and consts[1] is not None and consts[2] is not None:
         # a view: no operator of a program writes into its inputs, so the copy can be skipped
@@ -165,8 +240,8 @@ def _checked(fn: Fn) -> Fn:
 def _sum(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
     """Accumulated in float64 and rounded once, as the generic kernel does: a float32 sum of values
     that cancel can be far off relative to the result."""
-    with np.errstate(over="ignore"):  # np.add.reduce: np.sum's reduction without its Python dispatch
-        return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
+    with np.errstate(over="ignore"):
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
 
 
 _REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": _sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
@@ -199,6 +274,8 @@ def _unary_into(fn: np.ufunc) -> Callable[[np.ndarray, np.ndarray], None]:
 _TRANSCENDENTAL: dict[str, Callable[[np.ndarray, np.ndarray], None]] = {
     "SIGMOID": _sigmoid_into, "EXP": _unary_into(np.exp), "LOG": _unary_into(np.log),
     "TANH": _unary_into(np.tanh), "SIN": _unary_into(np.sin), "COS": _unary_into(np.cos),
+    # the generic kernel's math.erf per element took ConvNeXt-T's GELUs to 82 % of its run
+    "ERF": special.erf_into,
 }
 _TRANSCENDENTAL_SPLIT_BYTES = 1 << 16
 
@@ -240,7 +317,7 @@ class _Conv2D:
     """CONV2D NHWC x OHWI as one GEMM over im2col windows; buffers kept per input shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: Clamp | None, scratch: dict[str, np.ndarray]) -> None:
+                 clamp: Epilogue | None, scratch: dict[str, np.ndarray]) -> None:
         oc, kh, kw, ic = weight.shape
         self.k = (kh, kw)
         # [(kh, kw, ic), oc] as a transposed view: BLAS reads it in place, no copy of the filter
@@ -397,7 +474,7 @@ class _Depthwise:
     GIL, hence not for threads); else the taps in cache-sized bands of output rows."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
-                 clamp: Clamp | None) -> None:
+                 clamp: Epilogue | None) -> None:
         kh, kw, c, m = weight.shape
         self.w = weight.astype(F32).reshape(kh, kw, c * m)
         self.m = m
@@ -531,7 +608,9 @@ def _split_elementwise(apply: Callable[[np.ndarray], Any], x: np.ndarray) -> np.
 
 
 def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``fn(a, b)``; when both are C-contiguous of one (large) shape, in flat chunks over threads."""
+    """``fn(a, b)``; when both are C-contiguous of one (large) shape, in flat chunks over threads. (Splitting
+    broadcasting ones too, e.g. squeeze-excitation scales, was measured slower on the loaded 2-vCPU host,
+    as splitting same-shape ones was that day: docs/performance.md, issue 28.)"""
     if (not isinstance(b, np.ndarray) or a.shape != b.shape or b.dtype != a.dtype
             or not (a.flags.c_contiguous and b.flags.c_contiguous)):
         return fn(a, b)
@@ -542,6 +621,15 @@ def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.n
     fa, fb, fy = a.reshape(-1), b.reshape(-1), y.reshape(-1)
     parallel.parallel_chunks(fy.size, lambda i, j: fn(fa[i:j], fb[i:j], out=fy[i:j]), parts)
     return y
+
+
+def _then(fn: Callable[..., np.ndarray], clamp: Clamp) -> Callable[..., np.ndarray]:
+    """``fn`` (a ufunc, maybe with ``out=``) with ``clamp`` applied in place to what it wrote."""
+    def run(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        y = np.asarray(fn(a, b)) if out is None else fn(a, b, out=out)
+        clamp.apply(y)
+        return y
+    return run
 
 
 def _max_pool(attrs: dict[str, Any]) -> Fn:

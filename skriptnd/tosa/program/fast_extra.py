@@ -4,8 +4,8 @@
 kernels (:data:`skriptnd.tosa.ops.OPS`: type checks, broadcasting by hand, a float64 or int64 round trip,
 every REQUIRE evaluated) as a large share of a run of ~250 tiny operators: the GELU's POW (~0.25-0.5 ms
 each on [1, 16, 512]), the embedding GATHERs, int32 ADDs of index arithmetic, the attention mask's
-LOGICAL_AND / LOGICAL_NOT and CASTs between bool and int8; BERT's and ViT's exact GELU, ERF (math.erf per
-element: ~0.9 ms on [1, 16, 256]; 4.6x faster here, split over the worker threads when large).
+LOGICAL_AND / LOGICAL_NOT and CASTs between bool and int8. (BERT's and ViT's exact GELU, ERF, is
+:mod:`special`'s, through :mod:`fast`.)
 
 Each form here computes **what the generic kernel computes** (the same bits; POW within the float32
 ``powf`` rounding, below TOSA's allowance) and returns ``NotImplemented`` for any operand it was not made
@@ -17,13 +17,10 @@ the value or raises the TOSA error at the operation (the program's fallback, skr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-from skriptnd import parallel
 
 F32 = np.float32
 I32 = np.int32
@@ -48,8 +45,6 @@ def extra_form(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _logical(_LOGICAL[name])
     if name == "LOGICAL_NOT":
         return _logical_not
-    if name == "ERF":
-        return _erf
     if name == "CONCAT":
         return _concat(int(attrs["axis"]))
     if name == "TILE" and len(consts) == 2 and consts[1] is not None:
@@ -229,95 +224,3 @@ def _cast(to: np.dtype | None) -> Fn | None:
         return x.astype(to) if to in _EXACT_FROM.get(x.dtype, ()) else NotImplemented
 
     return run
-
-
-# -- ERF ----------------------------------------------------------------------------------------------------
-
-#: erf(x) = x * sum_n _ERF_TAYLOR[n] * (x^2)^n near 0 (2/sqrt(pi) (-1)^n / (n! (2n + 1)), highest power first):
-#: for |x| < 1/2 the terms fall below 1e-17 of the sum by n = 11; odd, so zeros and tiny values keep their sign
-#: and relative precision (a polynomial piece in |x| there missed 5 of 620,000 values by an ulp)
-_ERF_TAYLOR = np.array([2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1))
-                        for n in range(12)])[::-1].copy()
-#: |x| in [1/2, 4) as 7 pieces of width 1/2, each a degree-10 polynomial in its local variable s in [-1, 1]
-#: fitted to math.erf (the generic kernel's function) at 64 Chebyshev points: the generic kernel's float32 bits
-#: on 600,000 random values (degree 7 on quarter-width pieces missed 5 by an ulp); from 4 on, erf rounds to 1
-#: in float32 (1 - erf(4) = 1.5e-8, below half an ulp of 1): one more piece, the constant 1
-_ERF_PIECE, _ERF_END, _ERF_DEGREE = 0.5, 4.0, 10
-#: elements per block: ~40 float64 passes over a block stay in cache (ViT-B/16's [197, 3072] at once: 0.7 s)
-_ERF_BLOCK = 8192
-
-
-def _erf_pieces() -> np.ndarray:
-    """[piece, power] coefficients, highest power first (Horner's order)."""
-    from numpy.polynomial import chebyshev
-
-    nodes = np.cos(np.pi * (np.arange(64) + 0.5) / 64)
-    rows = []
-    for k in range(1, int(_ERF_END / _ERF_PIECE)):
-        center = (k + 0.5) * _ERF_PIECE
-        values = [math.erf(center + s * _ERF_PIECE / 2) for s in nodes]
-        rows.append(chebyshev.cheb2poly(chebyshev.chebfit(nodes, values, _ERF_DEGREE))[::-1])
-    rows.append(np.r_[np.zeros(_ERF_DEGREE), 1.0])  # [4, inf): 1
-    return np.array(rows)
-
-
-_ERF_COEFFICIENTS: list[np.ndarray] = []
-
-
-def _erf_raw_into(x: np.ndarray, out: np.ndarray) -> None:
-    """float32 erf of ``x`` into ``out``: float64 polynomials close to math.erf, then rounded once to float32,
-    as the generic kernel rounds math.erf (an ulp apart at most, where the float64 values straddle a float32
-    rounding boundary); erf(+-0) = +-0, erf(+-inf) = +-1, NaN stays NaN. In blocks of :data:`_ERF_BLOCK`."""
-    if not _ERF_COEFFICIENTS:
-        _ERF_COEFFICIENTS.append(_erf_pieces())
-    pieces = _ERF_COEFFICIENTS[0]
-    src, dst = x.reshape(-1), out.reshape(-1)
-    for b0 in range(0, src.size, _ERF_BLOCK):
-        v = src[b0:b0 + _ERF_BLOCK].astype(np.float64)
-        a = np.abs(v)
-        k = np.fmin(a, _ERF_END)  # NaN and inf: 4, the constant piece (NaN restored below)
-        k *= 1 / _ERF_PIECE
-        index = k.astype(np.intp)  # 0 .. 8: piece index - 1 (the Taylor sum's elements take piece 1's)
-        np.maximum(index, 1, out=index)
-        s = k - index
-        s *= 2
-        s -= 1
-        index -= 1
-        c = np.take(pieces, index, axis=0)
-        y = c[:, 0].copy()
-        for j in range(1, _ERF_DEGREE + 1):
-            y *= s
-            y += c[:, j]
-        np.copysign(y, v, out=y)
-        sq = v * v
-        small = _ERF_TAYLOR[0] * sq
-        for t in _ERF_TAYLOR[1:-1]:
-            small += t
-            small *= sq
-        small += _ERF_TAYLOR[-1]
-        small *= v
-        r = np.where(a < _ERF_PIECE, small, y)
-        r[np.isnan(v)] = np.nan
-        dst[b0:b0 + _ERF_BLOCK] = r
-
-
-def _erf(x: np.ndarray) -> Any:
-    if not (isinstance(x, np.ndarray) and x.dtype == F32):
-        return NotImplemented
-    y = np.empty(x.shape, F32)
-    parts = parallel.worth(y.nbytes, _ERF_SPLIT_BYTES) if x.flags.c_contiguous else 1
-    if parts == 1:
-        _quiet_erf_into(x, y)
-        return y
-    src, flat = x.reshape(-1), y.reshape(-1)
-    parallel.parallel_chunks(flat.size, lambda i, j: _quiet_erf_into(src[i:j], flat[i:j]), parts)
-    return y
-
-
-def _quiet_erf_into(x: np.ndarray, out: np.ndarray) -> None:
-    with np.errstate(all="ignore"):  # the Taylor sum of large |x| overflows: not the value taken there
-        _erf_raw_into(x, out)
-
-
-#: from this size (bytes of output) ERF splits over the worker threads (~40 numpy passes per element)
-_ERF_SPLIT_BYTES = 1 << 15
