@@ -128,21 +128,44 @@ def test_quantized_model_matches_litert_codes(name: str, tmp_path: Path) -> None
     assert exact > SHARE[name]
 
 
+def litert_spread(model: Path, inputs: list[np.ndarray]) -> int:
+    """How many steps LiteRT's own two kernel sets (the default optimized builtins and the reference ones,
+    BUILTIN_REF) differ by on the model's quantized graph outputs: the issue's bound for a deep model is one
+    step, or this spread where it is larger."""
+    interpreter = require_litert()
+    runs = []
+    for kind in (interpreter.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, interpreter.OpResolverType.BUILTIN_REF):
+        it = interpreter.Interpreter(model_path=str(model), num_threads=1, experimental_op_resolver_type=kind,
+                                     experimental_preserve_all_tensors=True)
+        it.allocate_tensors()
+        for detail, x in zip(it.get_input_details(), inputs, strict=True):
+            it.set_tensor(detail["index"], x)
+        it.invoke()
+        details = {d["name"]: d for d in it.get_tensor_details()}
+        runs.append({n: it.get_tensor(details[n]["index"]).astype(np.int64) for n in _graph_outputs(model)
+                     if n in details and details[n]["quantization"][0] > 0})
+    return max((int(np.abs(runs[0][n] - runs[1][n]).max()) for n in runs[0]), default=0)
+
+
 @pytest.mark.parametrize("name", ["mobilenet_v2_int8", "resnet18_int8", "mobilenet_v3_small_int8",
                                   "efficientnet_b0_int8"])
 def test_zoo_quantized_model_matches_litert_codes(name: str, tmp_path: Path) -> None:
-    """The big models (make_tflite.py --int8 writes them to the zoo cache; absent: skipped). MobileNetV3's
-    logits may be two steps off: its squeeze-excitation MEANs (LiteRT: fixed point) and HARD_SWISHes are one
-    step off on some codes, and the 1x1 convolutions after them amplify that."""
+    """The big models (make_tflite.py --int8 writes them to the zoo cache; absent: skipped): the outputs within
+    one step of LiteRT's default kernels, or within the spread of LiteRT's own two kernel sets where that is
+    larger (MobileNetV3-small: its reference and optimized kernels differ by two steps on the logits, 60 % of
+    them equal; our squeeze-excitation MEANs and HARD_SWISHes run in float32 and are one step off on some
+    codes, which the 1x1 convolutions after them amplify in the same way)."""
     path = ZOO / f"{name}.tflite"
     if not path.exists():
         pytest.skip(f"{path} absent (python benchmarks/zoo/make_tflite.py --int8)")
-    report = compare(path, codes_of(path, inputs_of(ZOO / f"{name}.inputs.npz")), tmp_path,
-                     steps=2 if name == "mobilenet_v3_small_int8" else 1)
+    inputs = codes_of(path, inputs_of(ZOO / f"{name}.inputs.npz"))
+    spread = litert_spread(path, inputs)
+    report = compare(path, inputs, tmp_path, steps=max(1, spread))
     total = sum(n for _, _, n in report.values())
     outputs = [report[n] for n in _graph_outputs(path) if n in report]
     print(f"{name}: {len(report)} tensors, {sum(s * n for s, _, n in report.values()) / total:.4f} of their codes "
-          f"equal, at most {max(d for _, d, _ in report.values())} steps off; outputs {outputs}")
+          f"equal, at most {max(d for _, d, _ in report.values())} steps off; outputs {outputs}; LiteRT's own "
+          f"kernels differ by {spread} steps")
 
 
 # --------------------------------------------------------------------------- one-operator int8 models
