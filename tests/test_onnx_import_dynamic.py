@@ -1,0 +1,194 @@
+"""ONNX import keeps symbolic dimensions (issue 25, item 2).
+
+* Real blocks exported by PyTorch with dynamic axes (``python benchmarks/zoo/build.py --ci --dynamic``:
+  tests/data/zoo/*_dyn.onnx): a ResNet stem with a MaxPool and flatten (dynamic batch), a one-layer BERT and
+  a one-layer GPT-2 (dynamic batch and sequence). Each imports WITHOUT fixed shapes (the dimensions become
+  the graph attributes `batch`, `seq`), is composed at two different shapes and run by the numpy backend;
+  the oracle is onnxruntime on the ORIGINAL file at the same inputs.
+* The symbolic shape folding (skriptnd/interop/onnx_import/symbolic.py) on hand-made graphs and on random
+  Shape / Gather / Slice / Mul / Concat / Reshape chains (hypothesis), checked against onnxruntime.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx_models import require_onnx
+from onnx_oracle import require_ort
+
+import skriptnd
+from skriptnd.backends import Options, prepare
+from skriptnd.interop.onnx_import import import_onnx
+from skriptnd.interop.onnx_import import symbolic as sym
+
+ZOO = Path(__file__).resolve().parent / "data" / "zoo"
+#: block -> the symbolic dimensions its inputs have
+BLOCKS = {"ci_resnet_block_dyn": ["batch"], "ci_bert_block_dyn": ["batch", "seq"],
+          "ci_gpt2_block_dyn": ["batch", "seq"]}
+SHAPES = [{"batch": 1, "seq": 7}, {"batch": 3, "seq": 16}]
+TOLERANCE = 1e-4
+
+
+def _feeds(model: object, sizes: dict[str, int], seed: int) -> dict[str, np.ndarray]:
+    """Seeded inputs of the given sizes: images, token ids < 100, padding masks (last two tokens), token types."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.graph.input:
+        t = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else sizes[d.dim_param] for d in t.shape.dim]
+        if t.elem_type == 1:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        elif "mask" in vi.name:
+            mask = np.ones(shape, np.int64)
+            mask[..., -2:] = 0
+            feeds[vi.name] = mask
+        elif "type" in vi.name:
+            feeds[vi.name] = np.zeros(shape, np.int64)
+        else:
+            feeds[vi.name] = rng.integers(0, 100, shape).astype(np.int64)
+    return feeds
+
+
+def _run_both(path: Path, folder: Path, sizes: dict[str, int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(numpy backend's output, onnxruntime's on the original) for each output, at `sizes`."""
+    onnx, _ = require_onnx()
+    ort = require_ort()
+    model = onnx.load(str(path))
+    feeds = _feeds(model, sizes, seed)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    reference = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    loaded = skriptnd.load(folder)
+    attribs = {d.name: sizes[d.name] for d in loaded.attrib_decls() if d.name in sizes}
+    graph = loaded.compose(attribs=attribs)
+    outputs = prepare(graph, "numpy", Options(threads=1)).run(
+        {t.name: feeds[vi.name] for t, vi in zip(graph.inputs, model.graph.input, strict=True)})
+    return list(zip(outputs.values(), reference, strict=True))
+
+
+def _relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    scale = max(float(np.max(np.abs(expected))), 1e-30)
+    return float(np.max(np.abs(actual.astype(np.float64) - expected))) / scale
+
+
+def test_committed_dynamic_blocks_are_small_and_dynamic() -> None:
+    onnx, _ = require_onnx()
+    for block, dims in BLOCKS.items():
+        path = ZOO / f"{block}.onnx"
+        assert path.stat().st_size < 400_000
+        params = {d.dim_param for vi in onnx.load(str(path)).graph.input for d in vi.type.tensor_type.shape.dim}
+        assert params - {""} == set(dims), (block, params)
+
+
+@pytest.mark.parametrize("block", list(BLOCKS))
+def test_dynamic_block_imports_without_fixed_shapes_and_runs_at_two_shapes(block: str, tmp_path: Path) -> None:
+    result = import_onnx(ZOO / f"{block}.onnx", tmp_path / "m")
+    assert result.attribs == BLOCKS[block]  # the symbolic dimensions, kept as graph attributes
+    for seed, sizes in enumerate(SHAPES):
+        for actual, expected in _run_both(ZOO / f"{block}.onnx", result.path, sizes, seed):
+            assert expected.shape[0] == sizes["batch"]
+            assert _relative_error(actual, expected) <= TOLERANCE, (block, sizes)
+
+
+# ------------------------------------------------------------------------------ symbolic folding, unit level
+
+
+def test_text_writes_integer_expressions() -> None:
+    b, s = sym.symbol("batch"), sym.symbol("seq")
+    assert sym.text(b * s) == "batch * seq"
+    assert sym.text(sym.floordiv(b * s * 64, 4)) == "16 * batch * seq"
+    assert sym.text(sym.floordiv(s, 2)) == "seq / 2"  # SkriptND's `/` rounds down on int
+    assert sym.text(sym.norm(sym.sympy.ceiling(s / 3))) == "seq \\ 3"  # and `\` up
+    assert sym.text(s - 1) == "seq - 1"
+    with pytest.raises(ValueError):
+        sym.text(s / 2)  # a fraction is no extent
+
+
+def test_slice_bounds_clamp_as_onnx() -> None:
+    s = sym.symbol("seq")
+    assert sym.slice_bounds(s, 0, 2 ** 62, 1) == (0, s)  # [0:INT_MAX] is the whole extent
+    assert sym.slice_bounds(s, -1, 2 ** 62, 1) == (sym.norm(sym.sympy.Max(0, s - 1)), s)
+    assert sym.slice_bounds(64, 0, s, 1) == (0, sym.sympy.Min(s, 64))  # position ids [:seq] of a 64-long table
+    assert sym.slice_bounds(s, 0, 4, -1) is None  # a negative step on a symbolic extent is not decided
+
+
+def _chain_model(groups: list[list[int]], minus_one: int | None, use_slice: bool, dims: list) -> object:
+    """x[dims] reshaped to the products of `groups` of its extents, each read by Shape -> Gather (or Slice)
+    -> ReduceProd-free Mul chain -> Unsqueeze -> Concat; group `minus_one` is written -1."""
+    onnx, _ = require_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Shape", ["x"], ["shape"])]
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "axes0")]
+    parts = []
+    for g, group in enumerate(groups):
+        if g == minus_one:
+            inits.append(numpy_helper.from_array(np.array([-1], np.int64), f"m{g}"))
+            parts.append(f"m{g}")
+            continue
+        factors = []
+        for k in group:
+            if use_slice:
+                inits += [numpy_helper.from_array(np.array([k], np.int64), f"s{g}_{k}"),
+                          numpy_helper.from_array(np.array([k + 1], np.int64), f"e{g}_{k}")]
+                nodes.append(helper.make_node("Slice", ["shape", f"s{g}_{k}", f"e{g}_{k}"], [f"d{g}_{k}"]))
+                nodes.append(helper.make_node("Squeeze", [f"d{g}_{k}", "axes0"], [f"q{g}_{k}"]))
+            else:
+                inits.append(numpy_helper.from_array(np.array(k, np.int64), f"i{g}_{k}"))
+                nodes.append(helper.make_node("Gather", ["shape", f"i{g}_{k}"], [f"q{g}_{k}"], axis=0))
+            factors.append(f"q{g}_{k}")
+        acc = factors[0]
+        for j, f in enumerate(factors[1:]):
+            nodes.append(helper.make_node("Mul", [acc, f], [f"p{g}_{j}"]))
+            acc = f"p{g}_{j}"
+        nodes.append(helper.make_node("Unsqueeze", [acc, "axes0"], [f"u{g}"]))
+        parts.append(f"u{g}")
+    nodes.append(helper.make_node("Concat", parts, ["target"], axis=0))
+    nodes.append(helper.make_node("Reshape", ["x", "target"], ["r"]))
+    nodes.append(helper.make_node("Relu", ["r"], ["y"]))  # the reshaped tensor flows on
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [f"o{g}" for g in range(len(groups))])],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@st.composite
+def _chains(draw: st.DrawFn) -> tuple:
+    rank = draw(st.integers(2, 4))
+    dims = [draw(st.sampled_from(["batch", "seq", 2, 3, 4])) for _ in range(rank)]
+    cuts = sorted(draw(st.sets(st.integers(1, rank - 1), max_size=rank - 1)))
+    bounds = [0, *cuts, rank]
+    groups = [list(range(bounds[i], bounds[i + 1])) for i in range(len(bounds) - 1)]
+    minus_one = draw(st.none() | st.integers(0, len(groups) - 1))
+    return dims, groups, minus_one, draw(st.booleans())
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_chains())
+def test_random_shape_chains_fold_symbolically_and_match_onnxruntime(tmp_path: Path, chain: tuple) -> None:
+    """A Reshape whose target shape is computed from the input's symbolic extents imports with the target as
+    expressions of the graph attributes, and runs like onnxruntime at two sizes."""
+    onnx, _ = require_onnx()
+    ort = require_ort()
+    dims, groups, minus_one, use_slice = chain
+    model = _chain_model(groups, minus_one, use_slice, dims)
+    onnx.checker.check_model(model)
+    folder = tmp_path / f"m{abs(hash(str(chain)))}"
+    result = import_onnx(model, folder, overwrite=True)
+    assert set(result.attribs) == {d for d in dims if isinstance(d, str)}
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for sizes in ({"batch": 2, "seq": 5}, {"batch": 3, "seq": 1}):
+        x = np.random.default_rng(0).standard_normal([sizes.get(d, d) for d in dims]).astype(np.float32)
+        (expected,) = session.run(None, {"x": x})
+        loaded = skriptnd.load(result.path)
+        graph = loaded.compose(attribs={a: sizes[a] for a in result.attribs})
+        (actual,) = prepare(graph, "numpy", Options(threads=1)).run({graph.inputs[0].name: x}).values()
+        assert actual.shape == expected.shape
+        np.testing.assert_array_equal(actual, expected)
