@@ -192,3 +192,58 @@ def test_random_shape_chains_fold_symbolically_and_match_onnxruntime(tmp_path: P
         (actual,) = prepare(graph, "numpy", Options(threads=1)).run({graph.inputs[0].name: x}).values()
         assert actual.shape == expected.shape
         np.testing.assert_array_equal(actual, expected)
+
+
+# ------------------------------------------------------------------------------ --input-shape with names
+
+
+def _cnn(path: Path, dims: list) -> Path:
+    onnx, _ = require_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 1, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Flatten", ["p"], ["y"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_input_shape_parses_names_and_numbers() -> None:
+    from skriptnd.cli.importing import parse_input_shapes
+
+    assert parse_input_shapes(["x=batch,3,224,224", "ids=b, seq"]) == {"x": ["batch", 3, 224, 224], "ids": ["b", "seq"]}
+    import typer
+
+    for bad in ("x=1,a-b", "x=", "x=1,,2", "=1"):
+        with pytest.raises(typer.BadParameter):
+            parse_input_shapes([bad])
+
+
+def test_input_shape_names_a_dimension_and_fixes_the_others(tmp_path: Path) -> None:
+    """x[N, 1, H, 8] imported with --input-shape x=batch,1,8,8: N kept symbolic under the name given, H fixed;
+    the graph runs like onnxruntime at batch 2 and 5."""
+    ort = require_ort()
+    model = _cnn(tmp_path / "m.onnx", ["N", 1, "H", 8])
+    result = import_onnx(model, tmp_path / "a", input_shapes={"x": ["batch", 1, 8, 8]})
+    assert result.attribs == ["batch"]
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    for batch in (2, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 1, 8, 8)).astype(np.float32)
+        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
+        (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
+        np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_name_for_a_fixed_dimension_is_refused(tmp_path: Path) -> None:
+    from skriptnd.diagnostics import DiagnosticError
+
+    model = _cnn(tmp_path / "m.onnx", [2, 1, 8, 8])
+    with pytest.raises(DiagnosticError) as err:
+        import_onnx(model, tmp_path / "a", input_shapes={"x": ["batch", 1, 8, 8]})
+    (d,) = err.value.diagnostics
+    assert d.code == "E0809" and "contradicts the model's fixed shape [2, 1, 8, 8]" in d.message
