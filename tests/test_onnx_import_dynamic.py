@@ -247,3 +247,15 @@ def test_a_name_for_a_fixed_dimension_is_refused(tmp_path: Path) -> None:
         import_onnx(model, tmp_path / "a", input_shapes={"x": ["batch", 1, 8, 8]})
     (d,) = err.value.diagnostics
     assert d.code == "E0809" and "contradicts the model's fixed shape [2, 1, 8, 8]" in d.message
+
+
+def test_an_unnamed_dimension_becomes_a_graph_attribute_named_after_its_input(tmp_path: Path) -> None:
+    ort = require_ort()
+    model = _cnn(tmp_path / "m.onnx", [None, 1, 8, 8])
+    result = import_onnx(model, tmp_path / "a")
+    assert result.attribs == ["x_dim0"]
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    graph = skriptnd.load(result.path).compose(attribs={"x_dim0": 3})
+    (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
+    np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)

@@ -107,7 +107,12 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False
     ctx.graph_inputs = [vi.name for vi in inputs]
     ctx.params = _param_inputs(ctx, graph)
     inputs = [vi for vi in inputs if vi.name not in ctx.params]
-    # graph inputs and outputs keep their names when they can; symbolic dims become attributes
+    # graph inputs and outputs keep their names when they can; symbolic dims become attributes, an unnamed
+    # one (neither a value nor a dim_param) too, named after its input and axis
+    for vi in inputs:
+        value = ctx.values[vi.name]
+        if value.shape is not None and any(d is None for d in value.shape):
+            value.shape = tuple(f"{vi.name}_dim{k}" if d is None else d for k, d in enumerate(value.shape))
     for vi in inputs:
         for d in ctx.values[vi.name].shape or ():
             if isinstance(d, str) and d not in ctx.symbols:
