@@ -338,9 +338,10 @@ def _rule(ctx: Context, node: Node) -> list[list[SymDim]] | None:
         d = len(kernel)
         pads = list(node.attr("pads", [0] * 2 * d))
         strides, dilations = list(node.attr("strides", [1] * d)), list(node.attr("dilations", [1] * d))
-        rounding = sympy.ceiling if node.attr("ceil_mode", 0) else sympy.floor
-        spatial = [norm(rounding(sympy.sympify(dims[2 + i] + pads[i] + pads[d + i] - dilations[i] * (kernel[i] - 1)
-                                               - 1) / strides[i]) + 1) for i in range(d)]
+        if node.attr("ceil_mode", 0):  # ONNX drops a last window that starts in the end padding: left to onnx
+            return None
+        spatial = [norm(sympy.floor(sympy.sympify(dims[2 + i] + pads[i] + pads[d + i] - dilations[i] * (kernel[i] - 1)
+                                                  - 1) / strides[i]) + 1) for i in range(d)]
         return [[dims[0], w[0] if w else dims[1], *spatial]]
     if op == "Flatten":
         dims = dims_of(ctx, node.input(0))
