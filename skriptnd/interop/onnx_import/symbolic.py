@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 #: An extent: a number or an expression of graph attributes.
 SymDim = int | sympy.Expr
-#: Ops whose known values are folded here when an input holds a symbolic value.
-_INT_MAX = 2 ** 62
+#: Slice ends at least this large mean "to the end" (exporters write INT64_MAX or INT32_MAX-like values).
+_INT_MAX = 2 ** 31 - 1
 
 
 def symbol(name: str) -> sympy.Symbol:
@@ -412,7 +412,7 @@ def slice_bounds(dim: SymDim, start: SymDim, end: SymDim, step: int) -> tuple[Sy
         return None
 
     def clamp(v: SymDim) -> SymDim | None:
-        if isinstance(v, int) and v >= _INT_MAX // 4:
+        if isinstance(v, int) and v >= _INT_MAX:
             return dim
         e = sympy.sympify(v)
         if e.is_negative:
