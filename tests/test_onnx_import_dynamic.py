@@ -259,3 +259,31 @@ def test_an_unnamed_dimension_becomes_a_graph_attribute_named_after_its_input(tm
     graph = skriptnd.load(result.path).compose(attribs={"x_dim0": 3})
     (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
     np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("equation", ["bij,bjk->bik", "bhqd,bhkd->bhqk", "bij->bji"])
+def test_einsum_with_a_symbolic_batch(equation: str, tmp_path: Path) -> None:
+    """Einsum's reshapes to [batch, left, inner] carry the batch as an expression (was: E0808)."""
+    onnx, _ = require_onnx()
+    ort = require_ort()
+    from onnx import TensorProto, helper
+
+    terms = equation.split("->")[0].split(",")
+    extents = {"b": "batch", "h": 2, "i": 3, "j": 4, "k": 5, "q": 3, "d": 4}
+    inputs = [helper.make_tensor_value_info(f"x{n}", TensorProto.FLOAT, [extents[c] for c in t])
+              for n, t in enumerate(terms)]
+    out = equation.split("->")[1]
+    graph = helper.make_graph([helper.make_node("Einsum", [vi.name for vi in inputs], ["y"], equation=equation)], "g",
+                              inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [extents[c] for c in out])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    result = import_onnx(model, tmp_path / "m")
+    assert result.attribs == ["batch"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        rng = np.random.default_rng(batch)
+        feeds = {f"x{n}": rng.standard_normal([batch if c == "b" else extents[c] for c in t]).astype(np.float32)
+                 for n, t in enumerate(terms)}
+        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
+        (actual,) = prepare(graph, "numpy", Options(threads=1)).run(feeds).values()
+        np.testing.assert_allclose(actual, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
