@@ -2,7 +2,8 @@
 
 * Real blocks exported by PyTorch with dynamic axes (``python benchmarks/zoo/build.py --ci --dynamic``:
   tests/data/zoo/*_dyn.onnx): a ResNet stem with a MaxPool and flatten (dynamic batch), a one-layer BERT and
-  a one-layer GPT-2 (dynamic batch and sequence). Each imports WITHOUT fixed shapes (the dimensions become
+  a one-layer GPT-2 (dynamic batch and sequence), and a one-block torchvision ViT (MultiheadAttention's
+  `Shape` chains, dynamic batch). Each imports WITHOUT fixed shapes (the dimensions become
   the graph attributes `batch`, `seq`), is composed at two different shapes and run by the numpy backend;
   the oracle is onnxruntime on the ORIGINAL file at the same inputs.
 * The symbolic shape folding (skriptnd/interop/onnx_import/symbolic.py) on hand-made graphs and on random
@@ -27,7 +28,7 @@ from skriptnd.interop.onnx_import import symbolic as sym
 
 ZOO = Path(__file__).resolve().parent / "data" / "zoo"
 #: block -> the symbolic dimensions its inputs have
-BLOCKS = {"ci_resnet_block_dyn": ["batch"], "ci_bert_block_dyn": ["batch", "seq"],
+BLOCKS = {"ci_resnet_block_dyn": ["batch"], "ci_vit_block_dyn": ["batch"], "ci_bert_block_dyn": ["batch", "seq"],
           "ci_gpt2_block_dyn": ["batch", "seq"]}
 SHAPES = [{"batch": 1, "seq": 7}, {"batch": 3, "seq": 16}]
 TOLERANCE = 1e-4

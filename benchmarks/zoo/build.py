@@ -343,8 +343,8 @@ def _ci_resnet_block() -> tuple:
     return model, {"image": _image(size=32)}, ["logits"]
 
 
-#: The CI blocks also committed as dynamic exports (``--ci --dynamic``): a CNN with a MaxPool, BERT, GPT-2.
-CI_DYNAMIC = ["ci_resnet_block", "ci_bert_block", "ci_gpt2_block"]
+#: The CI blocks also committed as dynamic exports (``--ci --dynamic``): a CNN with a MaxPool, a ViT, BERT, GPT-2.
+CI_DYNAMIC = ["ci_resnet_block", "ci_vit_block", "ci_bert_block", "ci_gpt2_block"]
 
 SPECS: list[Spec] = [
     # CI-sized blocks (also part of the full zoo)
