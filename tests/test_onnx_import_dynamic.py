@@ -288,3 +288,31 @@ def test_einsum_with_a_symbolic_batch(equation: str, tmp_path: Path) -> None:
         graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
         (actual,) = prepare(graph, "numpy", Options(threads=1)).run(feeds).values()
         np.testing.assert_allclose(actual, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def _fold_one(op: str, inputs: dict, **attrs: object) -> object:
+    """Fold one node whose inputs are known values (object arrays hold expressions); its output's value, or None
+    where it stays a run-time computation."""
+    require_onnx()
+    from onnx import helper
+
+    from skriptnd.interop.onnx_import.context import Context, Node
+
+    ctx = Context(opset=17)
+    for name, v in inputs.items():
+        arr = np.asarray(v, dtype=object if any(sym.is_symbolic(x) for x in np.asarray(v, object).reshape(-1))
+                         else np.int64)
+        (ctx.symvals if arr.dtype == object else ctx.consts)[name] = arr
+    node = Node.of(helper.make_node(op, list(inputs), ["y"], **attrs))
+    return sym.value(ctx, "y") if sym.fold(ctx, node) else None
+
+
+def test_known_values_fold_with_symbols() -> None:
+    b, s = sym.symbol("batch"), sym.symbol("seq")
+    assert list(_fold_one("Mul", {"a": [b, s], "k": [1, 4]})) == [b, 4 * s]
+    assert list(_fold_one("Div", {"a": [4 * s], "k": [2]})) == [2 * s]
+    assert list(_fold_one("Gather", {"a": [b, s, 64], "i": -1}, axis=0).reshape(-1)) == [64]
+    assert _fold_one("Equal", {"a": [b, -1], "k": [-1]}).tolist() == [False, True]  # symbols are positive
+    assert _fold_one("Equal", {"a": [b], "k": [1]}) is None  # batch == 1 is not decided at import time
+    assert _fold_one("Div", {"a": [s - 20], "k": [2]}) is None  # truncation vs floor: the sign is unknown
+    assert list(_fold_one("Concat", {"a": [b], "c": [-1, 4]}, axis=0)) == [b, -1, 4]

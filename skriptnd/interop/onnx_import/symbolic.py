@@ -167,7 +167,9 @@ def _elementwise(op: str, a: object, b: object) -> object:
         return a - b
     if op == "Mul":
         return a * b
-    if op == "Div":
+    if op == "Div":  # ONNX truncates, floordiv floors: the same where the signs are known to be positive
+        if (is_symbolic(a) or is_symbolic(b)) and not (sympy.sympify(a).is_nonnegative and sympy.sympify(b).is_positive):
+            raise _Unknown
         return floordiv(a, b)
     if op == "Mod":
         return sympy.Mod(a, b) if is_symbolic(a) or is_symbolic(b) else a % b
