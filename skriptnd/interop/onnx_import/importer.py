@@ -24,6 +24,7 @@ from skriptnd.interop.onnx_import.context import Context, Node, Param, Value, va
 from skriptnd.interop.onnx_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.onnx_import.fold import fold as _fold
 from skriptnd.interop.onnx_import.registry import REGISTRY, registry
+from skriptnd.interop.onnx_import.symbolic_shapes import propagate as _propagate_symbolic
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
 
@@ -128,7 +129,7 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False
             ctx.consumers.setdefault(name, []).append(Node.of(proto))
     _resolve_shapes(model, ctx, fold_constants)
     if ctx.symbols:  # extents that depend on a symbolic dimension, as expressions of its graph attribute
-        sym.propagate(model, ctx, Context(opset=ctx.opset, values=ctx.values, consts=dict(ctx.consts),
+        _propagate_symbolic(model, ctx, Context(opset=ctx.opset, values=ctx.values, consts=dict(ctx.consts),
                                           initializers=set(ctx.initializers), symbols=dict(ctx.symbols)),
                       lambda c, n: _fold(c, n, fold_constants))
     entries = registry()

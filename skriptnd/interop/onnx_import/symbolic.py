@@ -7,8 +7,8 @@ Two things are tracked next to `Context.consts`:
 * the *known values* of small integer tensors computed from shapes (`Shape -> Gather -> Unsqueeze ->
   Concat -> Reshape` chains, shape arithmetic): object arrays of ints and sympy expressions
   (`Context.symvals`), folded here node by node instead of at run time;
-* the *shapes* of tensors whose extents depend on a symbol: `propagate` walks the graph once before the
-  converters run and fills in every dimension that onnx's shape inference left unnamed, with its own rules
+* the *shapes* of tensors whose extents depend on a symbol: `rule` and `onnx_rule`, which
+  symbolic_shapes.py applies node by node before the converters run, fill in every dimension that onnx's shape inference left unnamed, with its own rules
   for the ops whose output shape is a shape *value* (Reshape, Expand, ConstantOfShape, Tile, Range, Slice)
   and onnx's per-node inference, with each expression passed as a `dim_param` of its own, for the rest.
 
@@ -19,17 +19,39 @@ Symbols are positive integers, so that `Equal(batch, -1)` decides to false (Resh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import sympy
 
-from skriptnd.interop.onnx_import.errors import ImportProblem
 
-if TYPE_CHECKING:
-    from onnx import ModelProto
+class _Value(Protocol):
+    shape: tuple | None
+    elem: int | None
 
-    from skriptnd.interop.onnx_import.context import Context, Node
+
+class Context(Protocol):
+    """What the folding reads and writes of the importer's context (context.py imports this module, so it is
+    described here rather than imported)."""
+
+    consts: dict[str, np.ndarray]
+    symvals: dict[str, np.ndarray]
+    values: dict[str, _Value]
+    symbols: dict[str, str]
+
+
+class Node(Protocol):
+    """An ONNX node as context.Node decodes it."""
+
+    op_type: str
+    inputs: list[str]
+    outputs: list[str]
+    domain: str
+    proto: object
+
+    def attr(self, name: str, default: object = None) -> object: ...
+
+    def input(self, i: int) -> str: ...
 
 #: An extent: a number or an expression of graph attributes.
 SymDim = int | sympy.Expr
@@ -320,7 +342,7 @@ _BROADCAST = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Me
               "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "BitShift", "PRelu"}
 
 
-def _rule(ctx: Context, node: Node) -> list[list[SymDim]] | None:
+def rule(ctx: Context, node: Node) -> list[list[SymDim]] | None:
     """The output shapes of the ops whose shape is a shape value; None where onnx's inference applies."""
     op = node.op_type
     if op in _BROADCAST:
@@ -442,7 +464,7 @@ def _encode(dims: Sequence[SymDim], table: dict[str, SymDim]) -> list[int | str]
     return out
 
 
-def _onnx_rule(ctx: Context, node: Node, opsets: dict[str, int]) -> list[list[SymDim] | None] | None:
+def onnx_rule(ctx: Context, node: Node, opsets: dict[str, int]) -> list[list[SymDim] | None] | None:
     """onnx's inference of one node, each symbolic extent of its inputs given as a dim_param of its own."""
     import onnx
     from onnx import helper, numpy_helper
@@ -487,45 +509,3 @@ def _onnx_rule(ctx: Context, node: Node, opsets: dict[str, int]) -> list[list[Sy
                 break
         shapes.append(dims)
     return shapes
-
-
-def _resolved(ctx: Context, name: str) -> bool:
-    v = ctx.values.get(name)
-    return v is not None and v.shape is not None and all(
-        isinstance(d, int | sympy.Basic) or (isinstance(d, str) and d in ctx.symbols) for d in v.shape)
-
-
-def propagate(model: ModelProto, ctx: Context, scratch: Context, fold_node: object) -> None:
-    """Fill in the extents onnx's inference leaves unnamed, node by node in graph order (`scratch` holds
-    the known values found on the way, `fold_node(scratch, node)` folds constants as the importer does)."""
-    from skriptnd.interop.onnx_import.context import Node, Value
-
-    opsets = {o.domain or "": o.version for o in model.opset_import}
-    for proto in model.graph.node:
-        node = Node.of(proto)
-        scratch.node = node
-        try:
-            if not fold_node(scratch, node):  # type: ignore[operator]
-                fold(scratch, node)
-        except ImportProblem:
-            pass
-        todo = [o for o in node.outputs if o and not _resolved(ctx, o)]
-        if not todo:
-            continue
-        shapes: list[list[SymDim] | None]
-        known = [dims_of(scratch, o) if (o in scratch.consts or o in scratch.symvals) else None for o in node.outputs]
-        try:
-            rule = _rule(scratch, node)
-        except (ValueError, TypeError, ZeroDivisionError):
-            rule = None
-        if any(k is not None for k in known):
-            shapes = [list(k) if k is not None else None for k in known]
-        elif rule is not None:
-            shapes = rule + [None] * (len(node.outputs) - len(rule))
-        else:
-            shapes = _onnx_rule(scratch, node, opsets) or [None] * len(node.outputs)
-        for o, dims in zip(node.outputs, shapes, strict=False):
-            if o in todo and dims is not None:
-                old = ctx.values.get(o) or ctx.values.get(node.input(0)) or Value(None, None)
-                ctx.values[o] = Value(old.dtype, tuple(norm(d) for d in dims), old.elem)
-    scratch.node = None
