@@ -60,3 +60,26 @@ def test_the_hint_names_the_dimension_and_is_an_input_shape_to_copy(tmp_path: Pa
     assert result.attribs == ["batch"]
     graph = skriptnd.load(result.path).compose(attribs={"batch": 2})
     assert [int(d) for d in graph.outputs[0].shape] == [2, 4, 1, 4]
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_fold_constants_is_suggested_only_when_not_given(tmp_path: Path, fold: bool) -> None:
+    """A Reshape's shape computed from a run-time input: E0808; its hint offers --fold-constants only to an
+    import that did not ask for it (issue 25)."""
+    onnx, _ = require_onnx()
+    from onnx import TensorProto, helper, numpy_helper
+
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    nodes = [helper.make_node("Add", ["n", "one"], ["s"], name="add"),
+             helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6]),
+                                           helper.make_tensor_value_info("n", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["k"])], [one])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(DiagnosticError) as err:
+        import_onnx(tmp_path / "m.onnx", tmp_path / "a", fold_constants=fold)
+    (d,) = err.value.diagnostics
+    assert d.code == "E0808" and "target shape" in d.message
+    assert ("--fold-constants" in d.hint) is not fold, d.hint
