@@ -316,3 +316,29 @@ def test_known_values_fold_with_symbols() -> None:
     assert _fold_one("Equal", {"a": [b], "k": [1]}) is None  # batch == 1 is not decided at import time
     assert _fold_one("Div", {"a": [s - 20], "k": [2]}) is None  # truncation vs floor: the sign is unknown
     assert list(_fold_one("Concat", {"a": [b], "c": [-1, 4]}, axis=0)) == [b, -1, 4]
+
+
+def test_cli_imports_with_a_named_dimension_and_runs_it(tmp_path: Path) -> None:
+    """`sknd import m.onnx --input-shape x=batch,1,8,8` then `sknd run --attrib batch=2 --input x=...`: the
+    output is onnxruntime's."""
+    import subprocess
+    import sys
+
+    ort = require_ort()
+    model = _cnn(tmp_path / "m.onnx", ["N", 1, 8, 8])
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "skriptnd", *args, "--color", "never"], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parents[1])
+
+    proc = cli("import", str(model), "-o", str(tmp_path / "out"), "--input-shape", "x=batch,1,8,8")
+    assert proc.returncode == 0, proc.stderr
+    assert "dynamic dimensions became graph attributes: batch" in proc.stderr
+    x = np.random.default_rng(1).standard_normal((2, 1, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = cli("run", str(tmp_path / "out"), "--attrib", "batch=2", "--input", f"x={tmp_path / 'x.npy'}",
+               "--output-dir", str(tmp_path / "res"))
+    assert proc.returncode == 0, proc.stderr
+    (saved,) = [p for p in (tmp_path / "res").iterdir() if p.suffix == ".npy"]
+    expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(saved), expected, rtol=1e-5, atol=1e-5)
