@@ -33,6 +33,7 @@ Each file is written to a temporary name and renamed, so ``run.py`` never sees a
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -467,6 +468,8 @@ def export(spec: Spec, out: Path, variants: list[str], force: bool, dynamic: boo
                         dims = {"batch": torch.export.Dim("batch", min=1, max=64),
                                 "seq": torch.export.Dim("seq", min=2, max=64)}
                         shapes = tuple({k: dims[v] for k, v in axes[n].items()} for n in inputs)
+                        if any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(model.forward).parameters.values()):
+                            shapes = (shapes,)  # forward(*args) (the Hugging Face wrapper): one entry for args
                     torch.onnx.export(model, args, str(tmp), dynamo=True, opset_version=18,
                                       input_names=list(inputs), output_names=output_names,
                                       external_data=False, verbose=False, dynamic_shapes=shapes)
