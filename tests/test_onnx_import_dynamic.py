@@ -342,3 +342,30 @@ def test_cli_imports_with_a_named_dimension_and_runs_it(tmp_path: Path) -> None:
     (saved,) = [p for p in (tmp_path / "res").iterdir() if p.suffix == ".npy"]
     expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(np.load(saved), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Split", "ArgMax"])
+def test_ops_needing_one_axis_as_a_number_leave_the_batch_symbolic(op: str, tmp_path: Path) -> None:
+    """An equal Split of a static axis (the dynamo exporter's fused QKV split in GPT-2) and ArgMax with
+    select_last_index need only that axis' extent (was: E0808 on the symbolic batch)."""
+    onnx, _ = require_onnx()
+    ort = require_ort()
+    from onnx import TensorProto, helper
+
+    if op == "Split":
+        nodes = [helper.make_node("Split", ["x"], ["a", "b"], axis=1)]
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 3]) for n in ("a", "b")]
+    else:
+        nodes = [helper.make_node("ArgMax", ["x"], ["a"], axis=1, select_last_index=1)]
+        outputs = [helper.make_tensor_value_info("a", TensorProto.INT64, ["batch", 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    result = import_onnx(model, tmp_path / "m")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 4):
+        x = np.random.default_rng(batch).integers(0, 3, (batch, 6)).astype(np.float32)  # ties for select_last_index
+        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
+        actual = prepare(graph, "numpy", Options(threads=1)).run({"x": x})
+        for a, e in zip(actual.values(), session.run(None, {"x": x}), strict=True):
+            np.testing.assert_array_equal(a, e)

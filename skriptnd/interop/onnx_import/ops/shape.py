@@ -135,7 +135,7 @@ def _split(ctx: Context, node: Node) -> None:
     elif "split" in node.attrs:
         sizes = list(node.attr("split"))
     else:
-        total = ctx.static_shape(node.input(0))[k]
+        total = ctx.static_shape(node.input(0), axes=[k])[k]  # only the split axis must be a number
         n = int(node.attr("num_outputs", len(node.outputs)))
         chunk = -(-total // n)
         sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
