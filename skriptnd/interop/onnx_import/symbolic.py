@@ -8,9 +8,10 @@ Two things are tracked next to `Context.consts`:
   Concat -> Reshape` chains, shape arithmetic): object arrays of ints and sympy expressions
   (`Context.symvals`), folded here node by node instead of at run time;
 * the *shapes* of tensors whose extents depend on a symbol: `rule` and `onnx_rule`, which
-  symbolic_shapes.py applies node by node before the converters run, fill in every dimension that onnx's shape inference left unnamed, with its own rules
-  for the ops whose output shape is a shape *value* (Reshape, Expand, ConstantOfShape, Tile, Range, Slice)
-  and onnx's per-node inference, with each expression passed as a `dim_param` of its own, for the rest.
+  symbolic_shapes.py applies node by node before the converters run, fill in every dimension that onnx's
+  shape inference left unnamed: own rules for the ops whose output shape is a shape *value* (Reshape,
+  Expand, ConstantOfShape, Tile, Range, Slice), for Flatten, windows and broadcasting, and onnx's per-node
+  inference, with each expression passed as a `dim_param` of its own, for the rest.
 
 Extents are written into the SkriptND text by `text` (`floor(a/b)` as `a / b`, `ceiling` as `a \\ b`).
 Symbols are positive integers, so that `Equal(batch, -1)` decides to false (Reshape's `-1` tests).
