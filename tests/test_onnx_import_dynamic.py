@@ -369,3 +369,40 @@ def test_ops_needing_one_axis_as_a_number_leave_the_batch_symbolic(op: str, tmp_
         actual = prepare(graph, "numpy", Options(threads=1)).run({"x": x})
         for a, e in zip(actual.values(), session.run(None, {"x": x}), strict=True):
             np.testing.assert_array_equal(a, e)
+
+
+@pytest.mark.parametrize("case", ["resize", "depth_to_space_crd", "space_to_depth", "hardmax", "trilu"])
+def test_more_ops_with_a_symbolic_batch(case: str, tmp_path: Path) -> None:
+    """Resize (scales 1 on batch and channels), DepthToSpace CRD, SpaceToDepth, Hardmax and Trilu need numbers only
+    for the axes they work on: the batch stays symbolic; results match onnxruntime at two batches."""
+    onnx, _ = require_onnx()
+    ort = require_ort()
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = []
+    if case == "resize":
+        inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+        node, dims, out = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest"), [4, 2, 3, 3], \
+            [2, 6, 6]
+    elif case == "depth_to_space_crd":
+        node, dims, out = helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode="CRD"), [8, 2, 2], [2, 4, 4]
+    elif case == "space_to_depth":
+        node, dims, out = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2), [2, 4, 4], [8, 2, 2]
+    elif case == "hardmax":
+        node, dims, out = helper.make_node("Hardmax", ["x"], ["y"], axis=-1), [3, 5], [3, 5]
+    else:
+        node, dims, out = helper.make_node("Trilu", ["x"], ["y"], upper=0), [4, 4], [4, 4]
+    if case == "resize":
+        dims = dims[1:]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", *dims])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", *out])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    result = import_onnx(model, tmp_path / "m")
+    assert result.attribs == ["batch"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, *dims)).astype(np.float32)
+        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
+        (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
+        np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)

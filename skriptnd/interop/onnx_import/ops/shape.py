@@ -306,10 +306,10 @@ def _depth_to_space(ctx: Context, node: Node) -> None:
         ctx.emit("layout.depth_to_space", [ctx.arg(node.input(0))], {"block_size": [b] * d})
         return
     # CRD: channels are [c, b, b]; spelled out as reshape / transpose / reshape
-    n, c, h, w = ctx.static_shape(node.input(0))
-    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c // (b * b), b, b, h, w])
+    n, c, h, w = ctx.static_shape(node.input(0), axes=[1, 2, 3])  # n may be symbolic
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=ctx.extents([n, c // (b * b), b, b, h, w]))
     x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 4, 2, 5, 3])
-    ctx.emit("layout.reshape", [x], {"shape": [n, c // (b * b), h * b, w * b]})
+    ctx.emit("layout.reshape", [x], {"shape": ctx.extents([n, c // (b * b), h * b, w * b])})
 
 
 @converter("SpaceToDepth", target="`layout.space_to_depth{block_size}` (DCR); CRD as reshape, transpose, reshape")
@@ -319,10 +319,10 @@ def _space_to_depth(ctx: Context, node: Node) -> None:
     if node.attr("mode", "DCR") == "DCR" or d != 2:
         ctx.emit("layout.space_to_depth", [ctx.arg(node.input(0))], {"block_size": [b] * d})
         return
-    n, c, h, w = ctx.static_shape(node.input(0))  # CRD: output channels [c, b, b]
-    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c, h // b, b, w // b, b])
+    n, c, h, w = ctx.static_shape(node.input(0), axes=[1, 2, 3])  # CRD: output channels [c, b, b]; n symbolic
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=ctx.extents([n, c, h // b, b, w // b, b]))
     x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 3, 5, 2, 4])
-    ctx.emit("layout.reshape", [x], {"shape": [n, c * b * b, h // b, w // b]})
+    ctx.emit("layout.reshape", [x], {"shape": ctx.extents([n, c * b * b, h // b, w // b])})
 
 
 def _import_time_only(ctx: Context, node: Node) -> None:
