@@ -406,3 +406,22 @@ def test_more_ops_with_a_symbolic_batch(case: str, tmp_path: Path) -> None:
         graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
         (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
         np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
+def test_a_shape_of_a_data_dependent_extent_names_the_tensor(tmp_path: Path) -> None:
+    """NonZero's count is known only at run time: the Shape of it is E0808 naming the tensor and its '?' extent."""
+    onnx, _ = require_onnx()
+    from onnx import TensorProto, helper
+
+    from skriptnd.diagnostics import DiagnosticError
+
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]), helper.make_node("Shape", ["nz"], ["s"], name="shape"),
+             helper.make_node("Reshape", ["x", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with pytest.raises(DiagnosticError) as err:
+        import_onnx(model, tmp_path / "m")
+    (d,) = err.value.diagnostics
+    assert d.code == "E0808" and "the shape of 'nz' [2, ?]" in d.message, d.message

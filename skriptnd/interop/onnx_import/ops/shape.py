@@ -326,6 +326,12 @@ def _space_to_depth(ctx: Context, node: Node) -> None:
 
 
 def _import_time_only(ctx: Context, node: Node) -> None:
+    if node.op_type in ("Shape", "Size") and node.input(0) and sym.dims_of(ctx, node.input(0)) is None:
+        shape = ctx.values[node.input(0)].shape if node.input(0) in ctx.values else None
+        dims = ", ".join(ctx.symbols.get(d, "?") if isinstance(d, str) or d is None else str(d) for d in shape or ())
+        raise ImportProblem("E0808", f"{ctx.here}: the shape of '{node.input(0)}' [{dims}] has extents ('?') that "
+                            "are neither numbers nor expressions of the graph's dimensions (data-dependent, or "
+                            "computed in a way the import cannot follow)", hint=ctx.import_time_hint())
     raise ImportProblem("E0808", f"{ctx.here}: its result depends on a shape or value known only at run time",
                         hint=ctx.import_time_hint())
 
