@@ -509,7 +509,7 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
         import skriptnd.interop.nnef_import  # noqa: F401
     except ModuleNotFoundError:
         assert proc.returncode == 2 and "NNEF 1.x import is not available" in proc.stderr
-    proc = _cli("import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"), "--input-shape", "x=1,a")
+    proc = _cli("import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"), "--input-shape", "x=1,a-b")
     assert proc.returncode == 2 and "--input-shape" in proc.stderr
 
 

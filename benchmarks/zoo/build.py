@@ -3,6 +3,8 @@
     python benchmarks/zoo/build.py [--out DIR] [--only NAME ...] [--variants classic,dynamo] [--force]
     python benchmarks/zoo/build.py --ci        # the five CI-sized blocks into tests/data/zoo/
     python benchmarks/zoo/build.py --list
+    python benchmarks/zoo/build.py --dynamic [--only NAME ...]   # dynamic batch (and sequence) exports
+    python benchmarks/zoo/build.py --ci --dynamic                 # CI_DYNAMIC's blocks into tests/data/zoo/
 
 Needs torch, torchvision and transformers (the ``zoo`` extra); skriptnd itself never imports them.
 Nothing is downloaded: every model is built from its architecture or a small config with seeded random
@@ -20,12 +22,18 @@ For each model NAME the cache folder (default ``~/.cache/skriptnd/zoo``) receive
   their real dtypes (int64 token ids, int64 attention masks);
 * ``NAME.torch_outputs.npz``: PyTorch's outputs on those inputs, by ONNX output name.
 
+With ``--dynamic`` the same models are exported with symbolic dimensions (issue 25): ``NAME_dyn.onnx``
+(classic exporter, ``dynamic_axes``) and ``NAME_dynamo_dyn.onnx`` (dynamo exporter, ``dynamic_shapes`` with
+``torch.export.Dim``): images get a dynamic batch (``batch``), token inputs a dynamic batch and sequence
+(``batch``, ``seq``). They are traced at batch 2 (the dynamo exporter specializes a dimension traced at 1).
+
 Each file is written to a temporary name and renamed, so ``run.py`` never sees a half-written model.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -321,6 +329,24 @@ def _ci_vit_block() -> tuple:
     return model, {"image": _image(size=32)}, ["logits"]
 
 
+def _ci_resnet_block() -> tuple:
+    """(f) a ResNet stem and stage: 7x7 stride-2 convolution, batch norm, ReLU, 3x3 MaxPool, one
+    BasicBlock, global average pool, flatten, Linear (the MaxPool and flatten that a dynamic batch must
+    pass through, issue 25)."""
+    from torchvision.models.resnet import BasicBlock
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 7, 2, 3, bias=False), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, 1), BasicBlock(16, 16), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(1),
+        torch.nn.Linear(16, 10)).eval()
+    _randomize_constants(model)
+    return model, {"image": _image(size=32)}, ["logits"]
+
+
+#: The CI blocks also committed as dynamic exports (``--ci --dynamic``): a CNN with a MaxPool, a ViT, BERT, GPT-2.
+CI_DYNAMIC = ["ci_resnet_block", "ci_vit_block", "ci_bert_block", "ci_gpt2_block"]
+
 SPECS: list[Spec] = [
     # CI-sized blocks (also part of the full zoo)
     Spec("ci_mobilenet_v3_se", "ci", _ci_mobilenet_v3, ci=True),
@@ -328,6 +354,7 @@ SPECS: list[Spec] = [
     Spec("ci_vit_block", "ci", _ci_vit_block, ci=True),
     Spec("ci_bert_block", "ci", _bert(layers=1, hidden=64, heads=4, vocab=100), ci=True),
     Spec("ci_gpt2_block", "ci", _gpt2(layers=1, hidden=64, heads=4, vocab=100), ci=True),
+    Spec("ci_resnet_block", "ci", _ci_resnet_block),
     # torchvision classification (224 x 224, batch 1)
     Spec("resnet18", "torchvision", _tv("resnet18")),
     Spec("mobilenet_v2", "torchvision", _tv("mobilenet_v2")),
@@ -380,17 +407,45 @@ def _numpy(value) -> np.ndarray:  # noqa: ANN001
     return value.detach().cpu().numpy()
 
 
-def export(spec: Spec, out: Path, variants: list[str], force: bool) -> dict[str, str]:
+def _dynamic_axes(inputs: dict[str, object]) -> dict[str, dict[int, str]]:
+    """The symbolic dimensions of each input: the batch, and the sequence of a token input (2-D integer)."""
+    axes: dict[str, dict[int, str]] = {}
+    for name, value in inputs.items():
+        axes[name] = {0: "batch", 1: "seq"} if value.dim() == 2 and not value.is_floating_point() else {0: "batch"}
+    return axes
+
+
+def _batch2(inputs: dict[str, object]) -> dict[str, object]:
+    """The inputs at batch 2 (the second row a different, seeded sample) for tracing a dynamic batch."""
+    g = torch.Generator().manual_seed(7)
+    out = {}
+    for name, value in inputs.items():
+        if value.is_floating_point():
+            other = torch.randn(value.shape, generator=g)
+        else:
+            other = value[torch.randperm(value.shape[0], generator=g)].clone()
+            if value.dim() == 2:
+                other = value[:, torch.randperm(value.shape[1], generator=g)] if name == "input_ids" else value
+        out[name] = torch.cat([value, other], 0)
+    return out
+
+
+def _stem(name: str, variant: str, dynamic: bool) -> str:
+    return name + ("" if variant == "classic" else "_" + variant) + ("_dyn" if dynamic else "")
+
+
+def export(spec: Spec, out: Path, variants: list[str], force: bool, dynamic: bool = False) -> dict[str, str]:
     """Export one model; returns variant -> "ok" / "cached" / the error's first line."""
     status: dict[str, str] = {}
-    todo = [v for v in variants
-            if force or not (out / f"{spec.name}{'' if v == 'classic' else '_' + v}.onnx").exists()]
+    todo = [v for v in variants if force or not (out / f"{_stem(spec.name, v, dynamic)}.onnx").exists()]
     for v in variants:
         if v not in todo:
             status[v] = "cached"
     if not todo:
         return status
     model, inputs, output_names = spec.make()
+    if dynamic:
+        inputs = _batch2(inputs)
     args = tuple(inputs.values())
     with torch.no_grad():
         outputs = model(*args)
@@ -398,18 +453,26 @@ def export(spec: Spec, out: Path, variants: list[str], force: bool) -> dict[str,
     feeds = {k: _numpy(v) for k, v in inputs.items()}
     expected = {k: _numpy(v) for k, v in zip(output_names, outputs, strict=True)}
     for variant in todo:
-        stem = spec.name if variant == "classic" else f"{spec.name}_{variant}"
+        stem = _stem(spec.name, variant, dynamic)
         start = time.perf_counter()
         try:
             def write(tmp: Path, variant: str = variant) -> None:
+                axes = _dynamic_axes(inputs) if dynamic else None
                 if variant == "classic":
                     torch.onnx.export(model, args, str(tmp), dynamo=False, opset_version=17,
                                       input_names=list(inputs), output_names=output_names,
-                                      do_constant_folding=True)
+                                      do_constant_folding=True, dynamic_axes=axes)
                 else:
+                    shapes = None
+                    if axes:
+                        dims = {"batch": torch.export.Dim("batch", min=1, max=64),
+                                "seq": torch.export.Dim("seq", min=2, max=64)}
+                        shapes = tuple({k: dims[v] for k, v in axes[n].items()} for n in inputs)
+                        if any(p.kind == p.VAR_POSITIONAL for p in inspect.signature(model.forward).parameters.values()):
+                            shapes = (shapes,)  # forward(*args) (the Hugging Face wrapper): one entry for args
                     torch.onnx.export(model, args, str(tmp), dynamo=True, opset_version=18,
                                       input_names=list(inputs), output_names=output_names,
-                                      external_data=False, verbose=False)
+                                      external_data=False, verbose=False, dynamic_shapes=shapes)
 
             tmp = out / f".{stem}.onnx.tmp{os.getpid()}"
             try:
@@ -438,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"build only the CI-sized blocks (classic exporter) into {CI_DIR.relative_to(ROOT)}")
     parser.add_argument("--force", action="store_true", help="re-export models already in the cache")
     parser.add_argument("--list", action="store_true", help="list the models and exit")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export with a dynamic batch (and sequence for token inputs): NAME_dyn.onnx")
     args = parser.parse_args(argv)
     if args.list:
         for s in SPECS:
@@ -447,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     torch = _import_torch()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     specs = [s for s in SPECS if s.ci] if args.ci else SPECS
+    if args.ci and args.dynamic:
+        specs = [s for s in SPECS if s.name in CI_DYNAMIC]
     if args.only:
         unknown = set(args.only) - {s.name for s in SPECS}
         if unknown:
@@ -460,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     for variant in variants:
         for spec in specs:
             try:
-                status = export(spec, out, [variant], args.force or args.ci)
+                status = export(spec, out, [variant], args.force or args.ci, args.dynamic)
             except Exception as e:  # noqa: BLE001  (a model that does not build is reported, the rest go on)
                 status = {variant: f"error building: {type(e).__name__}: {str(e).splitlines()[0][:300]}"}
             failed += any(s.startswith("error") for s in status.values())

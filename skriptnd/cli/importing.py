@@ -29,7 +29,7 @@ from skriptnd.interop.writer import output_folder_problem
 class ImportOptions:
     """The command's options that shape an import (ONNX only: NNEF 1.x has static shapes); ``progress``
     is told each step as it starts (the status line on a terminal)."""
-    input_shapes: dict[str, list[int]]
+    input_shapes: dict[str, list[int | str]]
     fold_constants: bool
     opset_upgrade: bool
     progress: Callable[[str], None] | None = None
@@ -84,14 +84,18 @@ IMPORTERS = [
 ]
 
 
-def parse_input_shapes(items: list[str] | None) -> dict[str, list[int]]:
-    shapes: dict[str, list[int]] = {}
+_DIM = r"\s*(\d+|[A-Za-z_]\w*)\s*"
+
+
+def parse_input_shapes(items: list[str] | None) -> dict[str, list[int | str]]:
+    """NAME=d0,d1,...: each extent a number (fixed) or a name (kept symbolic: a graph attribute, issue 25)."""
+    shapes: dict[str, list[int | str]] = {}
     for item in items or []:
         name, sep, dims = item.rpartition("=")
-        if not sep or not name or not re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", dims):
-            raise typer.BadParameter(f"'{item}' is not NAME=d0,d1,... (non-negative integers)",
-                                     param_hint="--input-shape")
-        shapes[name] = [int(d) for d in dims.split(",")]
+        if not sep or not name or not re.fullmatch(f"{_DIM}(,{_DIM})*", dims):
+            raise typer.BadParameter(f"'{item}' is not NAME=d0,d1,... (non-negative integers, or names for "
+                                     "dimensions kept symbolic, e.g. x=batch,3,224,224)", param_hint="--input-shape")
+        shapes[name] = [int(d) if d.strip().isdigit() else d.strip() for d in dims.split(",")]
     return shapes
 
 
@@ -107,7 +111,8 @@ def command(
     output: Annotated[Path, typer.Option("--output", "-o", help="The model folder to write (must not exist "
                                          "or be empty).")],
     input_shape: Annotated[list[str] | None, typer.Option("--input-shape", help="Fix an input's shape: "
-                                                          "NAME=1,3,224,224 (repeatable).")] = None,
+                                                          "NAME=1,3,224,224; a name keeps that dimension "
+                                                          "symbolic: NAME=batch,3,224,224 (repeatable).")] = None,
     opset_upgrade: Annotated[bool, typer.Option("--opset-upgrade/--no-opset-upgrade", help="Convert models "
                                                 "older than opset 13 up to it (default: on).")] = True,
     fold_constants: Annotated[bool, typer.Option("--fold-constants", help="Evaluate every constant subgraph "

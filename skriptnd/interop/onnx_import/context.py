@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from skriptnd.interop.onnx_import import symbolic as sym
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.writer import Attrib, Call, Expr, Names, TensorDecl
 
@@ -29,7 +30,7 @@ BOOL = {9}
 #: A folded value up to this many items is written as an @constant literal; larger ones as a variable.
 CONSTANT_LIMIT = 64
 
-Dim = int | str | None  # an extent, a symbol (graph attribute) or unknown
+Dim = int | str | sym.SymDim | None  # an extent, a dim_param (a graph attribute), an expression of them, unknown
 
 
 def sknd_type(elem_type: int) -> str | None:
@@ -149,6 +150,9 @@ class Context:
     params: dict[str, Param] = field(default_factory=dict)
     #: extents of tensors whose shape depends on a Param, as SkriptND expressions (for the output declarations)
     symbolic_shapes: dict[str, list[Expr]] = field(default_factory=dict)
+    #: known values that depend on a symbolic dimension (a Shape -> Gather -> Concat chain of `batch`):
+    #: object arrays of ints and sympy expressions (symbolic.py)
+    symvals: dict[str, np.ndarray] = field(default_factory=dict)
     _label_used: bool = False
 
     # ------------------------------------------------------------------ what is known of a tensor
@@ -192,14 +196,18 @@ class Context:
                                 hint="give the input shapes with --input-shape")
         return value.shape
 
-    def import_time_hint(self, fold: bool = True) -> str:
+    def import_time_hint(self, fold: bool = True, involved: set[str] | None = None) -> str:
         """What fixes an E0808, to copy: an --input-shape for each input with dynamic dimensions (1 for each, the
-        user's own value to be put in), and --fold-constants where it could help and was not given."""
+        user's own value to be put in; with `involved`, only the dimensions named there are fixed, the others
+        keep their names), and --fold-constants where it could help and was not given."""
         fixes = []
         for n in self.graph_inputs:
             value = self.values.get(n)
             if value is not None and value.shape is not None and any(not isinstance(d, int) for d in value.shape):
-                dims = ",".join(str(d) if isinstance(d, int) else "1" for d in value.shape)
+                if involved is not None and not any(self.symbols.get(d) in involved for d in value.shape):
+                    continue
+                dims = ",".join(str(d) if isinstance(d, int) else self.symbols[d] if involved is not None and
+                                d in self.symbols and self.symbols[d] not in involved else "1" for d in value.shape)
                 fixes.append(f"--input-shape {n}={dims}")
         hint = (f"fix the dynamic dimensions at import, e.g. {' '.join(fixes)} (each dynamic one as 1 here: give "
                 "yours)") if fixes else "fix the input shapes with --input-shape NAME=d0,d1,..."
@@ -207,15 +215,38 @@ class Context:
             hint += ", or fold constant subgraphs with --fold-constants"
         return hint
 
+    def origins(self, attribs: set[str]) -> list[str]:
+        """Where graph attributes made of dimensions come from: "dimension 0 ('batch') of input 'x'"."""
+        found = []
+        for n in self.graph_inputs:
+            value = self.values.get(n)
+            for k, d in enumerate(value.shape or () if value is not None else ()):
+                if isinstance(d, str) and self.symbols.get(d) in attribs:
+                    found.append(f"dimension {k} ('{self.symbols[d]}') of input '{n}'")
+        return found
+
     def rank(self, name: str) -> int:
         return len(self.shape(name))
 
-    def static_shape(self, name: str) -> tuple[int, ...]:
+    def static_shape(self, name: str, axes: Sequence[int] | None = None) -> tuple[int, ...]:
+        """The extents of a tensor as numbers; with `axes`, only those must be numbers (the others are
+        returned as the symbolic extents they are: a batch a pooling does not depend on)."""
         shape = self.shape(name)
+        if axes is not None:
+            dims = sym.dims_of(self, name)
+            if dims is not None and all(isinstance(dims[a], int) for a in axes):
+                return dims  # type: ignore[return-value]
         if any(not isinstance(d, int) for d in shape):
-            raise ImportProblem("E0808", f"{self.here}: the shape of '{name}' "
-                                f"[{', '.join(str(d) if d is not None else '?' for d in shape)}] must be known at "
-                                "import time", hint=self.import_time_hint(fold=False))
+            dims = sym.dims_of(self, name) or shape
+            texts = [self.symbols.get(d, d) if isinstance(d, str) else "?" if d is None else str(d) for d in dims]
+            message = f"{self.here}: the shape of '{name}' [{', '.join(texts)}] must be known at import time"
+            needed = [d for k, d in enumerate(dims) if axes is None or k in axes]  # what the caller needs
+            involved = {s.name for d in needed if isinstance(d, sym.sympy.Basic) for s in d.free_symbols} | \
+                {self.symbols[d] for d in needed if isinstance(d, str) and d in self.symbols}
+            origins = self.origins(involved)
+            if origins:
+                message += " (it depends on " + ", ".join(origins) + ")"
+            raise ImportProblem("E0808", message, hint=self.import_time_hint(fold=False, involved=involved or None))
         return tuple(int(d) for d in shape)  # type: ignore[arg-type]
 
     def dtype(self, name: str) -> str:
@@ -227,12 +258,36 @@ class Context:
         return value.dtype
 
     def extent(self, d: Dim) -> int | Expr:
-        """An extent for a declaration: an int, or the graph attribute of a symbolic dim."""
+        """An extent for a declaration: an int, the graph attribute of a symbolic dim or an expression of
+        graph attributes."""
         if isinstance(d, int):
             return d
         if isinstance(d, str) and d in self.symbols:
             return Expr(self.symbols[d])
-        raise ImportProblem("E0808", f"{self.here}: a dimension is unknown", hint="use --input-shape")
+        if isinstance(d, sym.sympy.Basic):
+            try:
+                return int(d) if d.is_Integer else Expr(sym.text(d))
+            except ValueError as e:
+                raise ImportProblem("E0808", f"{self.here}: {e}", hint=self.import_time_hint()) from None
+        raise ImportProblem("E0808", f"{self.here}: a dimension is unknown", hint=self.import_time_hint())
+
+    def dims(self, name: str) -> tuple[sym.SymDim, ...]:
+        """A tensor's extents: ints, and sympy expressions of graph attributes for symbolic ones."""
+        dims = sym.dims_of(self, name)
+        if dims is None:
+            self.static_shape(name)  # says which dimension is unknown
+            raise AssertionError(name)
+        return dims
+
+    def shape_value(self, name: str, what: str) -> list[sym.SymDim]:
+        """A 1-D shape operand (a Reshape's shape, an Expand's shape): ints, or expressions of graph
+        attributes where it was computed from a symbolic dimension."""
+        if name in self.symvals:
+            return [sym.norm(v) for v in self.symvals[name].reshape(-1).tolist()]
+        return [int(v) for v in self.need_const(name, what).reshape(-1)]
+
+    def extents(self, dims: Sequence[sym.SymDim]) -> list[int | Expr]:
+        return [self.extent(d) for d in dims]
 
     @property
     def here(self) -> str:
@@ -248,6 +303,13 @@ class Context:
             return self.bound[name]
         if name in self.consts:
             return self._declare(name, self.consts[name])
+        if name in self.symvals:  # a shape value of symbolic extents, needed as a tensor
+            array = self.symvals[name]
+            out = self.names(name)
+            self.body.append(Call([out], "layout.tensor", [], {"shape": list(array.shape), "value": self.extents(
+                [sym.norm(v) for v in array.reshape(-1).tolist()])}, type_args=["int"]))
+            self.bound[name] = out
+            return out
         raise AssertionError(f"tensor {name!r} used before it is defined")
 
     def literal_arg(self, array: npt.ArrayLike, base: str = "c") -> str:

@@ -50,10 +50,30 @@ def render() -> str:
              "onnx's inference leaves a shape open, the folded values are fed back as initializers and shapes are "
              "inferred again, round after round while a round learns something (up to 64: one per level of shapes "
              "that depend on computed shapes, as in Swin-T's shifted windows). `--fold-constants` also folds floating-point computations on weights. A symbolic "
-             "input dimension (`batch`) becomes a graph attribute (`@attrib { batch: int = 1; }`, set with "
-             "`--attrib batch=8`); `--input-shape NAME=1,3,224,224` fixes it at import instead. An operand "
-             "SkriptND needs at compile time (a Reshape's shape, Slice's starts, TopK's K) that depends on "
+             "input dimension (`batch`, `seq`) becomes a graph attribute (`@attrib { batch: int = 1; }`, set with "
+             "`--attrib batch=8`); `--input-shape NAME=1,3,224,224` fixes it at import instead, and "
+             "`--input-shape NAME=batch,3,224,224` names a dimension (kept symbolic) while fixing the others. An "
+             "operand SkriptND needs at compile time (a Reshape's shape, Slice's starts, TopK's K) that depends on "
              "run-time data is diagnostic E0808, unless a graph input gives it (next section).",
+             "",
+             "Everything computed from a symbolic dimension stays symbolic (issue 25): the shape chains of "
+             "exported models (`Shape→Gather→Unsqueeze→Concat→Reshape`, `Slice` of a shape, `Mul`/`Div` of "
+             "extents, `Equal`/`Where` on `-1`, `ConstantOfShape`, `Range`, `Expand`) are folded to sympy "
+             "expressions of the graph attributes (`skriptnd/interop/onnx_import/symbolic.py`), and the extents "
+             "onnx's inference leaves unnamed are derived node by node (own rules for Reshape, Expand, Tile, "
+             "Range, Slice, Flatten, Conv and pooling windows, broadcasting; onnx's per-node inference for the "
+             "rest). The statements carry those expressions: `layout.reshape{shape=[batch, seq, 4, 16]}`, "
+             "`layout.slice{end=[seq <? 64]}` (position ids), `layout.uniform{shape=[batch, 1, seq, seq]}`. So a "
+             "PyTorch export with `dynamic_axes` (or the dynamo exporter's `Dim`) imports without fixed shapes: "
+             "ResNet-50, MobileNetV3, EfficientNet, ViT and Swin-T with a dynamic batch, BERT, GPT-2 and LLaMA "
+             "with a dynamic batch and sequence. Why graph attributes and not dynamic extents (`real[b|64]`): "
+             "the operators' attributes that these extents reach (target shapes, slice bounds, window "
+             "partitions, pooling geometry) must be known when the graph is composed, so the imported model is "
+             "composed once per size (`--attrib batch=3`, `compose(attribs={\"batch\": 3})`) and each "
+             "composition runs at its size. A dimension that an operator needs as a number at import time (a "
+             "pooled spatial extent, a Split into equal parts of a symbolic axis) is E0808 naming the input's "
+             "dimension it comes from, with an `--input-shape` that fixes only that one (placeholder 1) and keeps "
+             "the other names.",
              "",
              "### Parameters fed at run time",
              "",

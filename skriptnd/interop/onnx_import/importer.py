@@ -19,10 +19,12 @@ from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.import_problem import unsupported_message
 from skriptnd.interop.onnx_import import normalize as norm
 from skriptnd.interop.onnx_import import ops as _families  # noqa: F401 - fills the converter registry
+from skriptnd.interop.onnx_import import symbolic as sym
 from skriptnd.interop.onnx_import.context import Context, Node, Param, Value, value_of
 from skriptnd.interop.onnx_import.errors import ImportProblem, diagnostic
 from skriptnd.interop.onnx_import.fold import fold as _fold
 from skriptnd.interop.onnx_import.registry import REGISTRY, registry
+from skriptnd.interop.onnx_import.symbolic_shapes import propagate as _propagate_symbolic
 from skriptnd.interop.writer import GraphText, ModelFolder, TensorDecl, write_model
 from skriptnd.source import Span
 
@@ -43,7 +45,7 @@ class ImportResult:
     params: list[str] = field(default_factory=list)  # graph attributes made from inputs that feed only parameters
 
 
-def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
+def import_onnx(src: str | Path | ModelProto, out_dir: str | Path, *, input_shapes: Mapping[str, Sequence[int | str]] | None = None,
                 fold_constants: bool = False, opset_upgrade: bool = True, overwrite: bool = False,
                 progress: Callable[[str], None] | None = None) -> ImportResult:
     """``progress``: told each step as it starts (reading, normalizing, converting, writing and checking),
@@ -106,7 +108,12 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False
     ctx.graph_inputs = [vi.name for vi in inputs]
     ctx.params = _param_inputs(ctx, graph)
     inputs = [vi for vi in inputs if vi.name not in ctx.params]
-    # graph inputs and outputs keep their names when they can; symbolic dims become attributes
+    # graph inputs and outputs keep their names when they can; symbolic dims become attributes, an unnamed
+    # one (neither a value nor a dim_param) too, named after its input and axis
+    for vi in inputs:
+        value = ctx.values[vi.name]
+        if value.shape is not None and any(d is None for d in value.shape):
+            value.shape = tuple(f"{vi.name}_dim{k}" if d is None else d for k, d in enumerate(value.shape))
     for vi in inputs:
         for d in ctx.values[vi.name].shape or ():
             if isinstance(d, str) and d not in ctx.symbols:
@@ -121,12 +128,16 @@ def convert(model: ModelProto, source: str, fold_constants: bool = False
         for name in proto.input:
             ctx.consumers.setdefault(name, []).append(Node.of(proto))
     _resolve_shapes(model, ctx, fold_constants)
+    if ctx.symbols:  # extents that depend on a symbolic dimension, as expressions of its graph attribute
+        _propagate_symbolic(model, ctx, Context(opset=ctx.opset, values=ctx.values, consts=dict(ctx.consts),
+                                          initializers=set(ctx.initializers), symbols=dict(ctx.symbols)),
+                      lambda c, n: _fold(c, n, fold_constants))
     entries = registry()
     for proto in graph.node:
         node = Node.of(proto)
         ctx.node, ctx._label_used = node, False
         try:
-            if _fold(ctx, node, fold_constants):
+            if _fold(ctx, node, fold_constants) or sym.fold(ctx, node):
                 continue
             entries[node.op_type].convert(ctx, node)
         except ImportProblem as problem:
@@ -184,7 +195,7 @@ def _convert_subgraph_node(ctx: Context, node: Node) -> None:
     """The walker handed to the control-flow converters for an If branch's or a Loop body's nodes: fold the
     node when its value is known now (never a large constant subgraph), else convert it (op types of other
     domains by their qualified name)."""
-    if not _fold(ctx, node, False):
+    if not _fold(ctx, node, False) and not sym.fold(ctx, node):
         key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         REGISTRY[key].convert(ctx, node)
 

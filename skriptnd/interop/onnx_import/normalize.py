@@ -203,7 +203,7 @@ def opset(model: ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
-def normalize(model: ModelProto, source: str | Path, input_shapes: Mapping[str, Sequence[int]] | None = None,
+def normalize(model: ModelProto, source: str | Path, input_shapes: Mapping[str, Sequence[int | str]] | None = None,
               upgrade: bool = True) -> ModelProto:
     """Checked, upgraded, shape-inferred copy of `model` (input shapes overridden first)."""
     onnx = require_onnx(source)
@@ -247,7 +247,7 @@ def normalize(model: ModelProto, source: str | Path, input_shapes: Mapping[str, 
     return model
 
 
-def _override_inputs(model: ModelProto, shapes: Mapping[str, Sequence[int]], source: str | Path) -> ModelProto:
+def _override_inputs(model: ModelProto, shapes: Mapping[str, Sequence[int | str]], source: str | Path) -> ModelProto:
     from onnx import helper
 
     model = _copy(model)
@@ -265,7 +265,7 @@ def _override_inputs(model: ModelProto, shapes: Mapping[str, Sequence[int]], sou
             raise DiagnosticError([diagnostic(
                 "E0809", f"--input-shape {name} has rank {len(shape)}, the input has rank {len(dims)}", source)])
         for dim, extent in zip(dims, shape, strict=False):
-            if dim.HasField("dim_value") and dim.dim_value != extent:
+            if dim.HasField("dim_value") and dim.dim_value != extent:  # a name for a fixed one contradicts too
                 raise DiagnosticError([diagnostic(
                     "E0809", f"--input-shape {name}={','.join(map(str, shape))} contradicts the model's "
                     f"fixed shape [{', '.join(_dim_text(d) for d in dims)}]", source)])

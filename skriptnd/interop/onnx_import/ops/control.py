@@ -140,8 +140,9 @@ def _loop(ctx: Context, node: Node) -> None:
         raise ImportProblem("E0808", f"{node.where}: its scan outputs have a length known only at run time "
                             "(the loop has a condition or a computed trip count); SkriptND stacks scan outputs "
                             "from a pack, whose length must be known at import time",
-                            hint="give the loop a constant trip count (its inputs with --input-shape or --fold-constants), "
-                            "or return the values as carried ones")
+                            hint="give the loop a constant trip count (its inputs with --input-shape"
+                            + ("" if ctx.fold_constants else " or --fold-constants") + "), or return the values as "
+                            "carried ones")
     if scans and int(np.asarray(trip_count).reshape(-1)[0]) < 1:
         raise ImportProblem("E0807", f"{node.where}: a loop with scan outputs must run at least once")
     inits = []

@@ -14,7 +14,7 @@ def _conv(ctx: Context, node: Node) -> None:
     x, w = node.input(0), node.input(1)
     wshape = ctx.static_shape(w)
     kernel = list(node.attr("kernel_shape", wshape[2:]))
-    spatial = ctx.static_shape(x)[2:] if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") else \
+    spatial = ctx.static_shape(x, axes=range(2, ctx.rank(x)))[2:] if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") else \
         tuple(0 for _ in kernel)
     strides, dilations, pads = window(ctx, node, spatial, kernel)
     attribs: dict = {"stride": strides, "dilation": dilations, "padding": pads}
@@ -32,11 +32,11 @@ def _deconv(ctx: Context, node: Node) -> None:
     x, w = node.input(0), node.input(1)
     wshape = ctx.static_shape(w)
     kernel = list(node.attr("kernel_shape", wshape[2:]))
-    spatial = ctx.static_shape(x)[2:]
+    spatial = ctx.static_shape(x, axes=range(2, ctx.rank(x)))[2:]
     d = len(kernel)
     strides = list(node.attr("strides", [1] * d))
     dilations = list(node.attr("dilations", [1] * d))
-    out_shape = ctx.static_shape(node.outputs[0])[2:]
+    out_shape = ctx.static_shape(node.outputs[0], axes=range(2, 2 + d))[2:]
     output_padding = list(node.attr("output_padding", [0] * d))
     # the total padding follows from the output size: out = s (in - 1) + op + fd - pads
     totals = [strides[i] * (spatial[i] - 1) + output_padding[i] + (kernel[i] - 1) * dilations[i] + 1 - out_shape[i]

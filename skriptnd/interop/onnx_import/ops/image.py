@@ -22,9 +22,8 @@ _ROUNDING = {"round_prefer_floor": "ROUND_PREFER_FLOOR", "round_prefer_ceil": "R
            "a fractional scale, "
            "scales giving fractional extents and nearest half_pixel upsampling by a non-integer ratio are refused")
 def _resize(ctx: Context, node: Node) -> None:
-    shape = ctx.static_shape(node.input(0))
+    shape, out = ctx.dims(node.input(0)), ctx.dims(node.outputs[0])  # a symbolic batch is left as it is
     rank = len(shape)
-    out = ctx.static_shape(node.outputs[0])
     mode = node.attr("mode", "nearest")
     transform = node.attr("coordinate_transformation_mode", "half_pixel")
     if transform not in _TRANSFORMS:
@@ -33,6 +32,8 @@ def _resize(ctx: Context, node: Node) -> None:
         raise ImportProblem("E0807", f"{node.where}: exclude_outside=1 is not supported")
     axes = [norm_axis(a, rank) for a in node.attr("axes", list(range(rank)))]
     changed = [a for a in axes if out[a] != shape[a]]
+    ctx.static_shape(node.input(0), axes=changed)  # the resized extents must be numbers
+    ctx.static_shape(node.outputs[0], axes=changed)
     if transform == "pytorch_half_pixel" and any(out[a] == 1 for a in changed):
         raise ImportProblem("E0807", f"{node.where}: pytorch_half_pixel with an output extent of 1 is not supported")
     attribs: dict = {"axes": changed, "mode": _MODES[mode], "coordinate_transform": _TRANSFORMS[transform]}
@@ -53,6 +54,7 @@ def _resize(ctx: Context, node: Node) -> None:
     if policy != "stretch" and node.input(3):
         # ONNX samples at one scale for all axes: the same as the extents' ratio only when it is exact
         sizes = ctx.need_const(node.input(3), "sizes").reshape(-1).tolist()
+        ctx.static_shape(node.input(0), axes=axes)  # the scale is the ratio over every listed axis
         ratios = [sizes[k] / shape[a] for k, a in enumerate(axes)]
         scale = min(ratios) if policy == "not_larger" else max(ratios)
         if any(abs(scale * shape[a] - out[a]) > 1e-6 for a in changed):

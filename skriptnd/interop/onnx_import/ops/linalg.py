@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skriptnd.interop.onnx_import import symbolic as sym
 from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.registry import converter
@@ -103,9 +104,9 @@ def _einsum(ctx: Context, node: Node) -> None:
     names = [i for i in node.inputs if i]
     if len(names) > 2:
         raise ImportProblem("E0807", f"{node.where}: Einsum of {len(names)} operands is not supported (one or two)")
-    sizes: dict[str, int] = {}
+    sizes: dict[str, sym.SymDim] = {}  # a symbolic batch stays an expression of its graph attribute
     for term, name in zip(terms, names, strict=True):
-        sizes.update(zip(term, ctx.static_shape(name), strict=True))
+        sizes.update(zip(term, ctx.dims(name), strict=True))
     if len(names) == 1:
         x, term = _reduce_letters(ctx, ctx.arg(names[0]), terms[0], set(out))
         perm = [term.index(c) for c in out]
@@ -122,14 +123,14 @@ def _einsum(ctx: Context, node: Node) -> None:
     right = [c for c in out if c in tb and c not in ta]
     inner = [c for c in ta if c in tb and c not in out]
 
-    def arrange(x: str, term: str, order: list[str], shape: list[int]) -> str:
+    def arrange(x: str, term: str, order: list[str], shape: list[sym.SymDim]) -> str:
         perm = [term.index(c) for c in order]
         if perm != list(range(len(perm))):
             x = _tmp(ctx, "layout.transpose", [x], perm=perm)
-        return _tmp(ctx, "layout.reshape", [x], shape=shape)
+        return _tmp(ctx, "layout.reshape", [x], shape=ctx.extents(shape))
 
-    def volume(letters: list[str]) -> int:
-        return int(np.prod([sizes[c] for c in letters])) if letters else 1
+    def volume(letters: list[str]) -> sym.SymDim:
+        return sym.product([sizes[c] for c in letters])
 
     nbatch, nleft, nright, ninner = volume(batch), volume(left), volume(right), volume(inner)
     a3 = arrange(a, ta, batch + left + inner, [nbatch, nleft, ninner])
@@ -137,7 +138,7 @@ def _einsum(ctx: Context, node: Node) -> None:
     z = _tmp(ctx, "linalg.matmul", [a3, b3])
     natural = batch + left + right
     perm = [natural.index(c) for c in out]
-    shape = [sizes[c] for c in natural]
+    shape = ctx.extents([sizes[c] for c in natural])
     if perm == list(range(len(perm))):
         ctx.emit("layout.reshape", [z], {"shape": shape})
         return

@@ -109,8 +109,9 @@ def _shrink(ctx: Context, node: Node) -> None:
 
 @converter("Hardmax", target="`math.argmax` then a one-hot comparison (`math.eq`, `layout.cast`)")
 def _hardmax(ctx: Context, node: Node) -> None:
-    shape = ctx.static_shape(node.input(0))
-    axis = norm_axis(int(node.attr("axis", -1)), len(shape))
+    rank = ctx.rank(node.input(0))
+    axis = norm_axis(int(node.attr("axis", -1)), rank)
+    shape = ctx.static_shape(node.input(0), axes=[axis])  # only the one-hot axis must be a number
     index = _tmp(ctx, "math.argmax", [ctx.arg(node.input(0))], axis=axis)
     hot = _tmp(ctx, "math.eq", [index, _iota(ctx, shape[axis], axis, len(shape))])
     ctx.emit("layout.cast", [hot], types=["real"])
@@ -155,7 +156,8 @@ def _one_hot(ctx: Context, node: Node) -> None:
            caveats="k given as a graph input becomes a graph attribute: the mask compares the constant column - "
            "row offsets with it", params=(1,))
 def _trilu(ctx: Context, node: Node) -> None:
-    shape = ctx.static_shape(node.input(0))
+    rank = ctx.rank(node.input(0))
+    shape = ctx.static_shape(node.input(0), axes=[rank - 2, rank - 1])  # the matrices' extents; batches may be symbolic
     rows, cols = np.arange(shape[-2])[:, None], np.arange(shape[-1])[None, :]
     zero = np.array(0, np.float32 if ctx.dtype(node.input(0)) == "real" else np.int64)
     k_param = ctx.param_scalar(node.input(1))

@@ -10,7 +10,7 @@ from skriptnd.interop.onnx_import.registry import converter
 
 def _pool_attribs(ctx: Context, node: Node) -> dict:
     kernel = list(node.attr("kernel_shape"))
-    shape = ctx.static_shape(node.input(0))
+    shape = ctx.static_shape(node.input(0), axes=range(2, ctx.rank(node.input(0))))  # the batch may be symbolic
     spatial = shape[2:]
     strides, dilations, pads = window(ctx, node, spatial, kernel)
     attribs: dict = {"size": kernel}

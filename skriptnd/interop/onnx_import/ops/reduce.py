@@ -102,7 +102,7 @@ def _arg(ctx: Context, node: Node) -> None:
         ctx.emit(op, [x], attribs)
         return
     # the last extreme: the first one of the reversed axis, counted from the end
-    n = ctx.static_shape(node.input(0))[k]
+    n = ctx.static_shape(node.input(0), axes=[k])[k]
     flipped = _tmp(ctx, "layout.slice", [x], axes=[k], begin=[n - 1], end=[-1], stride=[-1])
     index = _tmp(ctx, op, [flipped], **attribs)
     ctx.emit("math.sub", [ctx.literal_arg(np.array(n - 1, np.int64), "last"), index])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from skriptnd.interop.onnx_import import symbolic as sym
 from skriptnd.interop.onnx_import.context import Context, Node
 from skriptnd.interop.onnx_import.errors import ImportProblem
 from skriptnd.interop.onnx_import.ops._util import axis as norm_axis
@@ -27,13 +28,13 @@ def _reshape(ctx: Context, node: Node) -> None:
     if param is not None and param.length:
         _reshape_param(ctx, node, param.name, param.length)
         return
-    shape = [int(v) for v in ctx.need_const(node.input(1), "target shape").reshape(-1)]
+    shape: list = ctx.shape_value(node.input(1), "target shape")
     dims = ctx.shape(node.input(0))
     if not node.attr("allowzero", 0):
-        shape = [dims[i] if v == 0 else v for i, v in enumerate(shape)]
-    out = ctx.values.get(node.outputs[0])
-    if out is not None and out.shape is not None and all(isinstance(d, int) for d in out.shape):
-        shape = list(out.shape)
+        shape = [dims[i] if isinstance(v, int) and v == 0 else v for i, v in enumerate(shape)]
+    out = sym.dims_of(ctx, node.outputs[0])
+    if out is not None:  # -1 resolved (an expression of graph attributes where the input's extents are)
+        shape = list(out)
     if not dims and not shape:  # a scalar kept a scalar (layout.reshape needs a rank of at least 1)
         ctx.emit("math.iden", [ctx.arg(node.input(0))])
         return
@@ -56,11 +57,10 @@ def _reshape_param(ctx: Context, node: Node, name: str, length: int) -> None:
 
 @converter("Flatten", target="`layout.reshape{shape=[outer, -1]}`")
 def _flatten(ctx: Context, node: Node) -> None:
-    shape = ctx.static_shape(node.input(0))
+    shape = ctx.dims(node.input(0))
     k = norm_axis(int(node.attr("axis", 1)), len(shape))
-    outer = int(np.prod(shape[:k])) if k else 1
-    inner = int(np.prod(shape[k:]))
-    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": [outer, inner]})
+    outer, inner = sym.product(shape[:k]), sym.product(shape[k:])
+    ctx.emit("layout.reshape", [ctx.arg(node.input(0))], {"shape": ctx.extents([outer, inner])})
 
 
 @converter("Squeeze", target="`layout.squeeze{axes}`",
@@ -79,7 +79,7 @@ def _squeeze(ctx: Context, node: Node) -> None:
     elif "axes" in node.attrs:
         axes = list(node.attr("axes"))
     else:
-        axes = [i for i, d in enumerate(ctx.static_shape(node.input(0))) if d == 1]
+        axes = [i for i, d in enumerate(ctx.dims(node.input(0))) if isinstance(d, int) and d == 1]
     ctx.emit("layout.squeeze", [ctx.arg(node.input(0))], {"axes": sorted(norm_axis(a, rank) for a in axes)})
 
 
@@ -135,7 +135,7 @@ def _split(ctx: Context, node: Node) -> None:
     elif "split" in node.attrs:
         sizes = list(node.attr("split"))
     else:
-        total = ctx.static_shape(node.input(0))[k]
+        total = ctx.static_shape(node.input(0), axes=[k])[k]  # only the split axis must be a number
         n = int(node.attr("num_outputs", len(node.outputs)))
         chunk = -(-total // n)
         sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
@@ -151,15 +151,25 @@ def _slice(ctx: Context, node: Node) -> None:
     if any(ctx.param(node.input(i)) is not None for i in range(1, 5)):
         _slice_param(ctx, node)
         return
-    shape = ctx.static_shape(node.input(0))
-    starts = ctx.need_const(node.input(1), "starts").reshape(-1).tolist()
-    ends = ctx.need_const(node.input(2), "ends").reshape(-1).tolist()
+    shape = ctx.dims(node.input(0))
+    starts = ctx.shape_value(node.input(1), "starts")
+    ends = ctx.shape_value(node.input(2), "ends")
     axes = ctx.need_const(node.input(3), "axes").reshape(-1).tolist() if node.input(3) else list(range(len(starts)))
     steps = ctx.need_const(node.input(4), "steps").reshape(-1).tolist() if node.input(4) else [1] * len(starts)
     out_axes, begin, end, stride = [], [], [], []
     for start, stop, a, step in zip(starts, ends, axes, steps, strict=True):
         a = norm_axis(int(a), len(shape))
         dim = shape[a]
+        if not all(isinstance(v, int) for v in (dim, start, stop)):  # an extent or a bound of graph attributes
+            bounds = sym.slice_bounds(dim, start, stop, int(step))
+            if bounds is None:
+                raise ImportProblem("E0808", f"{node.where}: the slice [{start}:{stop}:{step}] of an extent {dim} "
+                                    "cannot be clamped at import time", hint=ctx.import_time_hint())
+            out_axes.append(a)
+            begin.append(ctx.extent(bounds[0]))
+            end.append(ctx.extent(bounds[1]))
+            stride.append(int(step))
+            continue
         b, e, _ = slice(int(start), int(stop), int(step)).indices(dim)
         count = len(range(b, e, int(step)))
         if count == 0:
@@ -219,21 +229,21 @@ def _tile(ctx: Context, node: Node) -> None:
                                                 for k, e in enumerate(ctx.extent_texts(node.input(0)))]
         ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": Expr(param.name)})
         return
-    repeats = [int(r) for r in ctx.need_const(node.input(1), "repeats").reshape(-1)]
+    repeats = ctx.extents(ctx.shape_value(node.input(1), "repeats"))
     ctx.emit("layout.tile", [ctx.arg(node.input(0))], {"repeats": repeats})
 
 
 @converter("Expand", target="`layout.broadcast{shape}` (after `layout.unsqueeze` to the output rank)")
 def _expand(ctx: Context, node: Node) -> None:
-    out = ctx.static_shape(node.outputs[0])
+    out = ctx.dims(node.outputs[0])
     x = ctx.arg(node.input(0))
     rank = ctx.rank(node.input(0))
     if rank < len(out):
         x = _tmp(ctx, "layout.unsqueeze", [x], axes=list(range(len(out) - rank)))
-    if tuple(ctx.static_shape(node.input(0))) == tuple(out):
+    if tuple(ctx.dims(node.input(0))) == tuple(out):
         ctx.emit("math.iden", [x])
         return
-    ctx.emit("layout.broadcast", [x], {"shape": list(out)})
+    ctx.emit("layout.broadcast", [x], {"shape": ctx.extents(out)})
 
 
 _PAD_MODES = {"constant": "CONSTANT", "reflect": "REFLECT", "edge": "REPLICATE"}
@@ -296,10 +306,10 @@ def _depth_to_space(ctx: Context, node: Node) -> None:
         ctx.emit("layout.depth_to_space", [ctx.arg(node.input(0))], {"block_size": [b] * d})
         return
     # CRD: channels are [c, b, b]; spelled out as reshape / transpose / reshape
-    n, c, h, w = ctx.static_shape(node.input(0))
-    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c // (b * b), b, b, h, w])
+    n, c, h, w = ctx.static_shape(node.input(0), axes=[1, 2, 3])  # n may be symbolic
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=ctx.extents([n, c // (b * b), b, b, h, w]))
     x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 4, 2, 5, 3])
-    ctx.emit("layout.reshape", [x], {"shape": [n, c // (b * b), h * b, w * b]})
+    ctx.emit("layout.reshape", [x], {"shape": ctx.extents([n, c // (b * b), h * b, w * b])})
 
 
 @converter("SpaceToDepth", target="`layout.space_to_depth{block_size}` (DCR); CRD as reshape, transpose, reshape")
@@ -309,18 +319,24 @@ def _space_to_depth(ctx: Context, node: Node) -> None:
     if node.attr("mode", "DCR") == "DCR" or d != 2:
         ctx.emit("layout.space_to_depth", [ctx.arg(node.input(0))], {"block_size": [b] * d})
         return
-    n, c, h, w = ctx.static_shape(node.input(0))  # CRD: output channels [c, b, b]
-    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=[n, c, h // b, b, w // b, b])
+    n, c, h, w = ctx.static_shape(node.input(0), axes=[1, 2, 3])  # CRD: output channels [c, b, b]; n symbolic
+    x = _tmp(ctx, "layout.reshape", [ctx.arg(node.input(0))], shape=ctx.extents([n, c, h // b, b, w // b, b]))
     x = _tmp(ctx, "layout.transpose", [x], perm=[0, 1, 3, 5, 2, 4])
-    ctx.emit("layout.reshape", [x], {"shape": [n, c * b * b, h // b, w // b]})
+    ctx.emit("layout.reshape", [x], {"shape": ctx.extents([n, c * b * b, h // b, w // b])})
 
 
 def _import_time_only(ctx: Context, node: Node) -> None:
+    if node.op_type in ("Shape", "Size") and node.input(0) and sym.dims_of(ctx, node.input(0)) is None:
+        shape = ctx.values[node.input(0)].shape if node.input(0) in ctx.values else None
+        dims = ", ".join(ctx.symbols.get(d, "?") if isinstance(d, str) or d is None else str(d) for d in shape or ())
+        raise ImportProblem("E0808", f"{ctx.here}: the shape of '{node.input(0)}' [{dims}] has extents ('?') that "
+                            "are neither numbers nor expressions of the graph's dimensions (data-dependent, or "
+                            "computed in a way the import cannot follow)", hint=ctx.import_time_hint())
     raise ImportProblem("E0808", f"{ctx.here}: its result depends on a shape or value known only at run time",
                         hint=ctx.import_time_hint())
 
 
-for _op in ("Shape", "Size", "ConstantOfShape", "Constant"):
+for _op in ("Shape", "Size", "Constant"):
     converter(_op, target="folded at import time (a compile-time value)",
               caveats="needs a static shape / constant operands")(_import_time_only)
 
@@ -336,6 +352,8 @@ def _range(ctx: Context, node: Node) -> None:
         value = ctx.const(node.input(i))
         if param is not None:
             parts.append(param.text)
+        elif node.input(i) in ctx.symvals and not real:  # a bound computed from a symbolic extent
+            parts.append(ctx.extent(sym.norm(ctx.symvals[node.input(i)].reshape(-1)[0])).text)
         elif value is not None:
             parts.append(literal(float(value.reshape(-1)[0]) if real else int(value.reshape(-1)[0])))
         else:
@@ -343,3 +361,15 @@ def _range(ctx: Context, node: Node) -> None:
     first, last, stride = parts
     ctx.symbolic_shapes[node.outputs[0]] = [Expr(f"int(({last} - {first}) \\ {stride})")]
     ctx.emit("layout.range", [], {"first": Expr(first), "last": Expr(last), "stride": Expr(stride)})
+
+
+@converter("ConstantOfShape", target="folded at import time (a compile-time value); with a shape computed from "
+           "a symbolic extent `layout.uniform{shape}`", caveats="needs a shape known at import time (numbers or "
+           "expressions of graph attributes)")
+def _constant_of_shape(ctx: Context, node: Node) -> None:
+    if node.input(0) not in ctx.symvals:
+        _import_time_only(ctx, node)
+    value = node.attr("value")
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value)
+    shape = ctx.extents(ctx.shape_value(node.input(0), "shape"))
+    ctx.emit("layout.uniform", [ctx.literal_arg(value.reshape(()), "value")], {"shape": shape})
