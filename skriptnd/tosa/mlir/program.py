@@ -87,9 +87,14 @@ def program_to_mlir(program: Program, inputs: Sequence[tuple[tuple[int, ...], np
     def const(v: str, a: np.ndarray, hint: str) -> str:
         if a.dtype != np.int64:
             _check(a, f"constant {hint}")
+        elif a.ndim != 1:  # int64 is a shape operand's type (int data is int32 here): an int64 tensor is not one
+            raise NotCompilable(f"constant {hint} holds SkriptND int (int64) values, which TOSA has no type for")
         return constants.line(v, a, hint)
 
+    used = {i for o in program.ops for i in o.inputs} | set(program.outputs)
     for n, a in program.constants.items():
+        if n not in used:  # left by the program's simplifications: nothing reads it
+            continue
         a = np.asarray(a)
         v = fresh()
         if bool_as_i8 and a.dtype == np.bool_ and a.size > 1:  # loaded from a buffer like an argument
