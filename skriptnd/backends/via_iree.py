@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import iree_devices
+from skriptnd.backends import iree_devices, iree_threads
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
 from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.integer_graph import with_kernels_hint
@@ -350,6 +350,11 @@ class IreeModule:
                                                              iree_devices.compile_hint(device),
                                                              compile_log(options, key)))
         self.driver = device.driver(options.threads)
+        #: why this driver (a phrase for the plan): a small module runs on the caller's thread (iree_threads)
+        self.driver_reason = ""
+        if device.is_cpu and isinstance(source, ProgramSource):
+            macs = iree_threads.module_macs(self.entry.folder, source.program, source.inputs)
+            self.driver, self.driver_reason = iree_threads.cpu_driver(options.threads, macs)
         self.seconds = time.perf_counter() - start
         self.options = options
         #: how the module is checked against numpy (set by the runner that made it; None: not checked)
@@ -379,7 +384,8 @@ class IreeModule:
     def describe(self) -> str:
         how = "compiled" if self.entry.compiled else "loaded from the cache"
         weights = "parameter archive" if self.entry.params is not None else "weights inside the module"
-        return f"module {how} in {self.seconds:.2f} s ({weights}): {self.entry.folder}"
+        driver = f"; driver {self.driver}: {self.driver_reason}" if self.driver_reason else ""
+        return f"module {how} in {self.seconds:.2f} s ({weights}{driver}): {self.entry.folder}"
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         result = self.main(*arrays)
