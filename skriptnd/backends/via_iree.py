@@ -251,13 +251,19 @@ _CONFIGS: dict[tuple[str, int | None], Any] = {}
 
 def _config(driver: str, threads: int | None) -> Any:
     """One IREE device (and worker pool) per driver and thread count, shared by every module of the
-    process: a split graph's modules, and the graphs run one after another, use the same workers."""
+    process: a split graph's modules, and the graphs run one after another, use the same workers.
+
+    A thread count is given as ``--task_topology_group_count``, whose workers the OS schedules freely, not
+    as ``--task_topology_max_group_count``, whose workers IREE pins one to each physical core: on a machine
+    shared with other processes a pinned worker waits for its busy core while the other core idles, and
+    every dispatch waits for its slowest worker (MobileNetV3-L, 2 threads at a load average of ~15 on 2
+    cores: 166-342 ms pinned, 105-125 ms unpinned; docs/performance.md, "iree against onnxruntime")."""
     import iree.runtime as rt
 
     key = (driver, threads)
     if key not in _CONFIGS:
-        if threads and threads > 1 and driver == "local-task":  # read when the task executor is created
-            rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        if driver == "local-task":  # read when the task executor is created (process-wide flags)
+            rt.flags.parse_flags(f"--task_topology_group_count={threads if threads and threads > 1 else 0}")
         _CONFIGS[key] = rt.Config(driver)
     return _CONFIGS[key]
 
