@@ -84,3 +84,24 @@ def test_the_driver_follows_the_threads_and_the_work() -> None:
     assert cpu_driver(2, SMALL_WORK_MACS)[0] == "local-task"
     assert cpu_driver(None, 4_000_000_000)[0] == "local-task"
     assert cpu_driver(2, None)[0] == "local-task"  # unknown work (an integer graph's MLIR): the workers
+
+
+def test_data_tiled_compiles_write_wider_convolutions_as_patch_products() -> None:
+    """With data tiling (IREE's micro-kernels run the products) a 28x28 3x3 convolution is a patch product in
+    the MLIR; without, patch_matmul's own limit (196 positions) keeps it a convolution."""
+    from skriptnd.backends.iree_defaults import DATA_TILING, NO_DATA_TILING
+    from skriptnd.backends.via_iree import DATA_TILED_POSITIONS, ProgramSource, patch_positions
+    from skriptnd.tosa.program.patch_matmul import MAX_POSITIONS
+
+    assert patch_positions(list(DATA_TILING)) == DATA_TILED_POSITIONS > MAX_POSITIONS
+    assert patch_positions(list(NO_DATA_TILING)) == MAX_POSITIONS
+    assert patch_positions([*DATA_TILING, "--iree-opt-data-tiling=false"]) == MAX_POSITIONS  # the last one counts
+    conv = {"pad": [1, 1, 1, 1], "stride": [1, 1], "dilation": [1, 1], "acc_type": "fp32"}
+    program = Program(inputs=["x"], outputs=["y"], ops=[Op("CONV2D", ["x", "w", "b", "xz", "wz"], conv, "y")],
+                      constants={"w": np.ones((8, 3, 3, 4), np.float32), "b": np.zeros(8, np.float32), **ZEROS})
+    inputs = [((1, 28, 28, 4), np.dtype(np.float32))]
+    wide = ProgramSource(program, inputs, "", DATA_TILED_POSITIONS)
+    narrow = ProgramSource(program, inputs, "", MAX_POSITIONS)
+    assert "tosa.matmul" in wide.mlir() and "tosa.conv2d" not in wide.mlir()
+    assert "tosa.conv2d" in narrow.mlir() and "tosa.matmul" not in narrow.mlir()
+    assert list(wide.content()) != list(narrow.content())  # two cache entries

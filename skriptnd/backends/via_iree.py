@@ -85,6 +85,12 @@ UNROLL_BUDGET = 256
 #: 2-core machine; docs/performance.md, "Grouped convolutions"): the compile time is the issue's goal, the run
 #: time the price. False: the TABLE's per-group form.
 GROUPED_AS_DEPTHWISE = True
+#: Output positions (batch x height x width) up to which a convolution is written as a patch product
+#: (skriptnd.tosa.program.patch_matmul) when IREE data-tiles, i.e. its micro-kernels run the products: every
+#: 3x3 layer of ResNet-50 up to its 56x56 ones. ResNet-50, 2 threads, AMD EPYC znver3: 1.32x onnxruntime
+#: with patch_matmul's own limit (196: the 14x14 and 7x7 layers), 1.07x with this one
+#: (docs/performance.md, "iree against onnxruntime"). Without data tiling (AVX-512 hosts), patch_matmul's.
+DATA_TILED_POSITIONS = 3136
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -129,6 +135,13 @@ def compile_flags(options: Options) -> list[str]:
     else:
         flags.append(f"--iree-llvmcpu-target-cpu={target}")
     return flags + list(default_flags(target)[0]) + list(options.flags)
+
+
+def patch_positions(flags: list[str]) -> int:
+    """Up to how many output positions a convolution becomes a patch product for these compiler flags."""
+    tiling = [f for f in flags if f.startswith("--iree-opt-data-tiling")]
+    on = bool(tiling) and tiling[-1] in ("--iree-opt-data-tiling", "--iree-opt-data-tiling=true")
+    return DATA_TILED_POSITIONS if on else conv_as_matmul.MAX_POSITIONS
 
 
 def flags_reason(options: Options) -> str:
@@ -300,8 +313,10 @@ def _target_name(options: Options) -> str:
 class ProgramSource:
     """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
 
-    def __init__(self, program: Program, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
+    def __init__(self, program: Program, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str,
+                 positions: int = conv_as_matmul.MAX_POSITIONS) -> None:
         self.program, self.inputs, self.comment = program, inputs, comment
+        self.positions = positions  # convolutions up to this many output positions as patch products
 
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
@@ -309,6 +324,7 @@ class ProgramSource:
         for module in (program_mlir, export, mlir_regions, mlir_text, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
+        yield f"patch products up to {self.positions} positions".encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes
         for name, value in self.program.constants.items():
             a = np.ascontiguousarray(value)
@@ -318,7 +334,7 @@ class ProgramSource:
     def mlir(self) -> str:
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
         # looked up at call time (module attribute): tests substitute a miscompiling version
-        patched = conv_as_matmul.convs_as_matmuls(self.program, self.inputs)
+        patched = conv_as_matmul.convs_as_matmuls(self.program, self.inputs, self.positions)
         return program_to_mlir(patched, self.inputs, comment=self.comment, bool_as_i8=True)
 
 
@@ -562,6 +578,7 @@ class IreeKernels:
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
+        positions = patch_positions(compile_flags(self.options))
 
         def extra(op: Operation) -> Any:
             """The compiler's own forms: recurrences unrolled within the budget, a grouped convolution as one
@@ -585,7 +602,7 @@ class IreeKernels:
                 program = op.attribs["program"]
                 check_compilable(program)
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), _PROGRAM_DTYPES[t.dtype])
-                                                 for t in op.inputs], f"of {what}")
+                                                 for t in op.inputs], f"of {what}", positions)
                 module = IreeModule(source, self.options, self.graph_name, self.load, len(sources))  # MLIR on a miss
                 module.check = ProgramCheck(program, sources, module.prefix_compiler())
                 module.what = f"of {what}"
