@@ -454,11 +454,14 @@ class IreeModule:
     def prefix_compiler(self) -> Any:
         """Compiles the prefix programs of a bisection the way this module was (unchecked modules)."""
         inputs = self.source.inputs if isinstance(self.source, ProgramSource) else None
+        # the prefixes written as this module was (the same convolutions as patch products)
+        positions = self.source.positions if isinstance(self.source, ProgramSource) else conv_as_matmul.MAX_POSITIONS
 
         def compile(prefix: Program | str) -> IreeModule:
             if isinstance(prefix, str):
                 return IreeModule(prefix, self.options)
-            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix"), self.options)
+            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix", positions),
+                              self.options)
 
         return compile
 
