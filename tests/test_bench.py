@@ -270,3 +270,16 @@ def test_bench_runs_the_inputs_it_is_given(lstm_onnx: tuple[Path, Path], tmp_pat
     assert wrong_name.returncode == 1 and "nosuch" in wrong_name.stderr
     short = sknd(*run, "--input", f"{x.name}={tmp_path / 'short.npy'}")
     assert short.returncode == 1 and "shape" in short.stderr.lower()
+
+
+def test_a_nan_on_one_side_is_a_deviation_not_a_match() -> None:
+    """A backend that gives NaN where the first gives a number is wrong (Python's max skipped the NaN)."""
+    from skriptnd.backends.bench import DEVIATION_LIMIT, Report, Result, _deviation
+
+    first = {"y": np.array([1.0, 2.0, np.nan, 4.0])}
+    assert _deviation({"y": np.array([1.0, 2.0, np.nan, 4.0])}, first) == 0.0  # NaN where the first has NaN
+    assert _deviation({"y": np.array([1.0, 2.0, np.nan, 3.0])}, first) == 0.25  # 1 / max |value| 4
+    nan = _deviation({"y": np.array([np.nan, 2.0, np.nan, 4.0])}, first)
+    assert np.isnan(nan)
+    report = Report("m", 1, [Result("a", 1.0), Result("b", 1.0, deviation=nan), Result("c", 1.0, deviation=0.0)])
+    assert report.wrong() == ["b"] and DEVIATION_LIMIT > 0
