@@ -136,10 +136,11 @@ def test_iree_compiles_a_legalizing_graph_as_one_module(model: str, cache: str) 
     # the whole graph, one module (models/lstm: its two nn.lstm layers, skriptnd.tosa.legalize.recurrent)
     assert not runner.split and len(runner.modules) == 1  # type: ignore[attr-defined]
     if model == "resnet18":  # 47 MB of weights: those IREE packs for its micro-kernels at compile time (data
-        # tiling) are in the module, the others in the parameter archive, none twice
+        # tiling) are in the module, the others in the parameter archive, none twice (with every 3x3 layer a
+        # patch product, via_iree.DATA_TILED_POSITIONS, the module holds nearly all of them)
         entry = runner.entry  # type: ignore[attr-defined]
         weights = sum(graph.variable_source(t).nbytes for t in graph.variables)
-        assert entry.params is not None and entry.params.stat().st_size > 1 << 20
+        assert entry.params is not None
         assert weights < entry.module.stat().st_size + entry.params.stat().st_size < 1.1 * weights
 
 

@@ -252,3 +252,34 @@ def test_a_deviation_is_red_and_check_exits_1(tokens: tuple[Path, Path, Path]) -
                            str(original), "--rounds", "1", "--check"], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=600)
     assert same.returncode == 0 and "wrong results" not in same.stdout and "\x1b[1;31m" not in same.stdout
+
+
+def test_bench_runs_the_inputs_it_is_given(lstm_onnx: tuple[Path, Path], tmp_path: Path) -> None:
+    """--input NAME=FILE replaces the random values (a model of token ids needs real ones): the file is read
+    and checked against the graph's input, a wrong name or shape refused with a diagnostic."""
+    folder, _ = lstm_onnx
+    graph = skriptnd.load(folder).compose("LSTM", attribs={"seq": zoo.SEQ, "batch": zoo.BATCH})
+    (x,) = graph.inputs
+    shape = [int(d) for d in x.shape]
+    np.save(tmp_path / "ones.npy", np.ones(shape, np.float32))
+    np.save(tmp_path / "short.npy", np.ones([shape[0] + 1, *shape[1:]], np.float32))
+    run = ("bench", str(folder), *ATTRIBS, "--via", "numpy,kernels", "--rounds", "1", "--check", "--json")
+    assert sknd(*run, "--input", f"{x.name}={tmp_path / 'ones.npy'}").returncode == 0
+    assert sknd(*run).returncode == 0  # random inputs
+    wrong_name = sknd(*run, "--input", f"nosuch={tmp_path / 'ones.npy'}")
+    assert wrong_name.returncode == 1 and "nosuch" in wrong_name.stderr
+    short = sknd(*run, "--input", f"{x.name}={tmp_path / 'short.npy'}")
+    assert short.returncode == 1 and "shape" in short.stderr.lower()
+
+
+def test_a_nan_on_one_side_is_a_deviation_not_a_match() -> None:
+    """A backend that gives NaN where the first gives a number is wrong (Python's max skipped the NaN)."""
+    from skriptnd.backends.bench import DEVIATION_LIMIT, Report, Result, _deviation
+
+    first = {"y": np.array([1.0, 2.0, np.nan, 4.0])}
+    assert _deviation({"y": np.array([1.0, 2.0, np.nan, 4.0])}, first) == 0.0  # NaN where the first has NaN
+    assert _deviation({"y": np.array([1.0, 2.0, np.nan, 3.0])}, first) == 0.25  # 1 / max |value| 4
+    nan = _deviation({"y": np.array([np.nan, 2.0, np.nan, 4.0])}, first)
+    assert np.isnan(nan)
+    report = Report("m", 1, [Result("a", 1.0), Result("b", 1.0, deviation=nan), Result("c", 1.0, deviation=0.0)])
+    assert report.wrong() == ["b"] and DEVIATION_LIMIT > 0

@@ -132,8 +132,8 @@ def _miscompile(monkeypatch: pytest.MonkeyPatch, operator: str, origin: int, rep
 
     original = conv_as_matmul.convs_as_matmuls
 
-    def wrong(program: Program, inputs: object) -> Program:
-        p = original(program, inputs)
+    def wrong(program: Program, inputs: object, limit: int = conv_as_matmul.MAX_POSITIONS) -> Program:
+        p = original(program, inputs, limit)
         ops = [replace(o, name=replacement) if (o.name, o.origin) == (operator, origin) else o for o in p.ops]
         return Program(inputs=p.inputs, outputs=p.outputs, ops=ops, constants=p.constants, hints=p.hints)
 

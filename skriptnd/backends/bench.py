@@ -151,12 +151,20 @@ def blas_limit(threads: int | None) -> AbstractContextManager[Any]:
 
 
 def _deviation(got: Mapping[str, Any], expected: Mapping[str, Any]) -> float:
+    """max |got - expected| / max |expected| over the outputs; NaN where one side has a NaN the other has not
+    (a wrong result: ``max`` alone would skip it), none where both have one."""
     worst = 0.0
     for name, e in expected.items():
         e = np.asarray(e, np.float64)
         g = np.asarray(got[name], np.float64).reshape(e.shape)
-        scale = float(np.max(np.abs(e))) or 1.0
-        worst = max(worst, float(np.max(np.abs(g - e))) / scale)
+        if not e.size:
+            continue
+        diff = np.where(np.isnan(g) & np.isnan(e), 0.0, np.abs(g - e))
+        if np.isnan(diff).any():
+            return float("nan")
+        finite = np.abs(e[np.isfinite(e)])
+        scale = float(finite.max()) if finite.size else 0.0
+        worst = max(worst, float(diff.max()) / (scale or 1.0))
     return worst
 
 

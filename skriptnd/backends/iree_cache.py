@@ -9,7 +9,8 @@ that a cache hit does not even write the MLIR (the 47 MB of hex of ResNet-18's w
 An entry is ``module.vmfb`` (the compiled program), ``params.irpa`` (the weights as an IREE parameter
 archive, when the compiler exported any), ``manifest.json`` (the SHA-256 of both) and, once the module has
 been compared with the numpy backend, ``verdict.json`` (skriptnd.backends.iree_check: pass or fail, with the
-figures and the first diverging operator, so that the check runs once per module). An entry is
+figures and the first diverging operator, so that the check runs once per module) and, for a TOSA program,
+``work.json`` (its multiply-accumulates, which choose its CPU driver: skriptnd.backends.iree_threads). An entry is
 published by renaming a finished temporary folder, so a crash mid-compile leaves no half entry; an entry
 whose files no longer match its manifest (a truncated or overwritten file) is removed with a warning and
 rebuilt, never loaded. (A file with the size, modification time and inode recorded at publication is

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from skriptnd.backends import iree_devices, iree_dynamic
+from skriptnd.backends import iree_devices, iree_dynamic, iree_threads
 from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
 from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.integer_graph import with_kernels_hint
@@ -89,6 +89,12 @@ UNROLL_BUDGET = 256
 #: 2-core machine; docs/performance.md, "Grouped convolutions"): the compile time is the issue's goal, the run
 #: time the price. False: the TABLE's per-group form.
 GROUPED_AS_DEPTHWISE = True
+#: Output positions (batch x height x width) up to which a convolution is written as a patch product
+#: (skriptnd.tosa.program.patch_matmul) when IREE data-tiles, i.e. its micro-kernels run the products: every
+#: 3x3 layer of ResNet-50 up to its 56x56 ones. ResNet-50, 2 threads, AMD EPYC znver3: 1.32x onnxruntime
+#: with patch_matmul's own limit (196: the 14x14 and 7x7 layers), 1.07x with this one
+#: (docs/performance.md, "iree against onnxruntime"). Without data tiling (AVX-512 hosts), patch_matmul's.
+DATA_TILED_POSITIONS = 3136
 PARAMETER_MIN_BYTES = 256
 PARAMETER_SCOPE = "model"
 COMPILE_TIMEOUT = 1800.0
@@ -133,6 +139,13 @@ def compile_flags(options: Options) -> list[str]:
     else:
         flags.append(f"--iree-llvmcpu-target-cpu={target}")
     return flags + list(default_flags(target)[0]) + list(options.flags)
+
+
+def patch_positions(flags: list[str]) -> int:
+    """Up to how many output positions a convolution becomes a patch product for these compiler flags."""
+    tiling = [f for f in flags if f.startswith("--iree-opt-data-tiling")]
+    on = bool(tiling) and tiling[-1] in ("--iree-opt-data-tiling", "--iree-opt-data-tiling=true")
+    return DATA_TILED_POSITIONS if on else conv_as_matmul.MAX_POSITIONS
 
 
 def flags_reason(options: Options) -> str:
@@ -255,13 +268,19 @@ _CONFIGS: dict[tuple[str, int | None], Any] = {}
 
 def _config(driver: str, threads: int | None) -> Any:
     """One IREE device (and worker pool) per driver and thread count, shared by every module of the
-    process: a split graph's modules, and the graphs run one after another, use the same workers."""
+    process: a split graph's modules, and the graphs run one after another, use the same workers.
+
+    A thread count is given as ``--task_topology_group_count``, whose workers the OS schedules freely, not
+    as ``--task_topology_max_group_count``, whose workers IREE pins one to each physical core: on a machine
+    shared with other processes a pinned worker waits for its busy core while the other core idles, and
+    every dispatch waits for its slowest worker (MobileNetV3-L, 2 threads at a load average of ~15 on 2
+    cores: 166-342 ms pinned, 105-125 ms unpinned; docs/performance.md, "iree against onnxruntime")."""
     import iree.runtime as rt
 
     key = (driver, threads)
     if key not in _CONFIGS:
-        if threads and threads > 1 and driver == "local-task":  # read when the task executor is created
-            rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+        if driver == "local-task":  # read when the task executor is created (process-wide flags)
+            rt.flags.parse_flags(f"--task_topology_group_count={threads if threads and threads > 1 else 0}")
         _CONFIGS[key] = rt.Config(driver)
     return _CONFIGS[key]
 
@@ -298,8 +317,10 @@ def _target_name(options: Options) -> str:
 class ProgramSource:
     """A TOSA program to compile: its cache key material without writing the MLIR, the MLIR on a miss."""
 
-    def __init__(self, program: Program, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str) -> None:
+    def __init__(self, program: Program, inputs: list[tuple[tuple[int, ...], np.dtype]], comment: str,
+                 positions: int = conv_as_matmul.MAX_POSITIONS) -> None:
         self.program, self.inputs, self.comment = program, inputs, comment
+        self.positions = positions  # convolutions up to this many output positions as patch products
 
     def content(self) -> Iterator[bytes]:
         from pathlib import Path
@@ -307,6 +328,7 @@ class ProgramSource:
         for module in (program_mlir, export, mlir_regions, mlir_text, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
         yield repr(self.inputs).encode()
+        yield f"patch products up to {self.positions} positions".encode()
         yield str(self.program).encode()  # operators, attributes, constant shapes
         for name, value in self.program.constants.items():
             a = np.ascontiguousarray(value)
@@ -316,7 +338,7 @@ class ProgramSource:
     def mlir(self) -> str:
         # deep convolutions over few positions as patch products: IREE runs those faster (conv_as_matmul)
         # looked up at call time (module attribute): tests substitute a miscompiling version
-        patched = conv_as_matmul.convs_as_matmuls(self.program, self.inputs)
+        patched = conv_as_matmul.convs_as_matmuls(self.program, self.inputs, self.positions)
         return program_to_mlir(patched, self.inputs, comment=self.comment, bool_as_i8=True)
 
 
@@ -354,6 +376,11 @@ class IreeModule:
                                                              iree_devices.compile_hint(device),
                                                              compile_log(options, key)))
         self.driver = device.driver(options.threads)
+        #: why this driver (a phrase for the plan): a small module runs on the caller's thread (iree_threads)
+        self.driver_reason = ""
+        if device.is_cpu and isinstance(source, ProgramSource):
+            macs = iree_threads.module_macs(self.entry.folder, source.program, source.inputs)
+            self.driver, self.driver_reason = iree_threads.cpu_driver(options.threads, macs)
         self.seconds = time.perf_counter() - start
         self.options = options
         #: how the module is checked against numpy (set by the runner that made it; None: not checked)
@@ -383,7 +410,8 @@ class IreeModule:
     def describe(self) -> str:
         how = "compiled" if self.entry.compiled else "loaded from the cache"
         weights = "parameter archive" if self.entry.params is not None else "weights inside the module"
-        return f"module {how} in {self.seconds:.2f} s ({weights}): {self.entry.folder}"
+        driver = f"; driver {self.driver}: {self.driver_reason}" if self.driver_reason else ""
+        return f"module {how} in {self.seconds:.2f} s ({weights}{driver}): {self.entry.folder}"
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         result = self.main(*arrays)
@@ -430,11 +458,14 @@ class IreeModule:
     def prefix_compiler(self) -> Any:
         """Compiles the prefix programs of a bisection the way this module was (unchecked modules)."""
         inputs = self.source.inputs if isinstance(self.source, ProgramSource) else None
+        # the prefixes written as this module was (the same convolutions as patch products)
+        positions = self.source.positions if isinstance(self.source, ProgramSource) else conv_as_matmul.MAX_POSITIONS
 
         def compile(prefix: Program | str) -> IreeModule:
             if isinstance(prefix, str):
                 return IreeModule(prefix, self.options)
-            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix"), self.options)
+            return IreeModule(ProgramSource(prefix, inputs or [], "of a self-check prefix", positions),
+                              self.options)
 
         return compile
 
@@ -554,6 +585,7 @@ class IreeKernels:
 
         result = []
         recurrent = RecurrentLegalizer(unroll_budget=UNROLL_BUDGET)
+        positions = patch_positions(compile_flags(self.options))
 
         def extra(op: Operation) -> Any:
             """The compiler's own forms: recurrences unrolled within the budget, a grouped convolution as one
@@ -577,7 +609,7 @@ class IreeKernels:
                 program = op.attribs["program"]
                 check_compilable(program)
                 source = ProgramSource(program, [(tuple(int(d) for d in t.shape), _PROGRAM_DTYPES[t.dtype])
-                                                 for t in op.inputs], f"of {what}")
+                                                 for t in op.inputs], f"of {what}", positions)
                 module = IreeModule(source, self.options, self.graph_name, self.load, len(sources))  # MLIR on a miss
                 module.check = ProgramCheck(program, sources, module.prefix_compiler())
                 module.what = f"of {what}"

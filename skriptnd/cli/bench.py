@@ -21,7 +21,8 @@ from skriptnd import backends
 from skriptnd.backends import Options, reporting_compiles
 from skriptnd.backends.bench import DEVIATION_LIMIT, REFERENCE, Report, bench
 from skriptnd.cli.backend import CompileLine, check_device
-from skriptnd.cli.inputs import random_input
+from skriptnd.cli.inputs import Inputs, check_input_names, random_input
+from skriptnd.cli.io import read_array
 from skriptnd.cli.loading import compose_graph, load_model
 from skriptnd.cli.options import (
     AttribOpt,
@@ -29,6 +30,7 @@ from skriptnd.cli.options import (
     ColorOpt,
     DeviceOpt,
     GraphOpt,
+    InputOpt,
     IreeFlagOpt,
     ModelArg,
     NoVerifyOpt,
@@ -38,11 +40,12 @@ from skriptnd.cli.options import (
     parse_attribs,
 )
 from skriptnd.cli.report import fail
+from skriptnd.compose.input_shapes import check_shapes
 from skriptnd.compose.ir import Graph
 from skriptnd.diagnostics import DiagnosticError
 
 
-def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
+def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None, input: InputOpt = None,
                   via: Annotated[str, typer.Option("--via", help="Comma-separated backends to time (skriptnd."
                                                    "backends: numpy, kernels, lower, iree, onnxruntime).")]
                   = "numpy,iree",
@@ -72,7 +75,8 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                   color: ColorOpt = Color.auto) -> None:
     """Time a model on several backends (median latency, ratio to onnxruntime).
 
-    Each backend runs the same random inputs, interleaved round by round in
+    Each backend runs the same inputs (--input files, random values for the
+    rest: token ids need real ones), interleaved round by round in
     one process; the table gives each one's median latency, its deviation
     from the first backend and, with --compare onnxruntime, its ratio to
     onnxruntime on the model's ONNX export (or on --onnx FILE).
@@ -94,8 +98,16 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
     colours = colour(color)
     model = load_model(path, colours)
     composed = compose_graph(model, graph, attribs, colours, random_weights=random_weights, seed=seed)
+    files = Inputs.parse(input).files
+    try:
+        check_input_names(composed, list(files), True)
+        inputs = {name: read_array(spec, name) for name, spec in files.items()}
+        check_shapes(composed, inputs)
+    except DiagnosticError as err:
+        fail(err.diagnostics, None, colours)
     rng = np.random.default_rng(seed)
-    inputs = {t.name: random_input(rng, t) for t in composed.inputs}
+    for t in composed.inputs:
+        inputs.setdefault(t.name, random_input(rng, t))
     try:
         report = _run(composed, names, inputs, threads, compare, onnx, rounds, Options(target=target,
                       flags=tuple(iree_flag or ()), verify=not no_verify, device=device), str(path), as_json)

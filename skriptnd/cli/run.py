@@ -85,7 +85,9 @@ def command(path: ModelArg, graph: GraphOpt = None, attrib: AttribOpt = None,
                                              "IREE) or onnxruntime (the ONNX export)")] = "numpy",
             threads: Annotated[int | None, typer.Option("--threads", min=1, help="Worker threads of the "
                                                         "backend (numpy: its kernels' threads and "
-                                                        "OpenBLAS's; default: the usable CPUs).")] = None,
+                                                        "OpenBLAS's; iree: its task workers, but a module "
+                                                        "under 32 M MACs runs on the calling thread; "
+                                                        "default: the usable CPUs).")] = None,
             target: Annotated[str | None, typer.Option("--target", help="iree: the CPU to compile for (default "
                                                        "host; e.g. generic, znver4, or a target triple to "
                                                        "cross-compile).")] = None,

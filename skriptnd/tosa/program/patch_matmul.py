@@ -8,8 +8,15 @@ MATMUL (the filter pre-arranged to ``[taps * C, O]``) → RESHAPE → ADD bias, 
 products that IREE's data tiling and micro-kernels run at 180-230 GFLOP/s: the whole network went from 16.2
 to 13.0 ms (docs/performance.md). Wider maps keep their ``CONV2D`` (written as products they got slower).
 
+Strided convolutions too: IREE's own code for them is worse still. ResNet-50's stride-2 3x3 convolutions
+(14x14x256 and 7x7x512 outputs, 115.6 M multiply-adds each) took 55% of its run, 20-30x the time of the
+stride-1 layers of the same work written as patch products (2-core AMD EPYC znver3, AVX2, data tiling;
+ConvNeXt-T's 2x2 stride-2 downsampling layers: 19% of its run, ~15x). A strided tap is a plain SLICE of
+the padded input read as ``[n, H/s, s, W/s, s*c]`` (TOSA's SLICE has no stride); non-overlapping patches
+(stride = kernel, no padding: ViT's and ConvNeXt's patch layers) are one RESHAPE / TRANSPOSE / RESHAPE.
+
 The rewrite is exact arithmetic re-association only (same products, summed in another order); it applies
-to float32 convolutions with constant filters, stride 1 and any dilation, whose output has at most
+to float32 convolutions with constant filters, any stride and dilation, whose output has at most
 :data:`MAX_POSITIONS` positions (batch x height x width) and whose kernel has more than one tap.
 """
 
@@ -50,7 +57,7 @@ def _eligible(o: Op, program: Program, shapes: dict[str, tuple[int, ...]], limit
         return False
     n, oh, ow, _ = shapes[o.output]
     _, kh, kw, _ = consts[w].shape
-    return list(o.attrs["stride"]) == [1, 1] and kh * kw > 1 and n * oh * ow <= limit
+    return kh * kw > 1 and n * oh * ow <= limit
 
 
 def convs_as_matmuls(program: Program, inputs: Sequence[tuple[tuple[int, ...], np.dtype]],
@@ -93,12 +100,31 @@ def convs_as_matmuls(program: Program, inputs: Sequence[tuple[tuple[int, ...], n
         _, kh, kw, _ = filt.shape
         top, bottom, left, right = (int(p) for p in o.attrs["pad"])
         dh, dw = (int(d) for d in o.attrs["dilation"])
-        src = x
-        if top or bottom or left or right:
-            src = op("PAD", [x, shape(0, 0, top, bottom, left, right, 0, 0), const(np.zeros(1, np.float32))])
-        taps = [op("SLICE", [src, shape(0, i * dh, j * dw, 0), shape(n, oh, ow, c)])
-                for i in range(kh) for j in range(kw)]
-        patches = op("RESHAPE", [op("CONCAT", taps, {"axis": 3}), shape(1, n * oh * ow, kh * kw * c)])
+        sh, sw = (int(d) for d in o.attrs["stride"])
+        _, h, w_, _ = shapes[x]
+        if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and not (top or bottom or left or right) \
+                and (h, w_) == (oh * kh, ow * kw):  # non-overlapping patches (ViT's patch embedding)
+            rows = op("RESHAPE", [x, shape(n, oh, kh, ow, kw * c)])
+            patches = op("RESHAPE", [op("TRANSPOSE", [rows], {"perms": [0, 1, 3, 2, 4]}),
+                                     shape(1, n * oh * ow, kh * kw * c)])
+        else:
+            # stride s: the padded input, grown to a multiple of s, is read as [n, H/s, s, W/s, s*c], so that
+            # each tap is one plain SLICE (TOSA's SLICE has no stride): row i*dh + s*y is (i*dh // s + y, i*dh % s)
+            hq, wq = -(-(h + top + bottom) // sh), -(-(w_ + left + right) // sw)
+            bottom, right = sh * hq - h - top, sw * wq - w_ - left
+            src = x
+            if top or bottom or left or right:
+                src = op("PAD", [x, shape(0, 0, top, bottom, left, right, 0, 0), const(np.zeros(1, np.float32))])
+            if (sh, sw) == (1, 1):
+                taps = [op("SLICE", [src, shape(0, i * dh, j * dw, 0), shape(n, oh, ow, c)])
+                        for i in range(kh) for j in range(kw)]
+                joined = op("CONCAT", taps, {"axis": 3})
+            else:
+                phased = op("RESHAPE", [src, shape(n, hq, sh, wq, sw * c)])
+                taps = [op("SLICE", [phased, shape(0, i * dh // sh, i * dh % sh, j * dw // sw, j * dw % sw * c),
+                                     shape(n, oh, 1, ow, c)]) for i in range(kh) for j in range(kw)]
+                joined = op("CONCAT", taps, {"axis": 4})
+            patches = op("RESHAPE", [joined, shape(1, n * oh * ow, kh * kw * c)])
         matrix = np.ascontiguousarray(filt.reshape(co, kh * kw * c).T[None])  # [1, (i, j, c), o]
         zero = const(np.zeros(1, np.float32))
         product = op("MATMUL", [patches, const(matrix), zero, zero])
