@@ -252,15 +252,21 @@ def weight_only(name: str, out: Path) -> None:
 
 #: models also written static int8 (ai-edge-quantizer's static_wi8_ai8 recipe: int8 activations, per-channel int8
 #: weights, int32 biases, QUANTIZE / DEQUANTIZE at the float boundaries) as NAME_int8.tflite with --int8
-INT8 = {"small_cnn", "tiny_transformer", "mobilenet_v2", "resnet18", "mobilenet_v3_small", "efficientnet_b0"}
+INT8 = {"small_cnn", "tiny_transformer", "lstm_cell", "gru_cell", "mobilenet_v2", "resnet18", "mobilenet_v3_small",
+        "efficientnet_b0", "transformer_encoder"}
 
 
 def calibration(name: str, out: Path, count: int = 16) -> list[dict[str, np.ndarray]]:
     """Seeded calibration samples shaped as the model's saved inputs (normal noise, as the float inputs),
     by the signature's input names (args_0, args_1, ...)."""
+    from ai_edge_litert.interpreter import Interpreter
+
     saved = np.load(out / f"{name}.inputs.npz")
+    # the signature's names in the saved order: args_0, args_1_0, args_1_1 for a cell's (x, (h, c)) inputs
+    names = sorted(Interpreter(model_path=str(out / f"{name}.tflite")).get_signature_list()["serving_default"]["inputs"])
+    assert len(names) == len(saved.files), (names, saved.files)
     rng = np.random.default_rng(7)
-    return [{f"args_{i}": rng.standard_normal(saved[f"arr_{i}"].shape).astype(saved[f"arr_{i}"].dtype)
+    return [{names[i]: rng.standard_normal(saved[f"arr_{i}"].shape).astype(saved[f"arr_{i}"].dtype)
              for i in range(len(saved.files))} for _ in range(count)]
 
 
