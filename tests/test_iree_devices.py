@@ -161,9 +161,9 @@ def test_cli_missing_device_and_usage_errors(tmp_path: Path) -> None:
 
 def test_a_running_compile_is_reported_then_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require("iree.compiler", "iree.runtime")
-    from skriptnd.backends import via_iree
+    from skriptnd.backends import iree_compile, via_iree
 
-    monkeypatch.setattr(via_iree, "STATUS_INTERVAL", 0.05)
+    monkeypatch.setattr(iree_compile, "STATUS_INTERVAL", 0.05)
     seen: list[tuple[str, float | None]] = []
     graph = compose("transformer")
     with reporting_compiles(lambda what, seconds: seen.append((what, seconds))):

@@ -63,7 +63,7 @@ def test_a_compiler_failure_quotes_its_error_line_and_keeps_the_whole_output(tmp
 
 
 def test_compiler_errors_keeps_error_lines_with_context_and_cuts_long_lines() -> None:
-    from skriptnd.backends.via_iree import ERROR_LINE_WIDTH, compiler_errors
+    from skriptnd.backends.iree_compile import ERROR_LINE_WIDTH, compiler_errors
 
     dump = [f"  %{i} = tosa.add ... " + "x" * 1000 for i in range(300)]
     stderr = "\n".join(["a.mlir:3:5: error: first problem", "a.mlir:3:5: note: see current operation", *dump,

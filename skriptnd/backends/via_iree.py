@@ -12,15 +12,13 @@ never a silent fallback. A graph with @quantize entries compiles as its whole in
 (skriptnd.tosa.integer.lower), or is refused with a located E0781.
 
 The weights leave the compiled module: ``--iree-parameter-export`` writes every constant of at least
-:data:`PARAMETER_MIN_BYTES` bytes to an IREE parameter archive (``params.irpa``) that the runtime maps
-from disk at load time. Compiled modules are cached (skriptnd.backends.iree_cache) by a content hash of
+``iree_compile.PARAMETER_MIN_BYTES`` bytes to an IREE parameter archive (``params.irpa``) that the
+runtime maps from disk at load time. Compiled modules are cached (skriptnd.backends.iree_cache) by a content hash of
 the MLIR, the flags and the IREE version, so a second run of the same graph loads in milliseconds.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -30,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from skriptnd.backends import iree_devices, iree_dynamic, iree_threads
-from skriptnd.backends.base import Backend, Options, Progress, Runner, compile_status
+from skriptnd.backends.base import Backend, Options, Progress, Runner
 from skriptnd.backends.executor_runner import ExecutorRunner
 from skriptnd.backends.integer_graph import with_kernels_hint
-from skriptnd.backends.iree_cache import MODULE, PARAMS, cache_root, content_key, lookup_or_build
+from skriptnd.backends.iree_cache import cache_root, content_key, lookup_or_build
 from skriptnd.backends.iree_check import (
     RELATIVE,
     IntegerCheck,
@@ -43,6 +41,13 @@ from skriptnd.backends.iree_check import (
     read_verdict,
     seeded_inputs,
     write_verdict,
+)
+from skriptnd.backends.iree_compile import (
+    PARAMETER_MIN_BYTES,
+    PARAMETER_SCOPE,
+    compile_log,
+    compile_mlir,
+    iree_version,
 )
 from skriptnd.backends.iree_defaults import DATA_TILING, default_flags
 from skriptnd.backends.per_shape import PerShape
@@ -54,7 +59,6 @@ from skriptnd.compose.quantization import has_quantization
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note
 from skriptnd.execute.executor import KERNELS, Executor, Kernel
 from skriptnd.execute.specialise import specialise
-from skriptnd.fileio import write_atomic
 from skriptnd.source import NO_SPAN
 from skriptnd.tosa.integer import lower as quantized
 from skriptnd.tosa.integer import mlir as integer_mlir
@@ -95,35 +99,6 @@ GROUPED_AS_DEPTHWISE = True
 #: with patch_matmul's own limit (196: the 14x14 and 7x7 layers), 1.07x with this one
 #: (docs/performance.md, "iree against onnxruntime"). Without data tiling (AVX-512 hosts), patch_matmul's.
 DATA_TILED_POSITIONS = 3136
-PARAMETER_MIN_BYTES = 256
-PARAMETER_SCOPE = "model"
-COMPILE_TIMEOUT = 1800.0
-#: Seconds between two reports of a running iree-compile to the caller's status line (base.compile_status).
-STATUS_INTERVAL = 1.0
-
-
-def iree_version() -> str:
-    """The compiler's version and revision (part of the cache key), read from iree/compiler/version.py without
-    importing iree.compiler: that loads its MLIR libraries, a tenth of a second a cached start does not need."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("iree")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = os.path.join(folder, "compiler", "version.py")
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-    import iree.compiler.version as v
-
-    return f"{v.VERSION} {v.REVISIONS}"
-
-
-def compiler_path() -> str:
-    from iree.compiler.tools.binaries import find_tool
-
-    return str(find_tool("iree-compile"))
-
-
 def compile_flags(options: Options) -> list[str]:
     device = iree_devices.parse(options.device)
     if not device.is_cpu:
@@ -177,90 +152,6 @@ def graph_mlir(graph: Graph) -> tuple[str, Any]:
     except DiagnosticError as err:  # no integer graph: the numpy backend has none either, kernels runs it
         raise _refusal(graph, err.diagnostics, with_kernels_hint(err).diagnostics[0].hint) from None
     return integer_mlir.to_mlir(integer), integer
-
-
-def _compile(mlir: str, flags: list[str], folder: str | Path, label: str = "", hint: str | None = None,
-             log: Path | None = None) -> None:
-    """Run iree-compile on ``mlir`` into ``folder``; while it runs, report ``label`` and the seconds so far
-    to the caller's status line (base.compile_status) about every :data:`STATUS_INTERVAL` seconds. A failure
-    is E0782 with the compiler's ``error:`` lines, its whole stderr (often megabytes of MLIR dump) written to
-    ``log``."""
-    source = os.path.join(folder, "model.mlir")
-    with open(source, "w", encoding="utf-8") as f:
-        f.write(mlir)
-    command = [compiler_path(), *flags, f"--iree-parameter-export={PARAMETER_SCOPE}={os.path.join(folder, PARAMS)}",
-               f"--iree-parameter-export-minimum-size={PARAMETER_MIN_BYTES}", source,
-               "-o", os.path.join(folder, MODULE)]
-    status = compile_status()
-    start = time.monotonic()
-    try:
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
-            try:
-                while True:
-                    try:  # communicate() again after a timeout loses no output (and drains the pipes)
-                        _, stderr = proc.communicate(timeout=STATUS_INTERVAL)
-                        break
-                    except subprocess.TimeoutExpired:
-                        elapsed = time.monotonic() - start
-                        if elapsed > COMPILE_TIMEOUT:
-                            raise _compiler_failed(f"iree-compile did not finish in {COMPILE_TIMEOUT:.0f} s",
-                                                   hint) from None
-                        if status is not None:
-                            status(label, elapsed)
-            except BaseException:  # a timeout, or Ctrl-C: no compiler left running
-                proc.kill()
-                raise
-    finally:
-        os.unlink(source)
-        if status is not None:
-            status(label, None)
-    if proc.returncode != 0:
-        kept = None
-        if log is not None:
-            try:
-                log.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(log, stderr)
-                kept = log
-            except OSError:
-                pass
-        raise _compiler_failed(f"iree-compile failed:\n{compiler_errors(stderr)}", hint, kept)
-
-
-#: What E0782 quotes of iree-compile's stderr: the lines after each ``error:`` line, each line cut at its width.
-ERROR_CONTEXT_LINES, ERROR_LINE_WIDTH, ERROR_MAX_LINES = 4, 400, 40
-
-
-def compiler_errors(stderr: str) -> str:
-    """The part of iree-compile's stderr that says what failed: every line with ``error:`` and the few after
-    it (its notes, the failing operation), each cut at :data:`ERROR_LINE_WIDTH` characters; without an
-    ``error:`` line, the last lines. (The whole of it is usually an MLIR dump whose tail is not the error.)"""
-    lines = stderr.strip().splitlines()
-    marked = [i for i, line in enumerate(lines) if "error:" in line]
-    if marked:
-        keep = sorted({j for i in marked for j in range(i, min(i + 1 + ERROR_CONTEXT_LINES, len(lines)))})
-    else:
-        keep = list(range(max(0, len(lines) - ERROR_CONTEXT_LINES * 3), len(lines)))
-    out, previous = [], -1
-    for j in keep[:ERROR_MAX_LINES]:
-        if previous >= 0 and j != previous + 1:
-            out.append("…")
-        line = lines[j]
-        out.append(line if len(line) <= ERROR_LINE_WIDTH else line[:ERROR_LINE_WIDTH] + " …")
-        previous = j
-    if len(keep) > ERROR_MAX_LINES:
-        out.append(f"… and {len(keep) - ERROR_MAX_LINES} more lines")
-    return "\n".join(out)
-
-
-def compile_log(options: Options, key: str) -> Path:
-    """Where a failed compilation's whole stderr goes: the cache folder's ``failed/`` (named by the entry)."""
-    return cache_root(options.cache_dir) / "failed" / f"{key[:24]}.iree-compile.txt"
-
-
-def _compiler_failed(message: str, hint: str | None = None, log: Path | None = None) -> DiagnosticError:
-    notes = (Note(f"iree-compile's whole output: {log}"),) if log is not None else ()
-    return DiagnosticError([Diagnostic(code="E0782", message=message, span=NO_SPAN, notes=notes,
-                                       hint=hint or "report it with the model; --via numpy runs it meanwhile")])
 
 
 _CONFIGS: dict[tuple[str, int | None], Any] = {}
@@ -323,7 +214,6 @@ class ProgramSource:
         self.positions = positions  # convolutions up to this many output positions as patch products
 
     def content(self) -> Iterator[bytes]:
-        from pathlib import Path
 
         for module in (program_mlir, export, mlir_regions, mlir_text, conv_as_matmul):  # what the MLIR is a function of
             yield Path(module.__file__ or "").read_bytes()
@@ -372,7 +262,7 @@ class IreeModule:
         label = f"{label or 'a module'} with iree-compile ({_target_name(options)}{count})"
         key = content_key(source.content(), [*flags, f"parameters>={PARAMETER_MIN_BYTES}"], iree_version())
         self.entry = lookup_or_build(cache_root(options.cache_dir), key,
-                                     lambda folder: _compile(source.mlir(), flags, folder, label,
+                                     lambda folder: compile_mlir(source.mlir(), flags, folder, label,
                                                              iree_devices.compile_hint(device),
                                                              compile_log(options, key)))
         self.driver = device.driver(options.threads)
