@@ -35,7 +35,7 @@ from skriptnd.compose.input_shapes import shape_fits, shape_mismatch
 from skriptnd.compose.ir import Graph, Operation, RunAsserts, Tensor, Value, flat_tensors
 from skriptnd.diagnostics import Diagnostic, DiagnosticError, Note, register_codes
 from skriptnd.execute.optimize import optimize_operations
-from skriptnd.execute.specialise import bound_to
+from skriptnd.execute.specialise import bound_to, composed_shape
 from skriptnd.lower import LoweringError, compile_lowering
 from skriptnd.semantics.binding import Binder, Site
 from skriptnd.semantics.intrinsics import operator_kind
@@ -413,7 +413,7 @@ class Executor:
         if op.binding is None or op.definition is None:
             return op
         actual = tuple(_shape_of(a) for a in args)
-        if key is None and actual == tuple(_shape_of_value(v) for v in op.inputs):
+        if key is None and actual == tuple(composed_shape(v) for v in op.inputs):
             return op
         full = (key or (id(op),), actual)  # key: an operation whose attributes were made concrete (_concrete)
         special = self._specials.get(full)
@@ -552,15 +552,6 @@ def _shape_of(a: RunValue) -> Any:
     if isinstance(a, list):
         return tuple(tuple(np.shape(x)) for x in a)
     return tuple(np.shape(a))
-
-
-def _shape_of_value(v: Value) -> Any:
-    """The composed shape of an operation input (None extents where dynamic), as _shape_of."""
-    if v is None:
-        return None
-    if isinstance(v, list):
-        return tuple(t.shape for t in v)
-    return v.shape
 
 
 def _where(t: Tensor) -> Span:

@@ -72,7 +72,9 @@ def bound_to(op: Operation, shapes: Sequence[Shape], concrete: bool = False) -> 
     return special
 
 
-def _shape(v: Value) -> Shape:
+def composed_shape(v: Value) -> Shape:
+    """The composed shape of an operation's input or output (None extents where dynamic; a tuple of shapes
+    for a pack)."""
     if v is None:
         return None
     if isinstance(v, list):
@@ -121,13 +123,13 @@ def specialise(graph: Graph, shapes: Mapping[str, tuple[int, ...]], extents: dic
         changed = symbolic or any(a is not b for v, w in zip(op.inputs, inputs, strict=True)
                                   for a, b in zip(flat_tensors([v]), flat_tensors([w]), strict=True))
         if not changed:
-            if not all(_static(_shape(v)) for v in op.outputs):
+            if not all(_static(composed_shape(v)) for v in op.outputs):
                 return None  # an extent the data gives (layout.nonzero): known only when it runs
             operations.append(op)
             continue
         if op.binding is None or op.definition is None:
             return None
-        given = [_shape(v) for v in inputs]
+        given = [composed_shape(v) for v in inputs]
         if not all(_static(s) for s in given):
             return None
         source = op
