@@ -20,6 +20,7 @@ from skriptnd.diagnostics import DiagnosticError
 
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_oracle import require_ort, run_onnx  # noqa: E402
+from test_dynamic_run import _conv_same  # noqa: E402
 
 GRAPH = """import nn;
 import math;
@@ -39,16 +40,6 @@ graph dyn {
     }
 }
 """
-
-
-def _conv_same(x: np.ndarray, f: np.ndarray) -> np.ndarray:
-    n, _, h, w = x.shape
-    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    out = np.zeros((n, f.shape[0], h, w))
-    for i in range(3):
-        for j in range(3):
-            out += np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + w], f[:, :, i, j])
-    return out
 
 
 def _dims(value_info: object) -> list[object]:

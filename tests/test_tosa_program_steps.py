@@ -4,35 +4,13 @@ generic kernels' (run one by one, the independent expectation)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from skriptnd.tosa.ops import OPS
-from skriptnd.tosa.program.build import Builder
+from test_tosa_program import _build, _naive
 
 F32 = np.float32
 SHIFT = np.zeros(1, np.int8)
-
-
-def _naive(ops: list[tuple[str, list[str], dict[str, Any], str]], env: dict[str, np.ndarray]) -> dict[str, Any]:
-    env = dict(env)
-    for name, inputs, attrs, out in ops:
-        env[out] = OPS[name](*[env[i] for i in inputs], **attrs)
-    return env
-
-
-def _build(ops: list[tuple[str, list[str], dict[str, Any], str]], inputs: dict[str, np.ndarray],
-           constants: dict[str, np.ndarray], outputs: list[str]) -> Any:
-    b = Builder()
-    names = {k: b.input() for k in inputs} | {k: b.constant(v) for k, v in constants.items()}
-    for name, ins, attrs, out in ops:
-        names[out] = b.emit(name, [names[i] for i in ins], dict(attrs))
-    for o in outputs:
-        b.output(names[o])
-    return b.finish()
 
 
 def test_an_operator_repeated_on_the_same_operands_runs_once() -> None:
