@@ -237,17 +237,24 @@ WEIGHT_ONLY = {"small_cnn", "tiny_transformer", "mobilenet_v2"}
 
 
 def weight_only(name: str, out: Path) -> None:
+    _write_quantized(name, out, "wo8", "weight_only_wi8_afp32")
+
+
+def _write_quantized(name: str, out: Path, suffix: str, recipe_name: str, calibrated: bool = False) -> None:
+    """NAME_SUFFIX.tflite from NAME.tflite with one of ai-edge-quantizer's recipes (``calibrated``: on this
+    script's calibration samples), written atomically, with a copy of the float model's inputs."""
     import shutil
 
     from ai_edge_quantizer import quantizer, recipe
 
     q = quantizer.Quantizer(str(out / f"{name}.tflite"))
-    q.load_quantization_recipe(recipe.weight_only_wi8_afp32())
-    tmp = out / f".{name}_wo8.tflite.tmp"
-    q.quantize().export_model(str(tmp), overwrite=True)
-    os.replace(tmp, out / f"{name}_wo8.tflite")
-    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_wo8.inputs.npz")
-    print(f"{name}_wo8: {(out / f'{name}_wo8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+    q.load_quantization_recipe(getattr(recipe, recipe_name)())
+    model = (q.quantize(q.calibrate({"serving_default": calibration(name, out)})) if calibrated else q.quantize())
+    tmp = out / f".{name}_{suffix}.tflite.tmp"
+    model.export_model(str(tmp), overwrite=True)
+    os.replace(tmp, out / f"{name}_{suffix}.tflite")
+    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_{suffix}.inputs.npz")
+    print(f"{name}_{suffix}: {(out / f'{name}_{suffix}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
 
 
 #: models also written static int8 (ai-edge-quantizer's static_wi8_ai8 recipe: int8 activations, per-channel int8
@@ -275,18 +282,7 @@ INT16 = {"small_cnn"}
 
 
 def static_int8(name: str, out: Path, suffix: str = "int8") -> None:
-    import shutil
-
-    from ai_edge_quantizer import quantizer, recipe
-
-    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
-    q.load_quantization_recipe(recipe.static_wi8_ai8() if suffix == "int8" else recipe.static_wi8_ai16())
-    result = q.calibrate({"serving_default": calibration(name, out)})
-    tmp = out / f".{name}_{suffix}.tflite.tmp"
-    q.quantize(result).export_model(str(tmp), overwrite=True)
-    os.replace(tmp, out / f"{name}_{suffix}.tflite")
-    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_{suffix}.inputs.npz")
-    print(f"{name}_{suffix}: {(out / f'{name}_{suffix}.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+    _write_quantized(name, out, suffix, "static_wi8_ai8" if suffix == "int8" else "static_wi8_ai16", calibrated=True)
 
 
 #: models also written dynamic-range quantized (int8 weights read by LiteRT's hybrid kernels, which quantize the
@@ -296,17 +292,7 @@ DYNAMIC_RANGE = {"small_cnn", "tiny_transformer", "dynamic_cnn", "mobilenet_v2",
 
 
 def dynamic_range(name: str, out: Path) -> None:
-    import shutil
-
-    from ai_edge_quantizer import quantizer, recipe
-
-    q = quantizer.Quantizer(str(out / f"{name}.tflite"))
-    q.load_quantization_recipe(recipe.dynamic_wi8_afp32())
-    tmp = out / f".{name}_dr8.tflite.tmp"
-    q.quantize().export_model(str(tmp), overwrite=True)
-    os.replace(tmp, out / f"{name}_dr8.tflite")
-    shutil.copyfile(out / f"{name}.inputs.npz", out / f"{name}_dr8.inputs.npz")
-    print(f"{name}_dr8: {(out / f'{name}_dr8.tflite').stat().st_size / 1e6:.2f} MB", flush=True)
+    _write_quantized(name, out, "dr8", "dynamic_wi8_afp32")
 
 
 def main(argv: list[str] | None = None) -> int:
