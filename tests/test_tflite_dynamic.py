@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_tflite_import import DATA, ROOT, _options, one_op
-from tflite_oracle import pack, require_litert, unpack
+from test_tflite_import import DATA, ROOT, one_op
+from tflite_oracle import builtin_options, pack, require_litert, unpack
 
 import skriptnd
 from skriptnd.diagnostics import DiagnosticError
@@ -64,7 +64,7 @@ def test_fully_connected_keeping_its_dims_reshapes_by_the_batch(tmp_path: Path) 
     dynamic batch neither reshape may name the file's batch."""
     w = np.random.default_rng(0).standard_normal([4, 5]).astype(np.float32)
     data = _with_dynamic_batch(one_op("FULLY_CONNECTED", [([2, 3, 5], None), ([], w)], [[2, 3, 4]],
-                                      _options("FullyConnectedOptions", keepNumDims=True)))
+                                      builtin_options("FullyConnectedOptions", keepNumDims=True)))
     import_tflite(data, tmp_path / "m")
     model = skriptnd.load(tmp_path / "m")
     for batch in (2, 5):
@@ -81,7 +81,7 @@ def test_a_model_that_looks_into_the_batch_is_imported_static(case: str, tmp_pat
     if case == "reshape":
         data = one_op("RESHAPE", [([2, 6], None), ([], np.array([4, 3], np.int32))], [[4, 3]])
     elif case == "reduce_over_batch":
-        data = one_op("SUM", [([2, 3], None), ([], np.array([0], np.int32))], [[3]], _options("ReducerOptions"))
+        data = one_op("SUM", [([2, 3], None), ([], np.array([0], np.int32))], [[3]], builtin_options("ReducerOptions"))
     elif case == "transpose_moves_batch":
         data = one_op("TRANSPOSE", [([2, 3], None), ([], np.array([1, 0], np.int32))], [[3, 2]])
     else:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_tflite_import import _options, _run_imported, one_op
-from tflite_oracle import pack, run_litert, schema, unpack
+from test_tflite_import import _run_imported, one_op
+from tflite_oracle import builtin_options, pack, run_litert, schema, unpack
 
 from skriptnd.diagnostics import DiagnosticError
 from skriptnd.interop.tflite_import.importer import import_tflite
@@ -56,15 +56,15 @@ def _per(n: int, per_channel: bool) -> list[float]:
 
 CASES = {
     "fc_symmetric": lambda pc: ("FULLY_CONNECTED", [3, 5], [4, 5], 0, _per(4, pc), [3, 4],
-                                _options("FullyConnectedOptions", fusedActivationFunction=1)),
+                                builtin_options("FullyConnectedOptions", fusedActivationFunction=1)),
     "fc_asymmetric_rank3": lambda pc: ("FULLY_CONNECTED", [2, 3, 5], [4, 5], 0, _per(4, pc), [2, 3, 4],
-                                       _options("FullyConnectedOptions", asymmetricQuantizeInputs=True,
+                                       builtin_options("FullyConnectedOptions", asymmetricQuantizeInputs=True,
                                                 keepNumDims=True)),
     "conv_same_strided": lambda pc: ("CONV_2D", [2, 7, 7, 3], [4, 3, 3, 3], 0, _per(4, pc), [2, 4, 4, 4],
-                                     _options("Conv2DOptions", padding=0, strideW=2, strideH=2,
+                                     builtin_options("Conv2DOptions", padding=0, strideW=2, strideH=2,
                                               fusedActivationFunction=3)),
     "depthwise": lambda pc: ("DEPTHWISE_CONV_2D", [2, 6, 6, 4], [1, 3, 3, 8], 3, _per(8, pc), [2, 6, 6, 8],
-                             _options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=2)),
+                             builtin_options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=2)),
 }
 
 
@@ -86,7 +86,7 @@ def test_hybrid_operator_matches_the_interpreter(case: str, per_channel: bool, r
 @pytest.mark.parametrize("adj_y", [False, True])
 def test_hybrid_batch_matmul(adj_y: bool, tmp_path: Path) -> None:
     data = hybrid_model("BATCH_MATMUL", [2, 3, 5], [4, 5] if adj_y else [5, 4], 0, [0.013], [2, 3, 4],
-                        _options("BatchMatMulOptions", adjY=adj_y), bias=False)
+                        builtin_options("BatchMatMulOptions", adjY=adj_y), bias=False)
     x = (np.random.default_rng(2).standard_normal([2, 3, 5]) - 0.3).astype(np.float32)
     for reference in (False, True):
         assert _check(data, x, tmp_path, reference) < 1e-5
@@ -96,7 +96,7 @@ def test_the_two_kernel_sets_differ_where_the_reference_quantizes_symmetrically(
     """Why `reference_kernels` exists: on a symmetric FULLY_CONNECTED LiteRT's default and reference kernels give
     results a quantization step apart, and each import matches only its own."""
     data = hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01, 0.02, 0.015, 0.005], [3, 4],
-                        _options("FullyConnectedOptions"))
+                        builtin_options("FullyConnectedOptions"))
     x = (np.random.default_rng(3).standard_normal([3, 5]) + 1.0).astype(np.float32)
     default, reference = (next(iter(run_litert(data, [x], r).values())) for r in ("AUTO", "BUILTIN_REF"))
     assert np.abs(default - reference).max() > 1e-3
@@ -115,7 +115,7 @@ def test_hybrid_fully_connected_on_any_rows(rows: int, depth: int, units: int, z
                                             reference: bool, seed: int, offset: float, tmp_path: Path) -> None:
     """Any shapes, inputs all of one sign (an asymmetric range pinned at 0), and all-zero rows (scale 1, codes 0)."""
     data = hybrid_model("FULLY_CONNECTED", [rows, depth], [units, depth], 0, list(np.linspace(0.003, 0.03, units)),
-                        [rows, units], _options("FullyConnectedOptions", asymmetricQuantizeInputs=asym), seed=seed)
+                        [rows, units], builtin_options("FullyConnectedOptions", asymmetricQuantizeInputs=asym), seed=seed)
     x = (np.random.default_rng(seed).standard_normal([rows, depth]) + offset).astype(np.float32)
     if zero_row:
         x[0] = 0.0
@@ -125,7 +125,7 @@ def test_hybrid_fully_connected_on_any_rows(rows: int, depth: int, units: int, z
 def test_int8_weights_with_an_int8_input_are_the_quantized_import(tmp_path: Path) -> None:
     """Only a float input makes an operator hybrid: int8 activations belong to the quantized import (a @quantize
     graph, tests/test_tflite_int8.py), whose linear layer reads the weights as real values with their entry."""
-    data = hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01], [3, 4], _options("FullyConnectedOptions"))
+    data = hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01], [3, 4], builtin_options("FullyConnectedOptions"))
     model = unpack(data)
     s = schema()
     for index in (0, 3):  # the input and the output
@@ -140,7 +140,7 @@ def test_int8_weights_with_an_int8_input_are_the_quantized_import(tmp_path: Path
 def test_weights_with_a_zero_point_are_refused(tmp_path: Path) -> None:
     """LiteRT's hybrid kernels read the codes as symmetric; a zero point would be ignored there, so it is refused
     here rather than given another meaning."""
-    model = unpack(hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01], [3, 4], _options("FullyConnectedOptions")))
+    model = unpack(hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01], [3, 4], builtin_options("FullyConnectedOptions")))
     model.subgraphs[0].tensors[1].quantization.zeroPoint = [3]
     with pytest.raises(DiagnosticError) as err:
         import_tflite(pack(model), tmp_path / "out")
@@ -151,7 +151,7 @@ def test_the_cli_imports_for_the_reference_kernels_on_request(tmp_path: Path) ->
     """`sknd import --reference-kernels` gives BUILTIN_REF's results; the option is a usage error for other
     formats."""
     data = hybrid_model("FULLY_CONNECTED", [3, 5], [4, 5], 0, [0.01, 0.02, 0.015, 0.005], [3, 4],
-                        _options("FullyConnectedOptions"))
+                        builtin_options("FullyConnectedOptions"))
     src = tmp_path / "fc.tflite"
     src.write_bytes(data)
     x = (np.random.default_rng(3).standard_normal([3, 5]) + 1.0).astype(np.float32)

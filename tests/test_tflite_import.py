@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tflite_oracle import inputs_of, pack, run_litert, schema, unpack
+from tflite_oracle import (
+    builtin_options,
+    inputs_of,
+    one_operator_model,
+    operator_code,
+    pack,
+    run_litert,
+    schema,
+    unpack,
+)
 
 import skriptnd
 from skriptnd.diagnostics import DiagnosticError
@@ -117,10 +126,7 @@ def one_op(builtin: str, inputs: list[tuple[list[int], np.ndarray | None]], outp
            options: Any = None, options_type: str | None = None, out_type: int = 0) -> bytes:
     """A model of one builtin operator: inputs are (shape, constant value or None for a graph input)."""
     s = schema()
-    code = getattr(s.BuiltinOperator, builtin)
-    opcode = s.OperatorCodeT()
-    opcode.builtinCode, opcode.deprecatedBuiltinCode = code, min(code, 127)
-    opcode.version = VERSIONS.get(builtin, 1)
+    opcode = operator_code(builtin, VERSIONS.get(builtin, 1))
     buffers = [s.BufferT()]
     tensors, graph_inputs, op_inputs = [], [], []
     types = {np.dtype(np.float32): 0, np.dtype(np.int32): 2, np.dtype(np.int64): 4, np.dtype(np.bool_): 6,
@@ -139,23 +145,7 @@ def one_op(builtin: str, inputs: list[tuple[list[int], np.ndarray | None]], outp
     for j, shape in enumerate(outputs):
         tensors.append(_tensor(s, shape, f"out{j}", type_=out_type))
         outs.append(len(tensors) - 1)
-    op = s.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = 0, op_inputs, outs
-    if options is not None:
-        op.builtinOptionsType = getattr(s.BuiltinOptions, options_type or type(options).__name__[:-1])
-        op.builtinOptions = options
-    sub = s.SubGraphT()
-    sub.tensors, sub.inputs, sub.outputs, sub.operators, sub.name = tensors, graph_inputs, outs, [op], "main"
-    model = s.ModelT()
-    model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, [opcode], [sub], buffers
-    return pack(model)
-
-
-def _options(name: str, **fields: Any) -> Any:
-    o = getattr(schema(), name + "T")()
-    for k, v in fields.items():
-        setattr(o, k, v)
-    return o
+    return one_operator_model(opcode, tensors, buffers, graph_inputs, op_inputs, outs, options, options_type)
 
 
 RNG = np.random.default_rng(7)
@@ -175,108 +165,108 @@ def _cases() -> list[tuple[str, Any]]:
     dw_w = _x(1, 3, 3, 8)
     return [
         ("conv_same_strided_relu6", ("CONV_2D", [([1, 9, 9, 4], None), ([], conv_w), ([], _x(6))], [[1, 5, 5, 6]],
-                                     _options("Conv2DOptions", padding=0, strideW=2, strideH=2,
+                                     builtin_options("Conv2DOptions", padding=0, strideW=2, strideH=2,
                                               fusedActivationFunction=3))),
         ("conv_dilated_valid", ("CONV_2D", [([1, 9, 8, 4], None), ([], conv_w), ([], _x(6))], [[1, 5, 4, 6]],
-                                _options("Conv2DOptions", padding=1, strideW=1, strideH=1, dilationWFactor=2,
+                                builtin_options("Conv2DOptions", padding=1, strideW=1, strideH=1, dilationWFactor=2,
                                          dilationHFactor=2))),
         ("depthwise_multiplier_2", ("DEPTHWISE_CONV_2D", [([1, 7, 7, 4], None), ([], dw_w), ([], _x(8))],
-                                    [[1, 4, 4, 8]], _options("DepthwiseConv2DOptions", padding=0, strideW=2,
+                                    [[1, 4, 4, 8]], builtin_options("DepthwiseConv2DOptions", padding=0, strideW=2,
                                                              strideH=2, depthMultiplier=2))),
         ("avg_pool_same_border", ("AVERAGE_POOL_2D", [([1, 5, 5, 3], None)], [[1, 3, 3, 3]],
-                                  _options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3,
+                                  builtin_options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3,
                                            filterHeight=3))),
         ("max_pool_same", ("MAX_POOL_2D", [([1, 6, 5, 2], None)], [[1, 3, 3, 2]],
-                           _options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3,
+                           builtin_options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3,
                                     filterHeight=2))),
         ("fully_connected_rank3", ("FULLY_CONNECTED", [([2, 3, 5], None), ([], _x(4, 5)), ([], _x(4))], [[6, 4]],
-                                   _options("FullyConnectedOptions", fusedActivationFunction=1))),
+                                   builtin_options("FullyConnectedOptions", fusedActivationFunction=1))),
         ("batch_matmul_adj", ("BATCH_MATMUL", [([2, 4, 3], None), ([2, 5, 4], None)], [[2, 3, 5]],
-                              _options("BatchMatMulOptions", adjX=True, adjY=True))),
+                              builtin_options("BatchMatMulOptions", adjX=True, adjY=True))),
         ("add_broadcast_relu", ("ADD", [([2, 3, 4], None), ([], _x(4))], [[2, 3, 4]],
-                                _options("AddOptions", fusedActivationFunction=1))),
+                                builtin_options("AddOptions", fusedActivationFunction=1))),
         ("div", ("DIV", [([2, 3], None), ([2, 3], None)], [[2, 3]], None)),
         ("squared_difference", ("SQUARED_DIFFERENCE", [([2, 3], None), ([1, 3], None)], [[2, 3]], None)),
         ("minimum", ("MINIMUM", [([2, 3], None), ([2, 3], None)], [[2, 3]], None)),
         ("maximum", ("MAXIMUM", [([2, 3], None), ([3], None)], [[2, 3]], None)),
         ("exp", ("EXP", [([2, 3], None)], [[2, 3]], None)),
-        ("gelu_tanh", ("GELU", [([2, 7], None)], [[2, 7]], _options("GeluOptions", approximate=True))),
+        ("gelu_tanh", ("GELU", [([2, 7], None)], [[2, 7]], builtin_options("GeluOptions", approximate=True))),
         ("gelu", ("GELU", [([2, 7], None)], [[2, 7]], None)),
         ("hard_swish", ("HARD_SWISH", [([2, 9], None)], [[2, 9]], None)),
-        ("leaky_relu", ("LEAKY_RELU", [([2, 5], None)], [[2, 5]], _options("LeakyReluOptions", alpha=0.3))),
+        ("leaky_relu", ("LEAKY_RELU", [([2, 5], None)], [[2, 5]], builtin_options("LeakyReluOptions", alpha=0.3))),
         ("prelu", ("PRELU", [([2, 3, 4], None), ([], _x(4))], [[2, 3, 4]], None)),
         ("relu_n1_to_1", ("RELU_N1_TO_1", [([2, 5], None)], [[2, 5]], None)),
-        ("softmax_beta", ("SOFTMAX", [([2, 6], None)], [[2, 6]], _options("SoftmaxOptions", beta=0.5))),
+        ("softmax_beta", ("SOFTMAX", [([2, 6], None)], [[2, 6]], builtin_options("SoftmaxOptions", beta=0.5))),
         ("mean_keep", ("MEAN", [([2, 3, 4], None), ([], _i32(1, -1))], [[2, 1, 1]],
-                       _options("ReducerOptions", keepDims=True))),
-        ("sum", ("SUM", [([2, 3, 4], None), ([], _i32(0))], [[3, 4]], _options("ReducerOptions"))),
-        ("reduce_max", ("REDUCE_MAX", [([2, 3, 4], None), ([], _i32(2))], [[2, 3]], _options("ReducerOptions"))),
+                       builtin_options("ReducerOptions", keepDims=True))),
+        ("sum", ("SUM", [([2, 3, 4], None), ([], _i32(0))], [[3, 4]], builtin_options("ReducerOptions"))),
+        ("reduce_max", ("REDUCE_MAX", [([2, 3, 4], None), ([], _i32(2))], [[2, 3]], builtin_options("ReducerOptions"))),
         ("pad", ("PAD", [([2, 3], None), ([], _i32(1, 0, 2, 1).reshape(2, 2))], [[3, 6]], None)),
         ("padv2", ("PADV2", [([2, 3], None), ([], _i32(0, 1, 1, 1).reshape(2, 2)),
                              ([], np.array([2.5], np.float32))], [[3, 5]], None)),
         ("mirror_pad_symmetric", ("MIRROR_PAD", [([3, 4], None), ([], _i32(1, 2, 2, 1).reshape(2, 2))], [[6, 7]],
-                                  _options("MirrorPadOptions", mode=1))),
+                                  builtin_options("MirrorPadOptions", mode=1))),
         ("mirror_pad_reflect", ("MIRROR_PAD", [([3, 4], None), ([], _i32(2, 1, 1, 2).reshape(2, 2))], [[6, 7]],
-                                _options("MirrorPadOptions", mode=0))),
+                                builtin_options("MirrorPadOptions", mode=0))),
         ("slice", ("SLICE", [([4, 5], None), ([], _i32(1, 2)), ([], _i32(2, -1))], [[2, 3]], None)),
         ("strided_slice", ("STRIDED_SLICE", [([5, 6, 4], None), ([], _i32(1, 0, 2)), ([], _i32(5, -1, 3)),
                                              ([], _i32(2, 2, 1))], [[2, 3]],
-                           _options("StridedSliceOptions", beginMask=2, shrinkAxisMask=4))),
+                           builtin_options("StridedSliceOptions", beginMask=2, shrinkAxisMask=4))),
         ("concatenation", ("CONCATENATION", [([2, 3], None), ([2, 2], None)], [[2, 5]],
-                           _options("ConcatenationOptions", axis=-1))),
-        ("gather", ("GATHER", [([5, 3], None), ([], _i32(4, 0, 2, 2))], [[4, 3]], _options("GatherOptions"))),
+                           builtin_options("ConcatenationOptions", axis=-1))),
+        ("gather", ("GATHER", [([5, 3], None), ([], _i32(4, 0, 2, 2))], [[4, 3]], builtin_options("GatherOptions"))),
         ("split", ("SPLIT", [([], _i32(1)), ([2, 6], None)], [[2, 2], [2, 2], [2, 2]],
-                   _options("SplitOptions", numSplits=3))),
+                   builtin_options("SplitOptions", numSplits=3))),
         ("split_v", ("SPLIT_V", [([2, 6], None), ([], _i32(1, 5)), ([], _i32(-1))], [[2, 1], [2, 5]],
-                     _options("SplitVOptions", numSplits=2))),
+                     builtin_options("SplitVOptions", numSplits=2))),
         ("pack", ("PACK", [([2, 3], None), ([2, 3], None)], [[2, 2, 3]],
-                  _options("PackOptions", valuesCount=2, axis=1))),
-        ("unpack", ("UNPACK", [([2, 3], None)], [[2], [2], [2]], _options("UnpackOptions", num=3, axis=1))),
+                  builtin_options("PackOptions", valuesCount=2, axis=1))),
+        ("unpack", ("UNPACK", [([2, 3], None)], [[2], [2], [2]], builtin_options("UnpackOptions", num=3, axis=1))),
         ("tile", ("TILE", [([2, 3], None), ([], _i32(2, 1))], [[4, 3]], None)),
         ("broadcast_to", ("BROADCAST_TO", [([3, 1], None), ([], _i32(2, 3, 4))], [[2, 3, 4]], None)),
         ("transpose", ("TRANSPOSE", [([2, 3, 4], None), ([], _i32(2, 0, 1))], [[4, 2, 3]], None)),
         ("reshape", ("RESHAPE", [([2, 3, 4], None), ([], _i32(4, -1))], [[4, 6]], None)),
-        ("squeeze", ("SQUEEZE", [([2, 1, 3], None)], [[2, 3]], _options("SqueezeOptions", squeezeDims=[1]))),
+        ("squeeze", ("SQUEEZE", [([2, 1, 3], None)], [[2, 3]], builtin_options("SqueezeOptions", squeezeDims=[1]))),
         ("resize_bilinear_half_pixel", ("RESIZE_BILINEAR", [([1, 3, 4, 2], None), ([], _i32(7, 5))], [[1, 7, 5, 2]],
-                                        _options("ResizeBilinearOptions", halfPixelCenters=True))),
+                                        builtin_options("ResizeBilinearOptions", halfPixelCenters=True))),
         ("resize_bilinear_align", ("RESIZE_BILINEAR", [([1, 3, 4, 2], None), ([], _i32(7, 5))], [[1, 7, 5, 2]],
-                                   _options("ResizeBilinearOptions", alignCorners=True))),
+                                   builtin_options("ResizeBilinearOptions", alignCorners=True))),
         ("resize_bilinear_asymmetric", ("RESIZE_BILINEAR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
-                                        [[1, 7, 5, 2]], _options("ResizeBilinearOptions"))),
+                                        [[1, 7, 5, 2]], builtin_options("ResizeBilinearOptions"))),
         ("resize_nearest", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))], [[1, 7, 5, 2]],
-                            _options("ResizeNearestNeighborOptions"))),
+                            builtin_options("ResizeNearestNeighborOptions"))),
         ("resize_nearest_half_pixel", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
-                                       [[1, 7, 5, 2]], _options("ResizeNearestNeighborOptions",
+                                       [[1, 7, 5, 2]], builtin_options("ResizeNearestNeighborOptions",
                                                                 halfPixelCenters=True))),
         ("transpose_conv_same", ("TRANSPOSE_CONV", [([], _i32(1, 8, 7, 5)), ([], _x(5, 3, 3, 4)), ([1, 4, 4, 4], None),
                                                    ([], _x(5))], [[1, 8, 7, 5]],
-                                 _options("TransposeConvOptions", padding=0, strideW=2, strideH=2))),
+                                 builtin_options("TransposeConvOptions", padding=0, strideW=2, strideH=2))),
         ("transpose_conv_valid", ("TRANSPOSE_CONV", [([], _i32(1, 9, 9, 2)), ([], _x(2, 3, 3, 4)), ([1, 4, 4, 4], None),
                                                     ([], _x(2))], [[1, 9, 9, 2]],
-                                  _options("TransposeConvOptions", padding=1, strideW=2, strideH=2,
+                                  builtin_options("TransposeConvOptions", padding=1, strideW=2, strideH=2,
                                            fusedActivationFunction=1))),
         ("select_v2", ("SELECT_V2", [([], RNG.random((2, 3)) > 0.5), ([2, 3], None), ([3], None)], [[2, 3]], None)),
         ("floor_div", ("FLOOR_DIV", [([2, 5], None), ([2, 5], None)], [[2, 5]], None)),
         ("arg_max", ("ARG_MAX", [([3, 5, 4], None), ([], _i32(1))], [[3, 4]],
-                     _options("ArgMaxOptions", outputType=4), 4)),
+                     builtin_options("ArgMaxOptions", outputType=4), 4)),
         ("arg_min", ("ARG_MIN", [([3, 5, 4], None), ([], _i32(-1))], [[3, 5]],
-                     _options("ArgMinOptions", outputType=2), 2)),
+                     builtin_options("ArgMinOptions", outputType=2), 2)),
         ("space_to_depth", ("SPACE_TO_DEPTH", [([1, 4, 6, 3], None)], [[1, 2, 3, 12]],
-                            _options("SpaceToDepthOptions", blockSize=2))),
+                            builtin_options("SpaceToDepthOptions", blockSize=2))),
         ("depth_to_space", ("DEPTH_TO_SPACE", [([1, 2, 3, 12], None)], [[1, 4, 6, 3]],
-                            _options("DepthToSpaceOptions", blockSize=2))),
+                            builtin_options("DepthToSpaceOptions", blockSize=2))),
         ("l2_normalization", ("L2_NORMALIZATION", [([2, 3, 6], None)], [[2, 3, 6]],
-                              _options("L2NormOptions"))),
+                              builtin_options("L2NormOptions"))),
         ("elu", ("ELU", [([2, 5], None)], [[2, 5]], None)),
-        ("shape", ("SHAPE", [([2, 5, 3], None)], [[3]], _options("ShapeOptions", outType=2), 2)),
+        ("shape", ("SHAPE", [([2, 5, 3], None)], [[3]], builtin_options("ShapeOptions", outType=2), 2)),
         ("zeros_like", ("ZEROS_LIKE", [([2, 5], None)], [[2, 5]], None)),
         ("fill", ("FILL", [([], _i32(2, 3)), ([], np.array(1.5, np.float32))], [[2, 3]], None)),
         ("range", ("RANGE", [([], np.array(1, np.int32)), ([], np.array(11, np.int32)), ([], np.array(3, np.int32))],
                    [[4]], None, 2)),
         ("cumsum_exclusive_reverse", ("CUMSUM", [([3, 5], None), ([], _i32(1))], [[3, 5]],
-                                      _options("CumsumOptions", exclusive=True, reverse=True))),
+                                      builtin_options("CumsumOptions", exclusive=True, reverse=True))),
         ("resize_nearest_align", ("RESIZE_NEAREST_NEIGHBOR", [([1, 3, 4, 2], None), ([], _i32(7, 5))],
-                                  [[1, 7, 5, 2]], _options("ResizeNearestNeighborOptions", alignCorners=True))),
+                                  [[1, 7, 5, 2]], builtin_options("ResizeNearestNeighborOptions", alignCorners=True))),
     ]
 
 
@@ -297,7 +287,7 @@ def test_unidirectional_sequence_lstm_matches_the_interpreter(time_major: bool, 
               **{i: _x(n) for i in range(12, 16)}}
     shape = [steps, batch, features] if time_major else [batch, steps, features]
     spec = [(shape, None)] + [([], consts[i]) for i in sorted(consts)]
-    options = _options("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=4, timeMajor=time_major)
+    options = builtin_options("UnidirectionalSequenceLSTMOptions", fusedActivationFunction=4, timeMajor=time_major)
     out = [steps, batch, n] if time_major else [batch, steps, n]
     model = unpack(one_op("UNIDIRECTIONAL_SEQUENCE_LSTM", spec, [out], options))
     sub = model.subgraphs[0]
@@ -635,15 +625,15 @@ def test_window_geometry_matches_the_interpreter(kind: str, size: tuple, kernel:
     geometry = {"padding": 0 if same else 1, "strideW": stride[1], "strideH": stride[0], "fusedActivationFunction": activation}
     if kind == "CONV_2D":
         spec = [([1, *size, channels], None), ([], _x(4, *kernel, channels)), ([], _x(4))]
-        options, oc = _options("Conv2DOptions", **geometry, dilationWFactor=dilation[1], dilationHFactor=dilation[0]), 4
+        options, oc = builtin_options("Conv2DOptions", **geometry, dilationWFactor=dilation[1], dilationHFactor=dilation[0]), 4
     elif kind == "DEPTHWISE_CONV_2D":
         spec = [([1, *size, channels], None), ([], _x(1, *kernel, channels * mult)), ([], _x(channels * mult))]
-        options = _options("DepthwiseConv2DOptions", **geometry, depthMultiplier=mult, dilationWFactor=dilation[1],
+        options = builtin_options("DepthwiseConv2DOptions", **geometry, depthMultiplier=mult, dilationWFactor=dilation[1],
                            dilationHFactor=dilation[0])
         oc = channels * mult
     else:
         spec, oc = [([1, *size, channels], None)], channels
-        options = _options("Pool2DOptions", **geometry, filterWidth=kernel[1], filterHeight=kernel[0])
+        options = builtin_options("Pool2DOptions", **geometry, filterWidth=kernel[1], filterHeight=kernel[0])
     data = one_op(kind, spec, [[1, *out, oc]], options)
     _compare(data, [_x(1, *size, channels)], tmp_path_factory.mktemp("w"), atol=1e-5)
 

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tflite_oracle import inputs_of, pack, require_litert, schema
+from tflite_oracle import (
+    builtin_options,
+    inputs_of,
+    one_operator_model,
+    operator_code,
+    pack,
+    require_litert,
+    schema,
+)
 
 import skriptnd
 from skriptnd.interop.tflite_import.importer import import_tflite
@@ -30,13 +38,15 @@ ROUNDING = "HIGH_MUL_HALF_UP"
 TYPES = {0: np.float32, 9: np.int8, 3: np.uint8, 7: np.int16, 2: np.int32}
 
 
-def litert_tensors(model: Path | bytes, inputs: list[np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Every computed tensor's value after one run of LiteRT's builtin kernels (no delegate), by tensor name, and
-    the tensors' details (quantization) by name. Inputs in the subgraph's input order."""
+def litert_tensors(model: Path | bytes, inputs: list[np.ndarray], resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+                   ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Every computed tensor's value after one run of LiteRT's builtin kernels (no delegate; `resolver`
+    BUILTIN_REF: its reference kernels), by tensor name, and the tensors' details (quantization) by name.
+    Inputs in the subgraph's input order."""
     interpreter = require_litert()
     it = interpreter.Interpreter(
         **({"model_content": model} if isinstance(model, bytes) else {"model_path": str(model)}), num_threads=1,
-        experimental_op_resolver_type=interpreter.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        experimental_op_resolver_type=getattr(interpreter.OpResolverType, resolver),
         experimental_preserve_all_tensors=True)
     it.allocate_tensors()
     for detail, x in zip(it.get_input_details(), inputs, strict=True):
@@ -133,19 +143,10 @@ def litert_spread(model: Path, inputs: list[np.ndarray]) -> int:
     """How many steps LiteRT's own two kernel sets (the default optimized builtins and the reference ones,
     BUILTIN_REF) differ by on the model's quantized graph outputs: the issue's bound for a deep model is one
     step, or this spread where it is larger."""
-    interpreter = require_litert()
-    runs = []
-    for kind in (interpreter.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, interpreter.OpResolverType.BUILTIN_REF):
-        it = interpreter.Interpreter(model_path=str(model), num_threads=1, experimental_op_resolver_type=kind,
-                                     experimental_preserve_all_tensors=True)
-        it.allocate_tensors()
-        for detail, x in zip(it.get_input_details(), inputs, strict=True):
-            it.set_tensor(detail["index"], x)
-        it.invoke()
-        details = {d["name"]: d for d in it.get_tensor_details()}
-        runs.append({n: it.get_tensor(details[n]["index"]).astype(np.int64) for n in _graph_outputs(model)
-                     if n in details and details[n]["quantization"][0] > 0})
-    return max((int(np.abs(runs[0][n] - runs[1][n]).max()) for n in runs[0]), default=0)
+    (optimized, details), (reference, _) = (litert_tensors(model, inputs, kind)
+                                            for kind in ("BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF"))
+    outputs = [n for n in _graph_outputs(model) if n in optimized and details[n]["quantization"][0] > 0]
+    return max((int(np.abs(optimized[n].astype(np.int64) - reference[n]).max()) for n in outputs), default=0)
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2_int8", "resnet18_int8", "mobilenet_v3_small_int8",
@@ -181,9 +182,7 @@ def q_op(builtin: str, inputs: list[Spec], outputs: list[Spec], options: Any = N
     (int8 unless `types` says otherwise, by position over inputs then outputs) or (constant array, scales,
     zero points, quantized axis); outputs (shape, scale, zero_point)."""
     s = schema()
-    code = getattr(s.BuiltinOperator, builtin)
-    opcode = s.OperatorCodeT()
-    opcode.builtinCode, opcode.deprecatedBuiltinCode, opcode.version = code, min(code, 127), version
+    opcode = operator_code(builtin, version)
     buffers, tensors, graph_inputs, op_inputs = [s.BufferT()], [], [], []
     kinds = list(types) + [9] * (len(inputs) + len(outputs) - len(types))
 
@@ -211,23 +210,7 @@ def q_op(builtin: str, inputs: list[Spec], outputs: list[Spec], options: Any = N
             graph_inputs.append(op_inputs[-1])
     outs = [tensor(spec[0], f"out{j}", kinds[len(inputs) + j], *spec[1:] if kinds[len(inputs) + j] else (None, None))
             for j, spec in enumerate(outputs)]
-    op = s.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = 0, op_inputs, outs
-    if options is not None:
-        op.builtinOptionsType = getattr(s.BuiltinOptions, type(options).__name__[:-1])
-        op.builtinOptions = options
-    sub = s.SubGraphT()
-    sub.tensors, sub.inputs, sub.outputs, sub.operators, sub.name = tensors, graph_inputs, outs, [op], "main"
-    model = s.ModelT()
-    model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, [opcode], [sub], buffers
-    return pack(model)
-
-
-def _options(name: str, **fields: Any) -> Any:
-    o = getattr(schema(), name + "T")()
-    for k, v in fields.items():
-        setattr(o, k, v)
-    return o
+    return one_operator_model(opcode, tensors, buffers, graph_inputs, op_inputs, outs, options)
 
 
 RNG = np.random.default_rng(11)
@@ -258,37 +241,37 @@ def _one_op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     fc = (RNG.integers(-127, 128, (10, 288)).astype(np.int8), 0.004, 0, 0)
     shape = X[0]
     cases = {
-        "add_relu": (q_op("ADD", [X, Y], [(shape, 0.06, -5)], _options("AddOptions", fusedActivationFunction=1)),
+        "add_relu": (q_op("ADD", [X, Y], [(shape, 0.06, -5)], builtin_options("AddOptions", fusedActivationFunction=1)),
                      [_codes(shape), _codes(shape)]),
         "sub": (q_op("SUB", [X, Y], [(shape, 0.07, 2)], version=2), [_codes(shape), _codes(shape)]),
         "mul": (q_op("MUL", [X, Y], [(shape, 0.03, 1)]), [_codes(shape), _codes(shape)]),
         "concat": (q_op("CONCATENATION", [X, X], [([1, 6, 6, 16], 0.05, 3)],
-                        _options("ConcatenationOptions", axis=3)), [_codes(shape), _codes(shape)]),
+                        builtin_options("ConcatenationOptions", axis=3)), [_codes(shape), _codes(shape)]),
         "mean": (q_op("MEAN", [X, (np.array([1, 2], np.int32), None, None, 0)], [([1, 1, 1, 8], 0.01, 4)],
-                      _options("ReducerOptions", keepDims=True), types=(9, 2)), [_codes(shape)]),
+                      builtin_options("ReducerOptions", keepDims=True), types=(9, 2)), [_codes(shape)]),
         "avg_pool": (q_op("AVERAGE_POOL_2D", [X], [([1, 3, 3, 8], 0.05, 3)],
-                          _options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3, filterHeight=3)),
+                          builtin_options("Pool2DOptions", padding=0, strideW=2, strideH=2, filterWidth=3, filterHeight=3)),
                      [_codes(shape)]),
         "max_pool_relu6": (q_op("MAX_POOL_2D", [X], [([1, 3, 3, 8], 0.05, 3)],
-                                _options("Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2,
+                                builtin_options("Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2,
                                          filterHeight=2, fusedActivationFunction=3)), [_codes(shape)]),
-        "softmax": (q_op("SOFTMAX", [X], [(shape, 1 / 256, -128)], _options("SoftmaxOptions", beta=1.0)),
+        "softmax": (q_op("SOFTMAX", [X], [(shape, 1 / 256, -128)], builtin_options("SoftmaxOptions", beta=1.0)),
                     [_codes(shape)]),
         "logistic": (q_op("LOGISTIC", [X], [(shape, 1 / 256, -128)]), [_codes(shape)]),
         "tanh": (q_op("TANH", [X], [(shape, 1 / 128, 0)]), [_codes(shape)]),
         "hard_swish": (q_op("HARD_SWISH", [X], [(shape, 0.03, -20)]), [_codes(shape)]),
         "conv_wide": (q_op("CONV_2D", [([1, 16, 16, 8], 0.05, 3), w, _bias(16, 0.05, w[1])], [([1, 16, 16, 16], 0.02, 7)],
-                           _options("Conv2DOptions", padding=0, strideW=1, strideH=1), version=3, types=(9, 9, 2)),
+                           builtin_options("Conv2DOptions", padding=0, strideW=1, strideH=1), version=3, types=(9, 9, 2)),
                       [_codes([1, 16, 16, 8])]),
         "depthwise_wide": (q_op("DEPTHWISE_CONV_2D", [([1, 32, 32, 16], 0.05, 3), dw, _bias(16, 0.05, dw[1])],
-                                [([1, 32, 32, 16], 0.03, -2)], _options("DepthwiseConv2DOptions", padding=0, strideW=1,
+                                [([1, 32, 32, 16], 0.03, -2)], builtin_options("DepthwiseConv2DOptions", padding=0, strideW=1,
                                                                         strideH=1, depthMultiplier=1),
                                 version=3, types=(9, 9, 2)), [_codes([1, 32, 32, 16])]),
         "conv_relu6": (q_op("CONV_2D", [X, w, _bias(16, 0.05, w[1])], [([1, 6, 6, 16], 0.2, -100)],
-                            _options("Conv2DOptions", padding=0, strideW=1, strideH=1, fusedActivationFunction=3),
+                            builtin_options("Conv2DOptions", padding=0, strideW=1, strideH=1, fusedActivationFunction=3),
                             version=3, types=(9, 9, 2)), [_codes(shape)]),
         "depthwise_x2": (q_op("DEPTHWISE_CONV_2D", [X, dw, _bias(16, 0.05, dw[1])], [([1, 3, 3, 16], 0.1, 5)],
-                              _options("DepthwiseConv2DOptions", padding=0, strideW=2, strideH=2, depthMultiplier=2,
+                              builtin_options("DepthwiseConv2DOptions", padding=0, strideW=2, strideH=2, depthMultiplier=2,
                                        fusedActivationFunction=1), version=3, types=(9, 9, 2)), [_codes(shape)]),
         "fully_connected": (q_op("FULLY_CONNECTED", [([1, 288], 0.05, 3), fc, _bias(10, 0.05, [0.004] * 10)],
                                  [([1, 10], 0.5, 0)], version=4, types=(9, 9, 2)), [_codes([1, 288])]),

@@ -75,6 +75,42 @@ def pack(model: Any) -> bytes:
     return bytes(builder.Output())
 
 
+def operator_code(builtin: str, version: int = 1) -> Any:
+    """A schema OperatorCodeT of a builtin operator (the deprecated code field as old readers see it)."""
+    s = schema()
+    code = getattr(s.BuiltinOperator, builtin)
+    opcode = s.OperatorCodeT()
+    opcode.builtinCode, opcode.deprecatedBuiltinCode, opcode.version = code, min(code, 127), version
+    return opcode
+
+
+def builtin_options(name: str, **fields: Any) -> Any:
+    """A schema ``<name>T`` options table (e.g. ``Conv2DOptions``) with ``fields`` set."""
+    o = getattr(schema(), name + "T")()
+    for k, v in fields.items():
+        setattr(o, k, v)
+    return o
+
+
+def one_operator_model(opcode: Any, tensors: list[Any], buffers: list[Any], graph_inputs: list[int],
+                       op_inputs: list[int], outputs: list[int], options: Any = None,
+                       options_type: str | None = None) -> bytes:
+    """A .tflite model of one operator over ``tensors`` (indices): its inputs ``op_inputs``, the subgraph's inputs
+    ``graph_inputs``, both's outputs ``outputs``; ``options`` a builtin options table (its type from its class
+    name unless ``options_type`` says)."""
+    s = schema()
+    op = s.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = 0, op_inputs, outputs
+    if options is not None:
+        op.builtinOptionsType = getattr(s.BuiltinOptions, options_type or type(options).__name__[:-1])
+        op.builtinOptions = options
+    sub = s.SubGraphT()
+    sub.tensors, sub.inputs, sub.outputs, sub.operators, sub.name = tensors, graph_inputs, outputs, [op], "main"
+    model = s.ModelT()
+    model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, [opcode], [sub], buffers
+    return pack(model)
+
+
 def unpack(data: bytes) -> Any:
     """.tflite bytes as a schema ModelT (to alter and pack again)."""
     s = schema()
