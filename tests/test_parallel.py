@@ -2,8 +2,8 @@
 TOSA operators against their serial forms and against the generic kernels.
 
 Threaded and serial forms compute each output element with the same float32 operations in the same
-order (a thread takes whole output rows; the depthwise taps, the bias and the clamp are applied per
-element alike), so depthwise convolution and pooling must be bit-identical. A convolution's GEMM
+order (a thread takes whole output rows or elements; depthwise convolution is one einsum, whose activation
+may split), so depthwise convolution and pooling must be bit-identical. A convolution's GEMM
 is split into row blocks: OpenBLAS computes an element's dot product the same way whatever rows
 surround it in practice, but that is BLAS's business, so those are compared within float32
 reassociation (a few eps32 of |x| conv |w| + |b|, the scale of any summation order's error). The
@@ -116,7 +116,6 @@ def test_blas_limit_restores_openblas_threads() -> None:
 
 @pytest.fixture
 def always_split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(F, "_DEPTHWISE_SPLIT_BYTES", 0)
     monkeypatch.setattr(F, "_CONV_SPLIT_POSITIONS", 0)
     monkeypatch.setattr(F, "_POOL_SPLIT_BYTES", 0)
     monkeypatch.setattr(F, "_ELEMENTWISE_SPLIT_BYTES", 0)
@@ -153,10 +152,19 @@ def _geometry(p: dict) -> tuple[int, int] | None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(windows, st.integers(1, 3))
-def test_threaded_depthwise_equals_serial_bit_for_bit(always_split: None, p: dict, m: int) -> None:
+@given(windows, st.integers(1, 3), st.booleans())
+def test_threaded_depthwise_equals_serial_bit_for_bit(always_split: None, p: dict, m: int, wide: bool) -> None:
     if _geometry(p) is None:
         return
+    saved = F._DEPTHWISE_WIDE
+    F._DEPTHWISE_WIDE = 1 if wide else saved  # the per-channel windows instead of rows of ow * c
+    try:
+        _check_threaded_depthwise(p, m)
+    finally:
+        F._DEPTHWISE_WIDE = saved
+
+
+def _check_threaded_depthwise(p: dict, m: int) -> None:
     rng = np.random.default_rng(p["seed"])
     x = rng.standard_normal((p["n"], p["h"], p["w"], p["c"])).astype(np.float32)
     w = rng.standard_normal((p["kh"], p["kw"], p["c"], m)).astype(np.float32)

@@ -455,23 +455,26 @@ class _Conv2D:
             self.clamp.apply(out)
 
 
-_DEPTHWISE_BAND_BYTES = 1 << 16  # measured best of 64 KB .. 512 KB on ResNet/MobileNet shapes
-#: outputs from this size split over threads (2-vCPU EPYC, MobileNetV2's layers: split by output rows,
-#: 56x56x144 0.87 -> 0.62 ms; smaller ones gain nothing over the one-call einsum)
-_DEPTHWISE_SPLIT_BYTES = 1 << 20
-#: from this many channels the one-call einsum beats the taps (its inner loop runs over channels)
-_DEPTHWISE_EINSUM_CHANNELS = 64
+#: channels from which a strided depthwise convolution reads its windows per channel (an inner loop of C)
+#: rather than gathering each tap's columns into rows first: the gather's copy costs more than the longer
+#: loop gains there (112x112x96 stride 2: 3.3 against 2.6 ms, 2-vCPU EPYC)
+_DEPTHWISE_WIDE = 64
 
 
 class _Depthwise:
-    """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M]: one multiply-add over all positions per kernel tap.
+    """DEPTHWISE_CONV2D NHWC x [KH,KW,C,M] as one ``np.einsum`` over a strided view of the padded input.
 
-    Three schedules of the same sums (each output is w[0,0] x[..] + w[0,1] x[..] + ..., taps in
-    order, in float32): large outputs on several threads (skriptnd.parallel), each thread taking a
-    band of output rows with its own zero-padded copy of the input rows the band reads (so the copy
-    runs in parallel too, no barrier); else, from 64 channels on, one ``np.einsum`` over a strided
-    view of the windows (one call instead of 2 x taps: measured 1.2-1.7x faster there; it holds the
-    GIL, hence not for threads); else the taps in cache-sized bands of output rows."""
+    Each output is w[0,0] x[..] + w[0,1] x[..] + ..., taps in order, in float32. numpy's loops are fast only
+    over a long contiguous inner dimension; over windows ``[n, oh, ow, kh, kw, c]`` with the weights
+    ``[kh, kw, c]`` the inner loop would be C elements long (16 in MobileNetV3's first layers: 3 ms for
+    1.8 M multiply-adds, as 18 passes of one multiply or add per tap). So the weights are tiled over the
+    output width once, ``[kh, kw, ow*c]``, and the windows are rows of OW*C contiguous floats: with column
+    stride 1, the window of tap (ky, kx) at output row y is the span of padded input row y*sy + ky*dy
+    starting at column kx*dx, a view; with a column stride S, the columns a tap reads are first gathered
+    into one row per tap (``[n, rows, kw, ow*c]``, a copy of kw/S inputs). One einsum then sums over
+    (ky, kx) with an inner loop of OW*C: 0.44 ms for that layer (2-vCPU EPYC), 1.0-1.7x the per-channel
+    einsum on wider layers. einsum holds the GIL, so the work does not split over threads; measured,
+    it beats the taps split over two threads on every MobileNet, EfficientNet and ConvNeXt shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
                  clamp: Epilogue | None) -> None:
@@ -484,93 +487,65 @@ class _Depthwise:
         self.dilation = [int(d) for d in attrs["dilation"]]
         self.clamp = clamp
         self._shape: tuple[int, ...] | None = None
-        self._parts = 0
-        self._bands: list[tuple[int, int, np.ndarray, tuple[int, int, int]]] = []
 
-    def _dims(self, x: np.ndarray) -> tuple[int, int]:
-        _, ih, iw, _ = x.shape
-        kh, kw, _ = self.w.shape
+    def _setup(self, shape: tuple[int, ...]) -> None:
+        """The padded input buffer, the tiled weights and, for a column stride, the per-tap row buffer."""
+        n, ih, iw, c = shape
+        kh, kw, cm = self.w.shape
         (t, b, left, r), (sy, sx), (dy, dx) = self.pad, self.stride, self.dilation
-        return (ih + t + b - (kh - 1) * dy - 1) // sy + 1, (iw + left + r - (kw - 1) * dx - 1) // sx + 1
+        hp, wp = ih + t + b, iw + left + r
+        self.oh, self.ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
+        span = self.ow * cm
+        self.padded = np.zeros((n, hp, wp, c), F32)
+        self.wt = np.tile(self.w, (1, 1, self.ow))
+        if sx == 1:
+            self.taps = None
+            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
+            flat = src.reshape(n, hp, wp * cm)
+            s = flat.strides
+            self.windows = as_strided(flat, (n, self.oh, kh, kw, span), (s[0], s[1] * sy, s[1] * dy, s[2] * cm * dx, s[2]),
+                                      writeable=False)
+        elif cm >= _DEPTHWISE_WIDE:  # the per-channel windows: an inner loop of cm, no gather
+            self.taps = None
+            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
+            s = src.strides
+            self.windows = as_strided(src, (n, self.oh, self.ow, kh, kw, cm),
+                                      (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
+            self.wt = self.w
+        else:
+            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
+            self.taps = np.empty((n, hp, kw, span), F32)
+            s = self.taps.strides
+            self.windows = as_strided(self.taps, (n, self.oh, kh, kw, span), (s[0], s[1] * sy, s[1] * dy, s[2], s[3]),
+                                      writeable=False)
+        self.src = src
+        self._shape = shape
 
     def __call__(self, x: np.ndarray, *rest: Any) -> Any:
         if not _is_f32(x) or x.ndim != 4:
             return NotImplemented
-        n, ih, iw, c = x.shape
-        oh, ow = self._dims(x)
-        y = np.empty((n, oh, ow, c * self.m), F32)
-        parts = parallel.worth(y.nbytes, _DEPTHWISE_SPLIT_BYTES) if oh > 1 else 1
-        if parts > 1:
-            if x.shape != self._shape or parts != self._parts:
-                self._split_setup(x.shape, oh, ow, parts)
-            parallel.parallel_for(len(self._bands), lambda k: self._band(x, y, k))
-            return y
         if x.shape != self._shape:
-            self.padded = np.zeros((n, ih + self.pad[0] + self.pad[1], iw + self.pad[2] + self.pad[3], c), F32)
-            self._shape, self._parts = x.shape, 1
+            self._setup(x.shape)
+        n, ih, iw, _ = x.shape
+        kh, kw, cm = self.w.shape
         t, left = self.pad[0], self.pad[2]
         self.padded[:, t:t + ih, left:left + iw, :] = x
-        src = self.padded if self.m == 1 else np.repeat(self.padded, self.m, axis=3)
-        if c * self.m >= _DEPTHWISE_EINSUM_CHANNELS:
-            kh, kw, _ = self.w.shape
-            (sy, sx), (dy, dx), s = self.stride, self.dilation, src.strides
-            windows = as_strided(src, (n, oh, ow, kh, kw, c * self.m),
-                                 (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
-            np.einsum("nyxijc,ijc->nyxc", windows, self.w, out=y)
+        if self.m > 1:
+            np.copyto(self.src, np.repeat(self.padded, self.m, axis=3))
+        if self.taps is not None:
+            sx, dx, ow = self.stride[1], self.dilation[1], self.ow
+            rows = self.taps.reshape(n, -1, kw, ow, cm)
+            for kx in range(kw):
+                np.copyto(rows[:, :, kx], self.src[:, :, kx * dx:kx * dx + (ow - 1) * sx + 1:sx])
+        y = np.empty((n, self.oh, self.ow, cm), F32)
+        if self.windows.ndim == 6:
+            np.einsum("nyxijc,ijc->nyxc", self.windows, self.wt, out=y)
         else:
-            self._taps(src, y, 0, oh, 0)
+            np.einsum("nyijs,ijs->nys", self.windows, self.wt, out=y.reshape(n, self.oh, -1))
         y += self.b
         if self.clamp is not None:
             self.clamp.apply(y)
         return y
-
-    def _split_setup(self, shape: tuple[int, ...], oh: int, ow: int, parts: int) -> None:
-        """Per band of output rows: its input rows and a zero-padded buffer holding them."""
-        n, ih, iw, c = shape
-        kh, _, _ = self.w.shape
-        (t, _, left, r), (sy, _), (dy, _) = self.pad, self.stride, self.dilation
-        self._bands = []
-        for r0, r1 in parallel.split(oh, parts):
-            p0, p1, x0, x1 = _band_rows(r0, r1, t, sy, (kh - 1) * dy + 1, ih)
-            buf = np.zeros((n, p1 - p0, iw + left + r, c), F32)
-            self._bands.append((r0, r1, buf, (x0, x1, x0 + t - p0)))
-        self._shape, self._parts = shape, parts
-
-    def _band(self, x: np.ndarray, y: np.ndarray, k: int) -> None:
-        r0, r1, buf, (x0, x1, at) = self._bands[k]
-        _fill_band(buf, x, x0, x1, at, self.pad[2])
-        src = buf if self.m == 1 else np.repeat(buf, self.m, axis=3)
-        self._taps(src, y, r0, r1, r0)
-        band = y[:, r0:r1]
-        band += self.b
-        if self.clamp is not None:
-            self.clamp.apply(band)
-
-    def _taps(self, src: np.ndarray, y: np.ndarray, o0: int, o1: int, s0: int) -> None:
-        """Output rows [o0, o1) of ``y`` from ``src`` (padded rows from output row ``s0``'s first
-        one), the taps' multiply-adds in bands of rows small enough to stay in cache."""
-        kh, kw, _ = self.w.shape
-        (sy, sx), (dy, dx) = self.stride, self.dilation
-        n, _, ow, cm = y.shape
-        row_bytes = 4 * n * ow * cm
-        rows = o1 - o0
-        if rows * row_bytes > 16 * _DEPTHWISE_BAND_BYTES:
-            rows = max(1, _DEPTHWISE_BAND_BYTES // row_bytes)
-        tmp = np.empty((n, rows, ow, cm), F32)
-        for r0 in range(o0, o1, rows):
-            r1 = min(o1, r0 + rows)
-            band, scratch = y[:, r0:r1], tmp[:, :r1 - r0]
-            first = True
-            for ky in range(kh):
-                y0 = ky * dy + (r0 - s0) * sy
-                for kx in range(kw):
-                    win = src[:, y0:y0 + (r1 - r0 - 1) * sy + 1:sy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx, :]
-                    if first:
-                        np.multiply(win, self.w[ky, kx], out=band)
-                        first = False
-                    else:
-                        np.multiply(win, self.w[ky, kx], out=scratch)
-                        band += scratch
 
 
 def _pool_dims(x: np.ndarray, attrs: dict[str, Any]) -> tuple[list[int], list[int], list[int], int, int]:
