@@ -176,13 +176,13 @@ def specialise(name: str, consts: Sequence[np.ndarray | None], attrs: dict[str, 
         return _comparison(_COMPARE[name])
     if name in _BINARY:
         fn2 = _BINARY[name]
-        return _checked(lambda a, b: _binary(fn2, a, b))
+        return _binary_form(fn2)
     if name == "MUL" and (len(consts) < 3 or _zero(consts[2])):
-        return _checked(lambda a, b, *shift: _binary(np.multiply, a, b))
+        return _binary_form(np.multiply)
     if name == "RESHAPE":
         if len(consts) > 1 and consts[1] is not None:  # the usual case: the shape is known when planning
             fixed = tuple(int(d) for d in consts[1])
-            return lambda x, shape: np.reshape(x, fixed)
+            return lambda x, shape: x.reshape(fixed)  # the method: np.reshape's dispatch costs ~1 us more
         return lambda x, shape: np.reshape(x, tuple(int(d) for d in shape))
     if name == "SLICE" and len(consts) == 3 and consts[1] is not None and consts[2] is not None:
         # a view: no operator of a program writes into its inputs, so the copy can be skipped
@@ -241,10 +241,12 @@ def _sum(x: np.ndarray, axis: int, keepdims: bool) -> np.ndarray:
     """Accumulated in float64 and rounded once, as the generic kernel does: a float32 sum of values
     that cancel can be far off relative to the result."""
     with np.errstate(over="ignore"):
-        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
+        return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=np.float64).astype(F32)
 
 
-_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": _sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min}
+#: the ufuncs' own reductions (what np.sum / np.max call, without their ~2 us of dispatch a call)
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {"REDUCE_SUM": _sum, "REDUCE_MAX": np.maximum.reduce,
+                                                 "REDUCE_MIN": np.minimum.reduce}
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -580,6 +582,20 @@ def _split_elementwise(apply: Callable[[np.ndarray], Any], x: np.ndarray) -> np.
 
     parallel.parallel_chunks(flat.size, chunk, parts)
     return y
+
+
+def _binary_form(fn: np.ufunc) -> Fn:
+    """``fn`` on float32 operands (MUL's shift, a zero, is ignored), through :func:`_binary` when ``a`` is large
+    enough to split: one closure, as a small transformer runs ~100 of these on [1, 16, 128] tensors, where
+    each wrapper layer's ~1 us counted against numpy's 2 us (issue 28)."""
+    def run(a: Any, b: Any, *shift: Any) -> Any:
+        if not (isinstance(a, np.ndarray) and a.dtype == F32):
+            return NotImplemented
+        if a.nbytes < _ELEMENTWISE_SPLIT_BYTES:
+            return fn(a, b)
+        return _binary(fn, a, b)
+
+    return run
 
 
 def _binary(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray) -> np.ndarray:
