@@ -59,6 +59,8 @@ def test_rewritten_program_computes_the_convolution(n: int, h: int, w: int, c: i
     if kh * kw > 1:
         assert "CONV2D" not in names and names.count("MATMUL") == 1
         assert names.count("SLICE") == kh * kw or names.count("TRANSPOSE") == 1  # patches of stride = kernel
+        read = {i for op in rewritten.ops for i in op.inputs} | set(rewritten.outputs)
+        assert set(rewritten.constants) <= read  # the original filter and bias went with their CONV2D
     else:  # a 1x1 convolution is a product already: left alone
         assert rewritten is program
     (got,) = rewritten([x])

@@ -131,5 +131,8 @@ def convs_as_matmuls(program: Program, inputs: Sequence[tuple[tuple[int, ...], n
         bias_values = np.asarray(program.constants[b], np.float32)  # [co], or [1] (CONV2D broadcasts it)
         bias = const(bias_values.reshape(1, 1, 1, co if bias_values.size == co else 1))
         op("ADD", [op("RESHAPE", [product, shape(n, oh, ow, co)]), bias], out=o.output)
+    # the rewritten convolutions' filters and biases are read by nothing now (their re-arranged copies are)
+    read = {i for o in ops for i in o.inputs} | set(program.outputs)
+    consts = {k: v for k, v in consts.items() if k in read}
     return replace(program, ops=ops, constants=consts, hints={k: v for k, v in program.hints.items() if k in consts},
                    _steps=None, _slots={})
