@@ -303,16 +303,17 @@ def test_fast_depthwise_matches_the_generic_kernel(geo: tuple[int, ...], c: int,
     x, w, b = _rand(rng, 1, ih, iw, c), _rand(rng, kh, kw, c, m), _rand(rng, c * m)
     attrs = {"pad": [pt, pt, pl, 0], "stride": [sy, sx], "dilation": [d, 1]}
     expected = OPS["DEPTHWISE_CONV2D"](x, w, b, **attrs)
-    saved = fast_forms._DEPTHWISE_WIDE
+    saved = fast_forms._DEPTHWISE_WIDE, fast_forms._DEPTHWISE_TILED_BYTES
     try:
-        for wide in (saved, 1):  # rows of ow * c (taps gathered when strided), and per-channel windows
-            fast_forms._DEPTHWISE_WIDE = wide
+        # rows of ow * c (taps gathered when strided), per-channel windows, and weights too large to tile
+        for wide, tiled in (saved, (1, saved[1]), (saved[0], 0)):
+            fast_forms._DEPTHWISE_WIDE, fast_forms._DEPTHWISE_TILED_BYTES = wide, tiled
             fast = specialise("DEPTHWISE_CONV2D", [None, w, b], attrs)
             assert fast is not None
             for _ in range(2):  # the second call reuses the buffers
                 np.testing.assert_allclose(fast(x, w, b), expected, rtol=1e-5, atol=1e-5)
     finally:
-        fast_forms._DEPTHWISE_WIDE = saved
+        fast_forms._DEPTHWISE_WIDE, fast_forms._DEPTHWISE_TILED_BYTES = saved
 
 
 @settings(max_examples=40, deadline=None)

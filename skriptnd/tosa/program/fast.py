@@ -461,6 +461,9 @@ class _Conv2D:
 #: rather than gathering each tap's columns into rows first: the gather's copy costs more than the longer
 #: loop gains there (112x112x96 stride 2: 3.3 against 2.6 ms, 2-vCPU EPYC)
 _DEPTHWISE_WIDE = 64
+#: the most memory the weights tiled over the output width may take (ConvNeXt-T's largest: 1 MB at 56x56x96
+#: 7x7); a wider image keeps the per-channel windows rather than a copy of the weights per output column
+_DEPTHWISE_TILED_BYTES = 8 << 20
 
 
 class _Depthwise:
@@ -499,21 +502,21 @@ class _Depthwise:
         self.oh, self.ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
         span = self.ow * cm
         self.padded = np.zeros((n, hp, wp, c), F32)
-        self.wt = np.tile(self.w, (1, 1, self.ow))
-        if sx == 1:
+        tiled = self.w.size * self.ow * 4 <= _DEPTHWISE_TILED_BYTES
+        self.wt = np.tile(self.w, (1, 1, self.ow)) if tiled and (sx == 1 or cm < _DEPTHWISE_WIDE) else self.w
+        if sx == 1 and tiled:
             self.taps = None
             src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             flat = src.reshape(n, hp, wp * cm)
             s = flat.strides
             self.windows = as_strided(flat, (n, self.oh, kh, kw, span), (s[0], s[1] * sy, s[1] * dy, s[2] * cm * dx, s[2]),
                                       writeable=False)
-        elif cm >= _DEPTHWISE_WIDE:  # the per-channel windows: an inner loop of cm, no gather
+        elif cm >= _DEPTHWISE_WIDE or not tiled:  # the per-channel windows: an inner loop of cm, no gather
             self.taps = None
             src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             s = src.strides
             self.windows = as_strided(src, (n, self.oh, self.ow, kh, kw, cm),
                                       (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
-            self.wt = self.w
         else:
             src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             self.taps = np.empty((n, hp, kw, span), F32)
