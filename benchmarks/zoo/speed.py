@@ -421,6 +421,12 @@ def markdown(results: Results) -> str:
     peaks = {(m.model, m.batch, m.backend): m for m in results.memory}
     head = ["model", "batch", "threads", "backend", "ms", "ratio to ort", "deviation", "peak MB (model MB)"]
     lines = [f"Machine: {describe_machine(results)}.", "",
+             "ms: median of the interleaved runs; ratio: to onnxruntime on the same .onnx, same threads; "
+             "deviation: max |difference| / max |value| from the first backend's outputs; peak MB: the process's "
+             f"peak resident set over compose, prepare and {MEMORY_RUNS} runs at that batch (threads "
+             f"{max((m.threads for m in results.memory), default='–')}), and in brackets peak minus the "
+             "resident set before composing (interpreter, libraries, inputs); cold: IREE compiled in that step.",
+             "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     errors = []
     for c in results.cells:
@@ -429,6 +435,10 @@ def markdown(results: Results) -> str:
             ", cold" if m.warm is False else "")
         if c.error:
             errors.append(f"* {c.model} batch {c.batch} threads {c.threads} {c.backend}: {_short(c.error)}")
+            if len(errors) > 1 and errors[-2].endswith(f": {_short(c.error)}") and errors[-2].startswith(
+                    f"* {c.model} batch {c.batch} threads {c.threads} "):  # one step's error: once
+                errors[-2] = errors[-2].replace(": ", f", {c.backend}: ", 1)
+                errors.pop()
         lines.append("| " + " | ".join([
             c.model, str(c.batch), str(c.threads), c.backend, "error" if c.error else _ms(c.median_ms),
             "–" if c.ratio is None else f"{c.ratio:.2f}x",
