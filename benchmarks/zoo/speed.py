@@ -273,6 +273,8 @@ class Results:
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the OPENBLAS_* / OMP_* / MKL_* variables this script was started with (each step sets *_NUM_THREADS)
     blas_env: dict[str, str] = field(default_factory=dict)
+    #: every subprocess: what it did, its status and wall seconds (prepare and compiles included)
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _first_lines(text: str) -> str:
@@ -344,6 +346,8 @@ def run_model(name: str, args: argparse.Namespace, results: Results) -> None:
             before = os.getloadavg()
             res = run_step(["time", json.dumps(spec)], args.timeout, args.max_memory, threads)
             after = os.getloadavg()
+            results.steps.append({"step": "time", "model": name, "batch": batch, "threads": threads,
+                                  "status": res["status"], "wall_s": res.get("wall_s")})
             if res["status"] != "ok":
                 message = _first_lines(res.get("message", ""))
                 results.cells += [Cell(name, batch, threads, b, onnx_path.name, error=f"{res['status']}: {message}",
@@ -364,6 +368,8 @@ def run_model(name: str, args: argparse.Namespace, results: Results) -> None:
             spec = {"folder": str(folder), "onnx": str(onnx_path), "inputs": str(inputs), "batch": batch,
                     "threads": threads, "backend": backend, "cache_dir": str(args.work / "iree-cache")}
             res = run_step(["memory", json.dumps(spec)], args.timeout, args.max_memory, threads)
+            results.steps.append({"step": "memory", "model": name, "batch": batch, "backend": backend,
+                                  "status": res["status"], "wall_s": res.get("wall_s")})
             if res["status"] != "ok":
                 m = Memory(name, batch, backend, threads,
                            error=f"{res['status']}: {_first_lines(res.get('message', ''))}")
