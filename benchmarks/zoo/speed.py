@@ -24,7 +24,7 @@ graph attributes, composed for the inputs' extents. Inputs: the zoo's batch-1 in
    before and after each step is kept, so a loaded machine shows. Compiles (IREE) are not timed: they happen
    in prepare, into ``--work/iree-cache``.
 2. Peak memory: after a batch's timings, one subprocess per (model, backend, batch) imports the libraries the
-   backend needs (numpy, skriptnd, iree.runtime or onnxruntime) and loads the inputs, reads its resident set
+   backend needs (numpy, skriptnd's modules, iree.runtime; or onnxruntime) and loads the inputs, reads its resident set
    (``base``), then composes the graph, prepares the backend, runs it 3 times and reads ``ru_maxrss`` (``peak``);
    onnxruntime on the original .onnx is measured the same way (session creation in place of compose and
    prepare). ``peak`` is the process's whole high-water mark (interpreter, libraries, inputs included);
@@ -155,12 +155,19 @@ def _worker_memory(spec: dict[str, Any]) -> dict[str, Any]:
         for _ in range(MEMORY_RUNS):
             session.run(None, feeds)
         return {"base_mb": base, "base_peak_mb": base_peak, "peak_mb": _peak_mb(), "warm": None}
-    import skriptnd  # noqa: F401  (the libraries are part of the base, not of the model)
+    import importlib
+
     from skriptnd.backends import Options, prepare
     from skriptnd.backends.bench import blas_limit
 
-    if backend == "iree":
-        import iree.runtime  # noqa: F401
+    # the code is part of the base, not of the model: skriptnd imports its modules lazily, on first use
+    for module in ("skriptnd.model", "skriptnd.compose.input_shapes", "skriptnd.backends.registry",
+                   f"skriptnd.backends.via_{backend}", "numpy.random", "threadpoolctl",
+                   *(("iree.runtime",) if backend == "iree" else ())):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
     feeds = _batched(spec["inputs"], spec["batch"])
     with blas_limit(threads):
         base, base_peak = _rss_mb(), _peak_mb()
