@@ -494,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds of bench (default 10)")
     parser.add_argument("--work", type=Path, default=None,
                         help="imports and the IREE cache, kept for the next run (default: a temp folder)")
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds per step (default 1800)")
+    parser.add_argument("--timeout", type=float, default=3600,
+                        help="seconds per step (default 3600: ViT-B/16 at batch 8, one thread, 10 rounds)")
     parser.add_argument("--max-memory", type=_parse_size, default=_parse_size("16G"),
                         help="address-space limit per step (default 16G; 0: none)")
     parser.add_argument("--no-memory", action="store_true", help="timings only")
