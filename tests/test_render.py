@@ -169,7 +169,9 @@ def test_cli_picks_the_picture_from_the_suffix(tmp_path: Path) -> None:
 
 def test_without_graphviz_no_dot_text_lands_in_a_picture(tmp_path: Path) -> None:
     model = str(mixed_model(tmp_path / "m"))
-    bare = {"PATH": str(tmp_path / "nothing")}  # no graphviz `dot` to be found
+    # no graphviz `dot` to be found; wide enough that the error box never splits a long tmp_path (under
+    # pytest-xdist it holds popen-gwN/) inside "g.svg"
+    bare = {"PATH": str(tmp_path / "nothing"), "COLUMNS": "400"}
     png = _sknd("compose", model, "-o", str(tmp_path / "g.png"), env=bare)
     assert png.returncode == 2 and "graphviz" in png.stderr and "g.svg" in png.stderr
     assert not (tmp_path / "g.png").exists() and not (tmp_path / "g.dot").exists()
