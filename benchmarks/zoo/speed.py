@@ -47,7 +47,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import steps  # benchmarks/zoo/steps.py: the script's folder is on sys.path
 
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo"
 #: the eight architectures of issue 28
@@ -198,35 +198,10 @@ def worker_main(argv: list[str]) -> int:
     return 0
 
 
-def _limit_memory(limit: int) -> None:
-    if limit > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
 def run_step(args: list[str], timeout: float, memory: int, threads: int = 1) -> dict[str, Any]:
-    """A worker in a subprocess (BLAS and OpenMP pools sized to ``threads``); a timeout or a killed process
-    is a result too."""
-    with tempfile.TemporaryDirectory(prefix="zoo-speed-") as tmp:
-        result_path = os.path.join(tmp, "result.json")
-        n = str(threads)
-        env = dict(os.environ, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
-        start = time.perf_counter()
-        try:
-            done = subprocess.run([sys.executable, __file__, "--worker", *args, result_path],
-                                  capture_output=True, text=True, timeout=timeout, env=env,
-                                  preexec_fn=lambda: _limit_memory(memory))
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "message": f"did not finish in {timeout:.0f} s"}
-        wall = time.perf_counter() - start
-        if os.path.exists(result_path):
-            result = json.loads(Path(result_path).read_text())
-            result["wall_s"] = wall
-            return result
-        tail = (done.stderr or done.stdout or "").strip().splitlines()[-ERROR_LINES:]
-        why = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
-        if "MemoryError" in "\n".join(tail) or done.returncode == -9:
-            why += " (out of memory?)"
-        return {"status": "killed", "message": "\n".join([f"worker died: {why}", *tail]), "wall_s": wall}
+    """A worker of this script in a subprocess (benchmarks/zoo/steps.py), BLAS and OpenMP pools sized to
+    ``threads``."""
+    return steps.run_step(__file__, args, timeout, memory, threads, ERROR_LINES)
 
 
 # ----------------------------------------------------------------------------- the matrix
