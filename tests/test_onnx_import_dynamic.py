@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ import skriptnd
 from skriptnd.backends import Options, prepare
 from skriptnd.interop.onnx_import import import_onnx
 from skriptnd.interop.onnx_import import symbolic as sym
+from skriptnd.interop.onnx_import.importer import ImportResult
 
 ZOO = Path(__file__).resolve().parent / "data" / "zoo"
 #: block -> the symbolic dimensions its inputs have
@@ -282,11 +284,27 @@ def test_an_unnamed_dimension_becomes_a_graph_attribute_named_after_its_input(tm
     np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
 
 
+def _per_batch(model: object, folder: Path, batches: tuple[int, ...],
+               feeds_of: Callable[[int], dict[str, np.ndarray]]) -> tuple[ImportResult, list[tuple[list, list]]]:
+    """``model`` (an in-memory ONNX graph with a symbolic ``batch``) imported into ``folder``, then at each batch
+    composed, run by the numpy backend and by onnxruntime on the model on ``feeds_of(batch)``: the import result
+    and, per batch, (numpy's outputs, onnxruntime's outputs), both in output order."""
+    ort = require_ort()
+    result = import_onnx(model, folder)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    runs = []
+    for batch in batches:
+        feeds = feeds_of(batch)
+        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
+        actual = prepare(graph, "numpy", Options(threads=1)).run(feeds)
+        runs.append((list(actual.values()), session.run(None, feeds)))
+    return result, runs
+
+
 @pytest.mark.parametrize("equation", ["bij,bjk->bik", "bhqd,bhkd->bhqk", "bij->bji"])
 def test_einsum_with_a_symbolic_batch(equation: str, tmp_path: Path) -> None:
     """Einsum's reshapes to [batch, left, inner] carry the batch as an expression (was: E0808)."""
     onnx, _ = require_onnx()
-    ort = require_ort()
     from onnx import TensorProto, helper
 
     terms = equation.split("->")[0].split(",")
@@ -298,16 +316,15 @@ def test_einsum_with_a_symbolic_batch(equation: str, tmp_path: Path) -> None:
                               inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [extents[c] for c in out])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    result = import_onnx(model, tmp_path / "m")
-    assert result.attribs == ["batch"]
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    for batch in (1, 3):
+    def feeds(batch: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(batch)
-        feeds = {f"x{n}": rng.standard_normal([batch if c == "b" else extents[c] for c in t]).astype(np.float32)
-                 for n, t in enumerate(terms)}
-        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
-        (actual,) = prepare(graph, "numpy", Options(threads=1)).run(feeds).values()
-        np.testing.assert_allclose(actual, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+        return {f"x{n}": rng.standard_normal([batch if c == "b" else extents[c] for c in t]).astype(np.float32)
+                for n, t in enumerate(terms)}
+
+    result, runs = _per_batch(model, tmp_path / "m", (1, 3), feeds)
+    assert result.attribs == ["batch"]
+    for (actual,), (expected,) in runs:
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
 
 
 def _fold_one(op: str, inputs: dict, **attrs: object) -> object:
@@ -369,7 +386,6 @@ def test_ops_needing_one_axis_as_a_number_leave_the_batch_symbolic(op: str, tmp_
     """An equal Split of a static axis (the dynamo exporter's fused QKV split in GPT-2) and ArgMax with
     select_last_index need only that axis' extent (was: E0808 on the symbolic batch)."""
     onnx, _ = require_onnx()
-    ort = require_ort()
     from onnx import TensorProto, helper
 
     if op == "Split":
@@ -381,13 +397,11 @@ def test_ops_needing_one_axis_as_a_number_leave_the_batch_symbolic(op: str, tmp_
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])], outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    result = import_onnx(model, tmp_path / "m")
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    for batch in (1, 4):
-        x = np.random.default_rng(batch).integers(0, 3, (batch, 6)).astype(np.float32)  # ties for select_last_index
-        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
-        actual = prepare(graph, "numpy", Options(threads=1)).run({"x": x})
-        for a, e in zip(actual.values(), session.run(None, {"x": x}), strict=True):
+    # integers in [0, 3): ties for select_last_index
+    _, runs = _per_batch(model, tmp_path / "m", (1, 4),
+                         lambda batch: {"x": np.random.default_rng(batch).integers(0, 3, (batch, 6)).astype(np.float32)})
+    for actual, expected in runs:
+        for a, e in zip(actual, expected, strict=True):
             np.testing.assert_array_equal(a, e)
 
 
@@ -396,7 +410,6 @@ def test_more_ops_with_a_symbolic_batch(case: str, tmp_path: Path) -> None:
     """Resize (scales 1 on batch and channels), DepthToSpace CRD, SpaceToDepth, Hardmax and Trilu need numbers only
     for the axes they work on: the batch stays symbolic; results match onnxruntime at two batches."""
     onnx, _ = require_onnx()
-    ort = require_ort()
     from onnx import TensorProto, helper, numpy_helper
 
     inits = []
@@ -418,14 +431,11 @@ def test_more_ops_with_a_symbolic_batch(case: str, tmp_path: Path) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", *out])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    result = import_onnx(model, tmp_path / "m")
+    result, runs = _per_batch(model, tmp_path / "m", (1, 3), lambda batch: {
+        "x": np.random.default_rng(batch).standard_normal((batch, *dims)).astype(np.float32)})
     assert result.attribs == ["batch"]
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    for batch in (1, 3):
-        x = np.random.default_rng(batch).standard_normal((batch, *dims)).astype(np.float32)
-        graph = skriptnd.load(result.path).compose(attribs={"batch": batch})
-        (actual,) = prepare(graph, "numpy", Options(threads=1)).run({"x": x}).values()
-        np.testing.assert_allclose(actual, session.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
+    for (actual,), (expected,) in runs:
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
 
 
 def test_a_shape_of_a_data_dependent_extent_names_the_tensor(tmp_path: Path) -> None:
