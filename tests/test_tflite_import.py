@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tflite_oracle import (
+    DATA,
+    ZOO,
     builtin_options,
     inputs_of,
     one_operator_model,
@@ -36,9 +38,6 @@ from skriptnd.interop.tflite_import.reader import read
 from skriptnd.interop.tflite_import.registry import FAMILIES, registry
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data" / "tflite"
-#: where make_tflite.py writes the big models (as benchmarks/zoo/build.py its ONNX files)
-ZOO = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo" / "tflite"
 TOLERANCE = 1e-3
 
 

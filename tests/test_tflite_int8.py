@@ -9,13 +9,14 @@ MEAN, softmax/logistic/tanh/hard-swish, fused RELU/RELU6, QUANTIZE / DEQUANTIZE,
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from tflite_oracle import (
+    DATA,
+    ZOO,
     builtin_options,
     inputs_of,
     one_operator_model,
@@ -29,9 +30,6 @@ import skriptnd
 from skriptnd.interop.tflite_import.importer import import_tflite
 from skriptnd.tosa.integer.lower import lower_quantized
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data" / "tflite"
-ZOO = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo" / "tflite"
 #: LiteRT's optimized kernels requantize with a rounded 31-bit high multiply, then a shift rounded half up
 #: (skriptnd.tosa.integer.lower; its reference kernels round that shift half away from zero: DOUBLE_ROUND)
 ROUNDING = "HIGH_MUL_HALF_UP"

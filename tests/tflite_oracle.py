@@ -13,6 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+#: the committed small models and their inputs (benchmarks/zoo/make_tflite.py --ci)
+DATA = Path(__file__).resolve().parent / "data" / "tflite"
+#: where make_tflite.py writes the big models (as benchmarks/zoo/build.py its ONNX files)
+ZOO = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "skriptnd" / "zoo" / "tflite"
+
 
 def require_litert() -> Any:
     """ai_edge_litert's interpreter module (skip locally, fail in CI when it is missing)."""
