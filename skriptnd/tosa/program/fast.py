@@ -502,29 +502,26 @@ class _Depthwise:
         hp, wp = ih + t + b, iw + left + r
         self.oh, self.ow = (hp - (kh - 1) * dy - 1) // sy + 1, (wp - (kw - 1) * dx - 1) // sx + 1
         span = self.ow * cm
-        self.padded = np.zeros((n, hp, wp, c), F32)
+        # the zero-padded input, each channel repeated m times (the channel multiplier): what the windows read
+        self.src = src = np.zeros((n, hp, wp, cm), F32)
         tiled = self.w.size * self.ow * 4 <= _DEPTHWISE_TILED_BYTES
         self.wt = np.tile(self.w, (1, 1, self.ow)) if tiled and (sx == 1 or cm < _DEPTHWISE_WIDE) else self.w
         if sx == 1 and tiled:
             self.taps = None
-            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             flat = src.reshape(n, hp, wp * cm)
             s = flat.strides
             self.windows = as_strided(flat, (n, self.oh, kh, kw, span), (s[0], s[1] * sy, s[1] * dy, s[2] * cm * dx, s[2]),
                                       writeable=False)
         elif cm >= _DEPTHWISE_WIDE or not tiled:  # the per-channel windows: an inner loop of cm, no gather
             self.taps = None
-            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             s = src.strides
             self.windows = as_strided(src, (n, self.oh, self.ow, kh, kw, cm),
                                       (s[0], s[1] * sy, s[2] * sx, s[1] * dy, s[2] * dx, s[3]), writeable=False)
         else:
-            src = self.padded if self.m == 1 else np.empty((n, hp, wp, cm), F32)
             self.taps = np.empty((n, hp, kw, span), F32)
             s = self.taps.strides
             self.windows = as_strided(self.taps, (n, self.oh, kh, kw, span), (s[0], s[1] * sy, s[1] * dy, s[2], s[3]),
                                       writeable=False)
-        self.src = src
         self._shape = shape
 
     def __call__(self, x: np.ndarray, *rest: Any) -> Any:
@@ -535,9 +532,11 @@ class _Depthwise:
         n, ih, iw, _ = x.shape
         kh, kw, cm = self.w.shape
         t, left = self.pad[0], self.pad[2]
-        self.padded[:, t:t + ih, left:left + iw, :] = x
-        if self.m > 1:
-            np.copyto(self.src, np.repeat(self.padded, self.m, axis=3))
+        inner = self.src[:, t:t + ih, left:left + iw, :]
+        if self.m == 1:
+            inner[...] = x
+        else:  # [.., c * m] read as [.., c, m] (a view: the channel axis is contiguous), each channel m times
+            inner.reshape(n, ih, iw, -1, self.m)[...] = x[..., None]
         if self.taps is not None:
             sx, dx, ow = self.stride[1], self.dilation[1], self.ow
             rows = self.taps.reshape(n, -1, kw, ow, cm)
