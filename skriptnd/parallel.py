@@ -191,9 +191,8 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> Any:
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
     batch = math.prod(a.shape[:-2])  # not np.prod: ~10 us a call, which a small transformer's GEMMs felt
-    if batch * m * n * k < MIN_GEMM_FLOPS or threads() == 1 or getattr(_local, "inside", False):
+    if batch * m * n * k < MIN_GEMM_FLOPS or (t := threads()) == 1 or getattr(_local, "inside", False):
         return np.matmul(a, b, out=out)
-    t = threads()
     if out is None:
         out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n),
                        np.result_type(a.dtype, b.dtype))
