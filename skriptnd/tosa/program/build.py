@@ -47,6 +47,7 @@ from skriptnd.tosa.ops.control_flow import Graph
 from skriptnd.tosa.ops.invoke import ITEM, LIST_OPS, apply
 from skriptnd.tosa.program.fast import Clamp, Epilogue, HardSwish, Silu, specialise
 from skriptnd.tosa.program.fast_extra import extra_form
+from skriptnd.tosa.program.straight import Runner, StepFailed, straight_line
 
 #: Operators whose listed operands are element-wise data (the others, e.g. MUL's shift, are not).
 _ELEMENTWISE: dict[str, tuple[int, ...]] = {
@@ -111,6 +112,8 @@ class Program:
     _template: list[Any] = field(default_factory=list, repr=False)
     #: the steps as plain tuples (fn, fallback, args, out, frees): what the loop unpacks, without attribute lookups
     _run: list[tuple[Any, ...]] = field(default_factory=list, repr=False)
+    #: the steps as one straight-line function (skriptnd.tosa.program.straight); None: the loop runs them
+    _straight: Runner | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         def show(name: str) -> str:
@@ -147,6 +150,12 @@ class Program:
         ~200 operators of a few microseconds each, so the loop's own cost counts); timed apart when profiled."""
         if record is not None:
             self._run_recorded(values, record)
+            return
+        if self._straight is not None:
+            try:
+                self._straight(values)
+            except StepFailed as failed:
+                raise ProgramError(self._steps[failed.index].op, failed.cause) from failed.cause  # type: ignore[index]
             return
         i = 0
         try:
@@ -231,6 +240,7 @@ class Program:
             slots[clamp_out] = slots[conv_out]
         self._template = [template.get(k) for k in range(len(slots) + 1)]
         self._run = [(st.fn, st.fallback, st.args, st.out, st.frees) for st in steps]
+        self._straight = straight_line(steps, [slots[o] for o in self.outputs if o not in self.constants])
         self._slots, self._steps = slots, steps
 
 
