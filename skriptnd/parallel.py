@@ -27,8 +27,7 @@ import math
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,15 +59,23 @@ def threads() -> int:
     return n
 
 
-@contextmanager
-def using(n: int | None) -> Iterator[int]:
-    """Run parallel work started from this thread on ``n`` threads (None: :func:`default_threads`)."""
-    old = getattr(_local, "threads", None)
-    _local.threads = max(1, int(n)) if n else default_threads()
-    try:
-        yield _local.threads
-    finally:
-        _local.threads = old
+class using:  # noqa: N801 - used as a function: ``with parallel.using(n):``
+    """Run parallel work started from this thread on ``n`` threads (None: :func:`default_threads`). A class,
+    not a generator context manager: a small graph's run enters it every call (issue 28)."""
+
+    __slots__ = ("n", "old")
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+
+    def __enter__(self) -> int:
+        self.old = getattr(_local, "threads", None)
+        n = self.n
+        _local.threads = max(1, int(n)) if n else default_threads()
+        return int(_local.threads)
+
+    def __exit__(self, *exc: object) -> None:
+        _local.threads = self.old
 
 
 #: parts per thread of a split piece of work: a thread that gets no core for a while (another process
@@ -245,22 +252,31 @@ def blas_threads() -> int:
     return int(blas[0]()) if blas is not None else 1
 
 
-@contextmanager
-def blas_limit(n: int | None) -> Iterator[None]:
-    """OpenBLAS on at most ``n`` threads inside the block (no-op for None, or when it cannot be controlled)."""
-    blas = blas_functions() if n is not None else None
-    if blas is None or n is None:
-        yield
-        return
-    old = int(blas[0]())
-    if old <= n:
-        yield
-        return
-    blas[1](n)
-    try:
-        yield
-    finally:
-        blas[1](old)
+class blas_limit:  # noqa: N801 - used as a function: ``with parallel.blas_limit(n):``
+    """OpenBLAS on at most ``n`` threads inside the block (no-op for None, or when it cannot be controlled). A
+    class, not a generator context manager: every program call enters it (issue 28)."""
+
+    __slots__ = ("n", "old", "put")
+
+    def __init__(self, n: int | None) -> None:
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.put = None
+        n = self.n
+        if n is None:
+            return
+        blas = blas_functions()
+        if blas is None:
+            return
+        old = int(blas[0]())
+        if old > n:
+            blas[1](n)
+            self.old, self.put = old, blas[1]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.put is not None:
+            self.put(self.old)
 
 
 def blas_single() -> Any:

@@ -383,3 +383,24 @@ def test_an_attribute_is_suggested_only_when_one_value_of_it_fits(tmp_path: Path
         with pytest.raises(DiagnosticError) as caught:
             skriptnd.run(graph, {"x": x})
         assert caught.value.diagnostics[0].code == "E0711" and caught.value.diagnostics[0].hint == hint
+
+
+def test_an_executor_checks_every_run_after_a_fitting_one() -> None:
+    """The executor remembers input arrays that fitted (dtype and shape) to skip their check next time: an
+    array of another shape or type on a later run of the same executor is still E0711."""
+    from skriptnd.diagnostics import DiagnosticError
+    from skriptnd.execute import Executor
+
+    graph = skriptnd.load(DIGITS).compose()
+    assert graph.variable_source is not None
+    executor = Executor(graph, {t.name: graph.variable_source(t) for t in graph.variables})
+    ok = np.zeros((1, 1, 8, 8), np.float32)
+    first = executor.run({"image": ok})["probabilities"]
+    np.testing.assert_array_equal(executor.run({"image": ok})["probabilities"], first)
+    for bad in (np.zeros((2, 1, 8, 8), np.float32), np.zeros((1, 1, 8, 8), np.int32), np.zeros((1, 8, 8), np.float32)):
+        with pytest.raises(DiagnosticError) as caught:
+            executor.run({"image": bad})
+        assert caught.value.diagnostics[0].code == "E0711"
+    # a float64 array of the right shape is converted to the graph's float32, as on its first run
+    for _ in range(2):
+        np.testing.assert_array_equal(executor.run({"image": np.zeros((1, 1, 8, 8))})["probabilities"], first)

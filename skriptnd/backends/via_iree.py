@@ -437,9 +437,18 @@ _PROGRAM_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "in
 _INT32 = np.iinfo(np.int32)
 
 
+_INT32_MIN, _INT32_MAX = int(_INT32.min), int(_INT32.max)
+#: integer types whose every value fits int32: nothing to check when they cross as int32
+_WITHIN_INT32 = frozenset(np.dtype(d) for d in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.bool_))
+
+
 def _boundary_input(t: Tensor, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    a = np.asarray(a)
-    if dtype == np.int32 and a.size and (a.min() < _INT32.min or a.max() > _INT32.max):
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
+    if a.dtype == dtype and a.flags.c_contiguous:  # already what the module takes (the common float32 case)
+        return a
+    if (dtype == np.int32 and a.size and a.dtype not in _WITHIN_INT32
+            and (np.minimum.reduce(a, axis=None) < _INT32_MIN or np.maximum.reduce(a, axis=None) > _INT32_MAX)):
         raise DiagnosticError([Diagnostic(
             code="E0789", span=t.span if getattr(t, "span", None) is not None else NO_SPAN,
             message=f"int tensor '{t.name}' holds {a.min() if a.min() < _INT32.min else a.max()}, outside the "

@@ -99,6 +99,9 @@ class Executor:
     #: the graph's constants as (key, value) and its variable tensors, listed once (see run): a run of a small
     #: graph should not walk all its tensors twice (issue 28)
     _fixed: tuple[list[tuple[int, Any]], list[Tensor]] | None = field(default=None, repr=False)
+    #: (input tensor id, dtype, shape) of arrays already found to fit a static input: the next array of the
+    #: same dtype and shape needs no check again (a small graph's run costs tens of microseconds; issue 28)
+    _fitting: set[tuple[int, np.dtype, tuple[int, ...]]] = field(default_factory=set, repr=False)
 
     def prepare(self) -> None:
         """Build the execution plan once: each top-level operation's callable resolved up front
@@ -169,11 +172,18 @@ class Executor:
         agreeing, the asserts on dynamic extents, no unknown names (E0711 / E0501, located). Sets this run's
         extents (skriptnd.compose.extents)."""
         values: dict[int, Any] = {}
+        fitting = self._fitting
         for t in self.graph.inputs:
             if t.name not in inputs:
                 raise DiagnosticError([Diagnostic(code="E0711", message=f"no value given for input '{t.name}' "
                                                   f"({_describe(t)})", span=_where(t))])
-            values[id(t)] = _check_input(self.graph, t, inputs[t.name])
+            given = inputs[t.name]
+            if type(given) is np.ndarray and (id(t), given.dtype, given.shape) in fitting:
+                values[id(t)] = given.astype(NUMPY_DTYPES[t.dtype], copy=False)
+                continue
+            values[id(t)] = _check_input(self.graph, t, given)
+            if type(given) is np.ndarray and not t.dynamic and t.dtype in NUMPY_DTYPES and len(fitting) < 64:
+                fitting.add((id(t), given.dtype, given.shape))
         self._extents = input_extents(self.graph, {t.name: np.shape(values[id(t)]) for t in self.graph.inputs}) \
             if any(t.dynamic for t in self.graph.inputs) else {}
         if self.graph.run_asserts is not None:
@@ -199,13 +209,10 @@ class Executor:
             self.prepare()
         values = self.check_inputs(inputs)
         if self._fixed is None:
-            self._fixed = ([(id(t), t.value) for t in self.graph.tensors if t.kind == "constant"],
-                           [t for t in self.graph.tensors if t.kind == "variable"])
+            self._fixed = self._fixed_values()
         constants, variables = self._fixed
         values.update(constants)
         for t in variables:
-            if t.name in self._released:
-                continue
             if t.name not in self.variables:
                 raise DiagnosticError([Diagnostic(code="E0701", message=f"no value for variable '{t.name}'",
                                                   span=_where(t))])
@@ -221,6 +228,20 @@ class Executor:
         # an item of an output pack of dynamic length beyond its length in this run is not a result
         return {self.graph.output_name(i): values[id(t)] for i, t in enumerate(self.graph.outputs)
                 if i not in packed or id(t) in values}
+
+    def _fixed_values(self) -> tuple[list[tuple[int, Any]], list[Tensor]]:
+        """The constants a run puts in its values (those the plan's operations or the outputs read; all of them
+        where an `if` or `loop` runs subgraphs, which read what they capture) and the variables not released.
+        Listed once, after prepare: a small graph compiled as one module should not copy tens of unread
+        constants into every run's values (issue 28)."""
+        assert self._program is not None
+        constants = [(id(t), t.value) for t in self.graph.tensors if t.kind == "constant"]
+        if all(step[0] == 0 for step in self._program):
+            read = {k for step in self._program for k in step[3] if k is not None}
+            read |= {id(t) for t in self.graph.outputs}
+            constants = [(k, v) for k, v in constants if k in read]
+        variables = [t for t in self.graph.tensors if t.kind == "variable" and t.name not in self._released]
+        return constants, variables
 
     def _judge_asserts(self, checks: RunAsserts, shapes: dict[str, tuple[int, ...]]) -> None:
         """The graph's asserts on its dynamic extents (`h <= w`, `x.shape[0] <= 50`), on this run's extents and
