@@ -164,3 +164,26 @@ def test_a_long_program_keeps_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     (got,) = program([x])
     assert program._straight is None
     np.testing.assert_allclose(got, OPS["ABS"](OPS["NEGATE"](OPS["EXP"](x))), rtol=1e-6)
+
+
+def test_inf_and_nan_results_are_the_operators_without_warnings() -> None:
+    # a program runs its forms inside np.errstate(all="ignore"): RSQRT(0), RSQRT(-1), NaN compared, a float32
+    # sum that overflows give inf / NaN / False as the generic kernels do, and no RuntimeWarning
+    import warnings
+
+    b = Builder()
+    x, y = b.input(), b.input()
+    b.output(b.emit("RSQRT", [x], {}))
+    b.output(b.emit("GREATER", [x, y], {}))
+    b.output(b.emit("REDUCE_SUM", [y], {"axis": 1}))
+    program = b.finish()
+    xs = np.array([[0.0, -1.0, np.nan, 4.0]], F32)
+    ys = np.array([[1.0, np.nan, 0.0, 3e38]], F32)
+    ys[0, 1] = 3e38
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = program([xs, ys])
+    expected = [OPS["RSQRT"](xs), OPS["GREATER"](xs, ys), OPS["REDUCE_SUM"](ys, axis=1)]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+    assert np.isinf(got[0][0, 0]) and np.isnan(got[0][0, 1]) and np.isinf(got[2][0, 0])

@@ -138,11 +138,12 @@ class Program:
             values[slots[name]] = arg
         # on several threads, the operators split their GEMMs over skriptnd.parallel's pool, one BLAS
         # thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
-        if parallel.threads() > 1:
-            with parallel.blas_single():
+        with np.errstate(all="ignore"):  # inf and NaN results are the operators' (fast.py's docstring)
+            if parallel.threads() > 1:
+                with parallel.blas_single():
+                    self._run_steps(values, record)
+            else:
                 self._run_steps(values, record)
-        else:
-            self._run_steps(values, record)
         return [self.constants[o] if o in self.constants else values[slots[o]] for o in self.outputs]
 
     def _run_steps(self, values: list[Any], record: Callable[[Op, float], None] | None = None) -> None:

@@ -336,11 +336,12 @@ class Runner:
         env.update(zip(sg.inputs, args, strict=True))
         # as a compiled program (skriptnd.tosa.program.build): the GEMMs split over skriptnd.parallel's pool,
         # one BLAS thread each (OpenBLAS's own threads, spinning between calls, would take the pool's cores)
-        if parallel.threads() > 1:
-            with parallel.blas_single():
+        with np.errstate(all="ignore"):  # inf and NaN results are the operators' (fast.py's docstring)
+            if parallel.threads() > 1:
+                with parallel.blas_single():
+                    self._run(env, record)
+            else:
                 self._run(env, record)
-        else:
-            self._run(env, record)
         return [env[n] for n in sg.outputs]
 
     def _run(self, env: dict[str, Any], record: Callable[[str, float], None] | None) -> None:
