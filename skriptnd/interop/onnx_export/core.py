@@ -287,4 +287,8 @@ def aligned(ctx: Context, op: Operation, i: int, key: str) -> str:
         return x
     want = ints(op.binding.env[key])
     have = shape(t)
-    return x if want == have else ctx.reshape(x, want)
+    if want == have:
+        return x
+    if t.kind == "constant" and t.value is not None and t.dtype in NUMPY:  # folded here: no Reshape node to run
+        return ctx.const(np.asarray(t.value, NUMPY[t.dtype]).reshape(want), None, "aligned")
+    return ctx.reshape(x, want)
