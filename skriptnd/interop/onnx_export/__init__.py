@@ -33,8 +33,9 @@ from skriptnd.fileio import output_target, write_atomic
 
 # the operator families register their converters on import: this package lists them (the registry, core,
 # imports none of its entries)
-from skriptnd.interop.onnx_export import algo, fuse, image, layout, linalg, math_ops, nn  # noqa: F401
+from skriptnd.interop.onnx_export import algo, image, layout, linalg, math_ops, nn  # noqa: F401
 from skriptnd.interop.onnx_export.core import CONVERTERS, NUMPY, Context, Unsupported, shape
+from skriptnd.interop.onnx_export.fuse import hard_activations, read_initializers
 from skriptnd.interop.onnx_export.quant import quantize_graph_inputs, quantized_value
 from skriptnd.interop.onnx_export.walk import ControlFlowUnsupported, convert
 from skriptnd.source import Span
@@ -168,8 +169,8 @@ def _build(graph: Graph, opset: int, variables: dict[str, np.ndarray] | None) ->
         return None, diags
     inputs = [_value_info(onnx, t.name, t) for t in graph.inputs]
     shapes = {ctx.names[id(t)]: tuple(shape(t)) for t in graph.tensors if id(t) in ctx.names and not t.dynamic}
-    nodes = fuse.hard_activations(ctx.nodes, ctx.initializers, shapes, out_names)
-    initializers = fuse.read_initializers(nodes, ctx.initializers, out_names)
+    nodes = hard_activations(ctx.nodes, ctx.initializers, shapes, out_names)  # peepholes over the converted nodes
+    initializers = read_initializers(nodes, ctx.initializers, out_names)
     return onnx.helper.make_graph(nodes, graph.name, inputs, outputs, initializers), []
 
 
