@@ -434,10 +434,7 @@ BOUNDARY_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.int8), "int
 _GRAPH_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "int": np.dtype(np.int64)}
 #: The program's own types of its inputs (program_to_mlir writes the boundary casts).
 _PROGRAM_DTYPES = {"real": np.dtype(np.float32), "bool": np.dtype(np.bool_), "int": np.dtype(np.int32)}
-_INT32 = np.iinfo(np.int32)
-
-
-_INT32_MIN, _INT32_MAX = int(_INT32.min), int(_INT32.max)
+_INT32_MIN, _INT32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
 #: integer types whose every value fits int32: nothing to check when they cross as int32
 _WITHIN_INT32 = frozenset(np.dtype(d) for d in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.bool_))
 
@@ -451,7 +448,7 @@ def _boundary_input(t: Tensor, a: np.ndarray, dtype: np.dtype) -> np.ndarray:
             and (np.minimum.reduce(a, axis=None) < _INT32_MIN or np.maximum.reduce(a, axis=None) > _INT32_MAX)):
         raise DiagnosticError([Diagnostic(
             code="E0789", span=t.span if getattr(t, "span", None) is not None else NO_SPAN,
-            message=f"int tensor '{t.name}' holds {a.min() if a.min() < _INT32.min else a.max()}, outside the "
+            message=f"int tensor '{t.name}' holds {a.min() if a.min() < _INT32_MIN else a.max()}, outside the "
                     "int32 range that the compiled module takes (TOSA indices are int32)",
             hint="run it with --via numpy, or keep the values within +-2**31")])
     return np.ascontiguousarray(a, dtype=dtype)

@@ -481,8 +481,9 @@ class _Depthwise:
     into one row per tap (``[n, rows, kw, ow*c]``, a copy of kw/S inputs). One einsum then sums over
     (ky, kx) with an inner loop of OW*C: 0.44 ms for that layer (2-vCPU EPYC), 1.0-1.7x the per-channel
     einsum on wider layers. Strided layers of :data:`_DEPTHWISE_WIDE` channels or more, and images so wide
-    that the tiled weights would pass :data:`_DEPTHWISE_TILED_BYTES`, keep the per-channel windows. einsum holds the GIL, so the work does not split over threads; measured,
-    it beats the taps split over two threads on every MobileNet, EfficientNet and ConvNeXt shape."""
+    that the tiled weights would pass :data:`_DEPTHWISE_TILED_BYTES`, keep the per-channel windows. einsum
+    holds the GIL, so the work does not split over threads; measured, it beats the taps split over two
+    threads on every MobileNet, EfficientNet and ConvNeXt shape."""
 
     def __init__(self, weight: np.ndarray, bias: np.ndarray, attrs: dict[str, Any],
                  clamp: Epilogue | None) -> None:
